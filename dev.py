@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Set up the development environment and run the project's main jobs.
+
+Needs only Python 3.11+ and git. Creates `.venv/`, installs the project with its
+development extras (re-installing when pyproject.toml changes), then runs:
+
+    python3 dev.py up      # an embedded PostgreSQL and every roster butler (`butlers up`)
+    python3 dev.py test    # the whole test suite (what CI runs)
+    python3 dev.py lint    # ruff + mypy
+    python3 dev.py bench   # the benchmarks under bench/
+    python3 dev.py run ... # any command inside the virtual environment
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+STAMP = VENV / ".installed"
+
+
+def _fingerprint() -> str:
+    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+
+
+def ensure_env() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"Python 3.11 or newer is needed; this is {sys.version.split()[0]}")
+    if not PY.exists():
+        print(f"creating {VENV.relative_to(ROOT)}/", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    if STAMP.exists() and STAMP.read_text() == _fingerprint():
+        return
+    print("installing butlers and its development dependencies", flush=True)
+    pip = [str(PY), "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "install", "-e", f"{ROOT}[dev]"], check=True)
+    STAMP.write_text(_fingerprint())
+
+
+def run(*args: str) -> int:
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(VENV)
+    return subprocess.call(list(args), cwd=ROOT, env=env)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in {"-h", "--help", "help"}:
+        print(__doc__)
+        return 0
+    ensure_env()
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "setup":
+        return 0
+    if cmd == "up":
+        return run(str(BIN / "butlers"), "up", *rest)
+    if cmd == "test":
+        code = run(str(PY), "-m", "pytest", *rest)
+        # pytest exits 5 when nothing was collected: that is a failure here too.
+        return code
+    if cmd == "lint":
+        code = run(str(PY), "-m", "ruff", "check", ".")
+        code |= run(str(PY), "-m", "ruff", "format", "--check", ".")
+        code |= run(str(PY), "-m", "mypy")
+        return code
+    if cmd == "bench":
+        names = rest or sorted(p.name for p in (ROOT / "bench").glob("bench_*.py"))
+        code = 0
+        for name in names:
+            code |= run(str(PY), str(ROOT / "bench" / name))
+        return code
+    if cmd == "run":
+        return run(*rest)
+    print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

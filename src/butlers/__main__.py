@@ -1,0 +1,5 @@
+import sys
+
+from butlers.cli import main
+
+sys.exit(main())

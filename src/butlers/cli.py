@@ -1,0 +1,215 @@
+"""The `butlers` command: the composition root of the runtime.
+
+    butlers up [--data-dir DIR] [--roster DIR] [--detach]
+    butlers down [--data-dir DIR]
+    butlers status [--data-dir DIR]
+    butlers migrate [--data-dir DIR] [--roster DIR]      every roster butler
+    butlers migrate --spec FILE                          one butler, with BUTLERS_DSN
+    butlers serve --spec FILE [--port N]                 one butler (a container's entrypoint)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from butlers.errors import ButlersError
+from butlers.logs import configure_logging
+from butlers.settings import ButlerSettings, EcosystemSettings
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="butlers", description="Run an ecosystem of butlers.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def ecosystem_args(p: argparse.ArgumentParser, roster: bool = True) -> None:
+        p.add_argument("--data-dir", type=Path, help="where data and logs live (default .butlers)")
+        if roster:
+            p.add_argument("--roster", type=Path, help="directory of Butler YAML files (default roster)")
+
+    up = sub.add_parser("up", help="start the database and every roster butler")
+    ecosystem_args(up)
+    up.add_argument("--detach", action="store_true", help="return once every butler is ready")
+    ecosystem_args(sub.add_parser("down", help="stop a running ecosystem"), roster=False)
+    ecosystem_args(sub.add_parser("status", help="show the butlers of a running ecosystem"), roster=False)
+    migrate = sub.add_parser("migrate", help="provision and migrate every butler (or one)")
+    ecosystem_args(migrate)
+    migrate.add_argument("--spec", type=Path, help="migrate only this butler, as BUTLERS_DSN")
+    serve = sub.add_parser("serve", help="run one butler in the foreground")
+    serve.add_argument("--spec", type=Path, help="the Butler YAML file (or BUTLERS_SPEC)")
+    serve.add_argument("--port", type=int, help="override spec.port (or BUTLERS_PORT)")
+    serve.add_argument("--host", help="listen address (or BUTLERS_HOST, default 127.0.0.1)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(COMMANDS[args.command](args) or 0)
+    except ButlersError as exc:
+        print(f"butlers {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _ecosystem_settings(args: argparse.Namespace) -> EcosystemSettings:
+    return EcosystemSettings.from_env(
+        data_dir=args.data_dir, roster_dir=getattr(args, "roster", None)
+    )
+
+
+# -- up / down / status --------------------------------------------------------
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    settings = _ecosystem_settings(args)
+    from butlers.ecosystem.control import ensure_not_running
+
+    ensure_not_running(settings.data_dir)
+    if args.detach:
+        from butlers.ecosystem.control import start_detached
+
+        state = start_detached(settings, sys.argv[0])
+        _print_endpoints(state)
+        return 0
+    configure_logging("butlers", settings.log_level)
+    return asyncio.run(_run_foreground(settings))
+
+
+async def _run_foreground(settings: EcosystemSettings) -> int:
+    from butlers.ecosystem.control import PidFile
+    from butlers.ecosystem.supervisor import Ecosystem
+    from butlers.roster import load_roster
+
+    resources = load_roster(settings.roster_dir)
+    ecosystem = Ecosystem(settings=settings, resources=resources)
+    pid_file = PidFile(settings.data_dir)
+    pid_file.write()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await ecosystem.start()
+        _print_endpoints(ecosystem.describe())
+        print("Press Ctrl-C to stop.", flush=True)
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=1.0)
+            except TimeoutError:
+                for butler in ecosystem.exited():
+                    print(
+                        f"butler {butler.name} exited (code {butler.process.returncode}); "  # type: ignore[union-attr]
+                        f"see {butler.log_path}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    await ecosystem.restart_butler(butler.name)
+                    ecosystem.write_state_file()
+        print("stopping…", flush=True)
+        return 0
+    finally:
+        await ecosystem.stop()
+        pid_file.remove()
+
+
+def _print_endpoints(state: dict) -> None:  # type: ignore[type-arg]
+    db = state["database"]
+    print(f"database  {db['kind']} PostgreSQL at {db['host']}:{db['port']}/{db['database']}")
+    print(f"{'BUTLER':<14} {'MCP ENDPOINT':<34} {'SCHEMA':<16} STATUS")
+    for name, butler in state["butlers"].items():
+        status = butler.get("status", "ready")
+        print(f"{name:<14} {butler['url']:<34} {butler['schema']:<16} {status}")
+    sys.stdout.flush()
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from butlers.ecosystem.control import stop_running
+
+    settings = _ecosystem_settings(args)
+    stopped = stop_running(settings.data_dir)
+    print("stopped" if stopped else f"no ecosystem is running in {settings.data_dir}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from butlers.ecosystem.control import probe_status
+
+    settings = _ecosystem_settings(args)
+    state = probe_status(settings.data_dir)
+    if state is None:
+        print(f"no ecosystem is running in {settings.data_dir}")
+        return 3
+    _print_endpoints(state)
+    return 0 if all(b["status"] == "ready" for b in state["butlers"].values()) else 1
+
+
+# -- migrate / serve -------------------------------------------------------------
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    if args.spec:
+        return asyncio.run(_migrate_one(args.spec))
+    settings = _ecosystem_settings(args)
+    configure_logging("butlers", settings.log_level)
+    return asyncio.run(_migrate_all(settings))
+
+
+async def _migrate_all(settings: EcosystemSettings) -> int:
+    from butlers.ecosystem.supervisor import Ecosystem
+    from butlers.roster import load_roster
+
+    ecosystem = Ecosystem(settings=settings, resources=load_roster(settings.roster_dir))
+    started = time.monotonic()
+    try:
+        await ecosystem.prepare()
+    finally:
+        if ecosystem.database is not None:
+            ecosystem.database.stop()
+    for name, butler in sorted(ecosystem.butlers.items()):
+        print(f"{name:<14} schema {butler.schema:<16} at head")
+    print(f"migrated {len(ecosystem.butlers)} butlers in {time.monotonic() - started:.2f} s")
+    return 0
+
+
+async def _migrate_one(spec: Path) -> int:
+    from butlers import migrations
+    from butlers.ecosystem.supervisor import chains_for
+    from butlers.roster import load_butler_file
+    from butlers.spec import schema_name
+
+    resource = load_butler_file(spec)
+    dsn = os.environ.get("BUTLERS_DSN")
+    if not dsn:
+        raise ButlersError("BUTLERS_DSN is not set: the butler's own role DSN is needed")
+    schema = os.environ.get("BUTLERS_SCHEMA") or schema_name(resource.name)
+    chains = chains_for(resource)
+    await migrations.upgrade(dsn, schema, chains)
+    print(f"{resource.name}: schema {schema} at head ({', '.join(c.name for c in chains)})")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    settings = ButlerSettings.from_env(spec_path=args.spec, port=args.port, host=args.host)
+    from butlers.daemon.serve import serve
+    from butlers.roster import load_butler_file
+
+    name = load_butler_file(settings.spec_path).name
+    configure_logging(name, settings.log_level)
+    asyncio.run(serve(settings))
+    return 0
+
+
+COMMANDS = {
+    "up": cmd_up,
+    "down": cmd_down,
+    "status": cmd_status,
+    "migrate": cmd_migrate,
+    "serve": cmd_serve,
+}

@@ -1,0 +1,1 @@
+"""The butler daemon: one FastMCP server per butler, served over HTTP."""

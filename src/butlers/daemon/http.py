@@ -1,0 +1,34 @@
+"""The ASGI app of a butler: MCP at /mcp (streamable HTTP) and /sse, plus probes."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from fastmcp import FastMCP
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+ReadyCheck = Callable[[], Awaitable[tuple[bool, dict[str, object]]]]
+
+
+def build_http_app(mcp: FastMCP, name: str, ready_check: ReadyCheck) -> Starlette:
+    streamable = mcp.http_app(path="/mcp")
+    sse = mcp.http_app(path="/sse", transport="sse")
+
+    async def health(_request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "butler": name})
+
+    async def ready(_request: Request) -> JSONResponse:
+        ok, detail = await ready_check()
+        body = {"status": "ready" if ok else "not_ready", "butler": name, **detail}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/ready", ready, methods=["GET"]),
+        *streamable.routes,
+        *sse.routes,
+    ]
+    return Starlette(routes=routes, lifespan=streamable.router.lifespan_context)

@@ -1,0 +1,41 @@
+"""What a running butler knows about itself; handed to every tool registrar."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from butlers.spec import ButlerResource
+
+
+@dataclass
+class ModuleState:
+    """Start-up outcome of one module, as `status` reports it."""
+
+    name: str
+    status: str  # "active" | "failed" | "cascade_failed" | "disabled"
+    phase: str | None = None  # where it failed: "config", "credentials", "startup", ...
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "phase": self.phase, "error": self.error}
+
+
+@dataclass
+class ButlerRuntime:
+    resource: ButlerResource
+    schema: str
+    pool: asyncpg.Pool
+    started_at: float = field(default_factory=time.monotonic)
+    modules: list[ModuleState] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.resource.name
+
+    @property
+    def uptime_seconds(self) -> float:
+        return time.monotonic() - self.started_at

@@ -1,0 +1,114 @@
+"""Running one butler: spec → pool → FastMCP server → HTTP until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+
+import asyncpg
+import uvicorn
+
+from butlers import migrations
+from butlers.daemon.http import build_http_app
+from butlers.daemon.runtime import ButlerRuntime
+from butlers.daemon.server import build_server, install_schema_lookup
+from butlers.db.pool import create_pool
+from butlers.errors import PortInUseError
+from butlers.roster import load_butler_file
+from butlers.settings import ButlerSettings
+from butlers.spec import schema_name
+
+log = logging.getLogger(__name__)
+READY_TIMEOUT = 2.0
+
+
+def bind_socket(host: str, port: int, butler: str) -> socket.socket:
+    """Bind now, so a taken port is a clear error before anything else starts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise PortInUseError(
+            f"butler {butler!r}: port {port} on {host} is already in use ({exc.strerror}); "
+            f"stop whatever listens there or change spec.port"
+        ) from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def make_ready_check(pool: asyncpg.Pool, chains: list[migrations.Chain]):  # type: ignore[no-untyped-def]
+    expected = {chain.name: migrations.heads(chain) for chain in chains}
+
+    async def ready_check() -> tuple[bool, dict[str, object]]:
+        applied: dict[str, set[str]] = {}
+        try:
+            async with asyncio.timeout(READY_TIMEOUT), pool.acquire() as conn:
+                for chain in chains:
+                    try:
+                        rows = await conn.fetch(f"SELECT version_num FROM {chain.version_table}")
+                    except asyncpg.UndefinedTableError:
+                        rows = []
+                    applied[chain.name] = {row["version_num"] for row in rows}
+        except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
+            return False, {"database": f"unreachable: {exc.__class__.__name__}: {exc}"}
+        behind = {
+            name: {"applied": sorted(applied[name]), "head": sorted(heads)}
+            for name, heads in expected.items()
+            if applied[name] != heads
+        }
+        if behind:
+            return False, {"database": "ok", "migrations": behind}
+        return True, {"database": "ok", "migrations": "at head"}
+
+    return ready_check
+
+
+async def serve(settings: ButlerSettings) -> None:
+    resource = load_butler_file(settings.spec_path)
+    name = resource.name
+    schema = settings.schema or schema_name(name)
+    port = settings.port or resource.spec.port
+    sock = bind_socket(settings.host, port, name)
+    pool = await create_pool(settings.dsn, schema, application_name=f"butler:{name}")
+    try:
+        runtime = ButlerRuntime(resource=resource, schema=schema, pool=pool)
+        mcp = build_server(runtime)
+        await install_schema_lookup(mcp)
+        app = build_http_app(mcp, name, make_ready_check(pool, [migrations.CORE]))
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=10,
+        )
+        server = uvicorn.Server(config)
+        watch = (
+            asyncio.create_task(_exit_with_parent(settings.parent_pid, server))
+            if settings.parent_pid
+            else None
+        )
+        log.info("butler %s serving MCP on http://%s:%d/mcp (schema %s)", name, settings.host, port, schema)
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            if watch:
+                watch.cancel()
+    finally:
+        await pool.close()
+        sock.close()
+        log.info("butler %s stopped", name)
+
+
+async def _exit_with_parent(parent_pid: int, server: uvicorn.Server) -> None:
+    """Shut down gracefully when the supervising process is gone (no orphans)."""
+    while os.getppid() == parent_pid:
+        await asyncio.sleep(1.0)
+    log.warning("supervisor (pid %d) is gone; shutting down", parent_pid)
+    server.should_exit = True

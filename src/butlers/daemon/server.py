@@ -1,0 +1,33 @@
+"""Building a butler's FastMCP server with its tools."""
+
+from __future__ import annotations
+
+from fastmcp import FastMCP
+
+from butlers.daemon.runtime import ButlerRuntime
+from butlers.stores.sessions import SessionStore
+from butlers.stores.state import StateStore
+from butlers.tools.sessions import register_session_tools
+from butlers.tools.state import register_state_tools
+from butlers.tools.status import register_status_tool
+
+
+def build_server(runtime: ButlerRuntime) -> FastMCP:
+    """A FastMCP server with the core tools of `runtime`'s butler."""
+    mcp = FastMCP(name=runtime.name, instructions=runtime.resource.spec.instructions or None)
+    register_status_tool(mcp, runtime)
+    register_state_tools(mcp, StateStore(runtime.pool))
+    register_session_tools(mcp, SessionStore(runtime.pool))
+    return mcp
+
+
+async def install_schema_lookup(mcp: FastMCP) -> None:
+    """Answer the transport's per-call input-schema question from a table.
+
+    Without this, the streamable-HTTP transport validates `Mcp-Param-*` headers of
+    every `tools/call` by running a full `tools/list` through the middleware chain
+    (dereferencing every tool's schema): per-call work that grows with the number
+    of registered tools. Call again whenever the set of tools changes.
+    """
+    schemas = {tool.name: tool.parameters for tool in await mcp.list_tools()}
+    mcp._mcp_server.get_tool_input_schema = schemas.get

@@ -1,0 +1,300 @@
+"""Starting, watching and stopping every butler of a roster as local processes.
+
+`Ecosystem.start()` does what `butlers up` promises: database up, one schema and
+role per butler provisioned, every migration chain at head, one `butlers serve`
+process per butler, all of them ready, and `<data-dir>/ecosystem.json` written.
+The e2e `local` backend uses the same class with a schema prefix and free ports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import yaml
+
+from butlers import migrations
+from butlers.db.embedded import free_port, port_is_free
+from butlers.db.provision import Credentials, provision
+from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
+from butlers.errors import EcosystemError, PortInUseError
+from butlers.settings import EcosystemSettings
+from butlers.spec import ButlerResource, schema_name
+
+log = logging.getLogger(__name__)
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 15.0
+
+
+@dataclass
+class ButlerProcess:
+    resource: ButlerResource
+    schema: str
+    port: int
+    credentials: Credentials
+    dsn: str
+    spec_path: Path
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.resource.name
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/mcp"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "sse_url": f"{self.base_url}/sse",
+            "port": self.port,
+            "schema": self.schema,
+            "role": self.credentials.role,
+            "dsn": self.dsn,
+            "pid": self.process.pid if self.process else None,
+            "log": str(self.log_path),
+        }
+
+
+@dataclass
+class Ecosystem:
+    settings: EcosystemSettings
+    resources: list[ButlerResource]
+    extra_env: dict[str, str] = field(default_factory=dict)
+    fsync: bool = True
+    database: DatabaseServer | None = None
+    butlers: dict[str, ButlerProcess] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.settings.data_dir
+
+    @property
+    def state_file(self) -> Path:
+        return self.data_dir / "ecosystem.json"
+
+    # -- start ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Database, provisioning, migrations, processes; returns once all are ready."""
+        started = time.monotonic()
+        self._plan_ports()
+        await self.prepare()
+        try:
+            for butler in self.butlers.values():
+                self._spawn(butler)
+            await self.wait_ready()
+        except BaseException:
+            await self.stop()
+            raise
+        self.write_state_file()
+        log.info(
+            "ecosystem ready: %d butlers in %.2f s", len(self.butlers), time.monotonic() - started
+        )
+
+    async def prepare(self) -> None:
+        """Database up, every butler provisioned and migrated (nothing started)."""
+        (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "specs").mkdir(parents=True, exist_ok=True)
+        if self.database is None:
+            self.database = await asyncio.to_thread(
+                open_database, self.data_dir, self.settings.database_url, fsync=self.fsync
+            )
+        admin_dsn = self.database.admin_dsn
+        store = CredentialFile(self.data_dir / "credentials.json")
+        known = store.load()
+        schemas = {r.name: schema_name(r.name, self.settings.schema_prefix) for r in self.resources}
+        provisioned = await asyncio.gather(
+            *(
+                provision(admin_dsn, schema, password=_known_password(known, schema))
+                for schema in schemas.values()
+            )
+        )
+        known.update({c.schema: c for c in provisioned})
+        store.save(known)
+        for resource, credentials in zip(self.resources, provisioned, strict=True):
+            name = resource.name
+            dsn = credentials.dsn(admin_dsn)
+            spec_path = self.data_dir / "specs" / f"{name}.yaml"
+            spec_path.write_text(yaml.safe_dump(resource.to_manifest(), sort_keys=False))
+            self.butlers[name] = ButlerProcess(
+                resource=resource,
+                schema=credentials.schema,
+                port=self.ports.get(name, resource.spec.port),
+                credentials=credentials,
+                dsn=dsn,
+                spec_path=spec_path,
+                log_path=self.data_dir / "logs" / f"{name}.log",
+            )
+        await asyncio.gather(
+            *(
+                migrations.upgrade(b.dsn, b.schema, chains_for(b.resource))
+                for b in self.butlers.values()
+            )
+        )
+
+    def _plan_ports(self) -> None:
+        for resource in self.resources:
+            port = resource.spec.port
+            if self.settings.free_ports:
+                port = free_port()
+            elif not port_is_free(port):
+                raise PortInUseError(
+                    f"butler {resource.name!r}: port {port} is already in use; stop whatever "
+                    f"listens there or change spec.port in its roster file"
+                )
+            self.ports[resource.name] = port
+
+    def _spawn(self, butler: ButlerProcess) -> None:
+        env = {
+            **os.environ,
+            **self.extra_env,
+            "BUTLERS_DSN": butler.dsn,
+            "BUTLERS_SCHEMA": butler.schema,
+            "BUTLERS_HOST": "127.0.0.1",
+            "BUTLERS_PORT": str(butler.port),
+            "BUTLERS_PARENT_PID": str(os.getpid()),
+            "BUTLERS_LOG_LEVEL": self.settings.log_level,
+            "PYTHONUNBUFFERED": "1",
+        }
+        command = [sys.executable, "-m", "butlers", "serve", "--spec", str(butler.spec_path)]
+        with butler.log_path.open("ab") as log_file:
+            butler.process = subprocess.Popen(
+                command,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C reaches the supervisor, which stops us in order
+            )
+        log.info("started butler %s (pid %d) on port %d", butler.name, butler.process.pid, butler.port)
+
+    async def wait_ready(self, names: list[str] | None = None, timeout: float = READY_TIMEOUT) -> None:
+        targets = [self.butlers[n] for n in (names or list(self.butlers))]
+        deadline = time.monotonic() + timeout
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            pending = {b.name: b for b in targets}
+            while pending:
+                for name, butler in list(pending.items()):
+                    if butler.process is not None and butler.process.poll() is not None:
+                        raise EcosystemError(
+                            f"butler {name!r} exited with code {butler.process.returncode} "
+                            f"while starting; last lines of {butler.log_path}:\n"
+                            f"{_tail(butler.log_path)}"
+                        )
+                    try:
+                        response = await client.get(f"{butler.base_url}/ready")
+                    except httpx.HTTPError:
+                        continue
+                    if response.status_code == 200:
+                        del pending[name]
+                if not pending:
+                    break
+                if time.monotonic() > deadline:
+                    raise EcosystemError(
+                        f"butlers not ready after {timeout:.0f} s: {', '.join(sorted(pending))}; "
+                        f"see {self.data_dir / 'logs'}"
+                    )
+                await asyncio.sleep(0.05)
+
+    # -- running -------------------------------------------------------------
+
+    def exited(self) -> list[ButlerProcess]:
+        return [b for b in self.butlers.values() if b.process and b.process.poll() is not None]
+
+    async def kill_butler(self, name: str) -> None:
+        """Stop one butler abruptly (SIGKILL), as a crash would."""
+        butler = self.butlers[name]
+        if butler.process and butler.process.poll() is None:
+            butler.process.kill()
+            await asyncio.to_thread(butler.process.wait)
+
+    async def restart_butler(self, name: str) -> None:
+        """(Re)start one butler on the same port and wait until it is ready."""
+        butler = self.butlers[name]
+        await self._terminate([butler])
+        self._spawn(butler)
+        await self.wait_ready([name])
+
+    # -- stop ----------------------------------------------------------------
+
+    async def stop(self) -> None:
+        """SIGTERM every butler (they finish in-flight calls), then the database."""
+        await self._terminate(list(self.butlers.values()))
+        if self.database is not None:
+            await asyncio.to_thread(self.database.stop)
+        self.state_file.unlink(missing_ok=True)
+
+    async def _terminate(self, butlers: list[ButlerProcess]) -> None:
+        running = [b for b in butlers if b.process and b.process.poll() is None]
+        for butler in running:
+            assert butler.process is not None
+            butler.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for butler in running:
+            assert butler.process is not None
+            remaining = max(0.1, deadline - time.monotonic())
+            try:
+                await asyncio.to_thread(butler.process.wait, remaining)
+            except subprocess.TimeoutExpired:
+                log.warning("butler %s did not stop within %.0f s; killing it", butler.name, STOP_TIMEOUT)
+                butler.process.kill()
+                await asyncio.to_thread(butler.process.wait)
+
+    # -- state file ------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        assert self.database is not None
+        return {
+            "database": self.database.describe(),
+            "butlers": {name: b.describe() for name, b in sorted(self.butlers.items())},
+            "supervisor_pid": os.getpid(),
+            "schema_prefix": self.settings.schema_prefix,
+        }
+
+    def write_state_file(self) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.describe(), indent=2))
+        tmp.chmod(0o600)
+        tmp.replace(self.state_file)
+
+
+def chains_for(resource: ButlerResource) -> list[migrations.Chain]:
+    """The migration chains of a butler: core, then its modules' chains."""
+    return [migrations.CORE]
+
+
+def _known_password(known: dict[str, Credentials], schema: str) -> str | None:
+    entry = known.get(schema)
+    return entry.password if entry else None
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def read_state_file(data_dir: Path) -> dict[str, Any] | None:
+    path = data_dir / "ecosystem.json"
+    if not path.exists():
+        return None
+    return dict(json.loads(path.read_text()))

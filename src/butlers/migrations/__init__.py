@@ -1,0 +1,121 @@
+"""Alembic migration chains, run into one butler's schema.
+
+A chain is an independent Alembic script directory with its own version table
+(`alembic_version_<chain>`) inside the butler's schema: `core` for every butler,
+then one per enabled module. Migrations run as the butler's own role, over
+asyncpg, with `search_path` pinned to the schema, so DDL lands there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from butlers.db.provision import quote_ident
+
+
+@dataclass(frozen=True)
+class Chain:
+    name: str
+    directory: Path
+
+    @property
+    def version_table(self) -> str:
+        return f"alembic_version_{self.name}"
+
+
+CORE = Chain("core", Path(__file__).parent / "core")
+
+
+def _config(chain: Chain, schema: str, connection: Any = None) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(chain.directory))
+    config.attributes.update(
+        connection=connection, schema=schema, version_table=chain.version_table
+    )
+    return config
+
+
+@cache
+def heads(chain: Chain) -> frozenset[str]:
+    """The head revisions of a chain, read from its script directory."""
+    from alembic.script import ScriptDirectory
+
+    return frozenset(ScriptDirectory.from_config(_config(chain, "")).get_heads())
+
+
+def _sqlalchemy_url(dsn: str) -> str:
+    for prefix in ("postgresql://", "postgres://"):
+        if dsn.startswith(prefix):
+            return "postgresql+asyncpg://" + dsn[len(prefix) :]
+    return dsn
+
+
+# Alembic's `context` and `op` are process-global proxies: one migration at a time.
+_alembic_locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+
+
+def _alembic_lock() -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    return _alembic_locks.setdefault(loop, asyncio.Lock())
+
+
+async def _with_connection(dsn: str, schema: str, work: Callable[[Any], Any]) -> Any:
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import NullPool
+
+    engine = create_async_engine(
+        _sqlalchemy_url(dsn),
+        poolclass=NullPool,
+        connect_args={"server_settings": {"search_path": schema}, "timeout": 10},
+    )
+    try:
+        async with _alembic_lock(), engine.begin() as conn:
+            await conn.execute(text(f"SET LOCAL search_path TO {quote_ident(schema)}"))
+            return await conn.run_sync(work)
+    finally:
+        await engine.dispose()
+
+
+async def upgrade(dsn: str, schema: str, chains: Sequence[Chain], revision: str = "heads") -> None:
+    """Upgrade every chain, in order, inside one transaction."""
+    from alembic import command
+
+    def work(connection: Any) -> None:
+        for chain in chains:
+            command.upgrade(_config(chain, schema, connection), revision)
+
+    await _with_connection(dsn, schema, work)
+
+
+async def downgrade(dsn: str, schema: str, chain: Chain, revision: str) -> None:
+    from alembic import command
+
+    def work(connection: Any) -> None:
+        command.downgrade(_config(chain, schema, connection), revision)
+
+    await _with_connection(dsn, schema, work)
+
+
+async def current(dsn: str, schema: str, chains: Iterable[Chain]) -> dict[str, frozenset[str]]:
+    """The applied revisions of each chain (empty when never migrated)."""
+    from alembic.runtime.migration import MigrationContext
+
+    def work(connection: Any) -> dict[str, frozenset[str]]:
+        result = {}
+        for chain in chains:
+            context = MigrationContext.configure(
+                connection,
+                opts={"version_table": chain.version_table, "version_table_schema": schema},
+            )
+            result[chain.name] = frozenset(context.get_current_heads())
+        return result
+
+    return dict(await _with_connection(dsn, schema, work))

@@ -1,0 +1,80 @@
+"""Loading `roster/*.yaml` into Butler resources, with errors that name file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from butlers.errors import RosterError
+from butlers.spec import ButlerResource
+
+
+def format_validation_error(source: str, error: ValidationError) -> str:
+    """One line per problem: `<source>: <field.path>: <reason> (got <value>)`."""
+    lines = []
+    for item in error.errors():
+        path = ".".join(str(part) for part in item["loc"]) or "(document)"
+        reason = item["msg"]
+        if item["type"] == "extra_forbidden":
+            reason = "unknown field"
+        got = item.get("input")
+        suffix = ""
+        if got is not None and not isinstance(got, dict | list) and item["type"] != "missing":
+            suffix = f" (got {got!r})"
+        lines.append(f"{source}: {path}: {reason}{suffix}")
+    return "\n".join(lines)
+
+
+def parse_butler(document: Any, source: str) -> ButlerResource:
+    """Validate one parsed YAML/JSON document as a Butler resource."""
+    if not isinstance(document, dict):
+        raise RosterError(f"{source}: expected a Butler object (a mapping), got {document!r}")
+    try:
+        return ButlerResource.model_validate(document)
+    except ValidationError as exc:
+        raise RosterError(format_validation_error(source, exc)) from None
+
+
+def load_butler_file(path: Path) -> ButlerResource:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RosterError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise RosterError(f"{path}: not valid YAML: {exc}") from None
+    return parse_butler(document, str(path))
+
+
+def load_roster(directory: Path) -> list[ButlerResource]:
+    """Every `*.yaml` in `directory`, sorted by name; names and ports must be unique."""
+    if not directory.is_dir():
+        raise RosterError(f"{directory}: roster directory does not exist")
+    files = sorted(p for p in directory.iterdir() if p.suffix in {".yaml", ".yml"})
+    if not files:
+        raise RosterError(f"{directory}: no *.yaml Butler files found")
+    butlers = [load_butler_file(path) for path in files]
+    _check_unique(butlers, files)
+    return sorted(butlers, key=lambda b: b.name)
+
+
+def _check_unique(butlers: list[ButlerResource], files: list[Path]) -> None:
+    names: dict[str, Path] = {}
+    ports: dict[int, Path] = {}
+    for butler, path in zip(butlers, files, strict=True):
+        if butler.name in names:
+            raise RosterError(
+                f"{path}: metadata.name: butler {butler.name!r} is already defined in "
+                f"{names[butler.name]}"
+            )
+        if butler.spec.port in ports:
+            raise RosterError(
+                f"{path}: spec.port: port {butler.spec.port} is already used by "
+                f"{ports[butler.spec.port]}"
+            )
+        names[butler.name] = path
+        ports[butler.spec.port] = path

@@ -1,0 +1,96 @@
+"""Settings of each deployable, built once at start-up from arguments and `BUTLERS_*`.
+
+This is the only module that reads environment variables.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from butlers.errors import ButlersError
+
+DEFAULT_DATA_DIR = Path(".butlers")
+DEFAULT_ROSTER_DIR = Path("roster")
+
+
+@dataclass(frozen=True)
+class EcosystemSettings:
+    """`butlers up` / `down` / `status` / `migrate`: a whole roster on one machine."""
+
+    data_dir: Path
+    roster_dir: Path
+    database_url: str | None = None
+    schema_prefix: str = ""
+    host: str = "127.0.0.1"
+    free_ports: bool = False
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        data_dir: Path | None = None,
+        roster_dir: Path | None = None,
+        **overrides: object,
+    ) -> EcosystemSettings:
+        env = os.environ if environ is None else environ
+        return cls(
+            data_dir=(data_dir or Path(env.get("BUTLERS_DATA_DIR", DEFAULT_DATA_DIR))).absolute(),
+            roster_dir=(
+                roster_dir or Path(env.get("BUTLERS_ROSTER_DIR", DEFAULT_ROSTER_DIR))
+            ).absolute(),
+            database_url=env.get("BUTLERS_DATABASE_URL") or None,
+            log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
+            **overrides,  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True)
+class ButlerSettings:
+    """`butlers serve`: one butler process (a pod's container, or a child of `butlers up`)."""
+
+    spec_path: Path
+    dsn: str
+    schema: str | None
+    host: str
+    port: int | None
+    log_level: str = "INFO"
+    parent_pid: int | None = None
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        spec_path: Path | None = None,
+        port: int | None = None,
+        host: str | None = None,
+    ) -> ButlerSettings:
+        env = os.environ if environ is None else environ
+        spec = spec_path or (Path(env["BUTLERS_SPEC"]) if env.get("BUTLERS_SPEC") else None)
+        if spec is None:
+            raise ButlersError("no butler spec: pass --spec FILE or set BUTLERS_SPEC")
+        dsn = env.get("BUTLERS_DSN")
+        if not dsn:
+            raise ButlersError(
+                "no database: set BUTLERS_DSN to this butler's own role DSN "
+                "(postgresql://role:password@host:port/database)"
+            )
+        env_port = env.get("BUTLERS_PORT")
+        try:
+            resolved_port = port if port is not None else (int(env_port) if env_port else None)
+        except ValueError:
+            raise ButlersError(f"BUTLERS_PORT={env_port!r} is not a port number") from None
+        return cls(
+            spec_path=spec,
+            dsn=dsn,
+            schema=env.get("BUTLERS_SCHEMA") or None,
+            host=host or env.get("BUTLERS_HOST", "127.0.0.1"),
+            port=resolved_port,
+            log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
+            parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
+        )

@@ -1,0 +1,50 @@
+"""The session log of one butler (table `sessions`): reads here, writes by the spawner."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+
+SESSION_COLUMNS = (
+    "session_id, butler_name, trigger_source, prompt, model, status, created_at, "
+    "completed_at, duration_ms, tool_calls, output, input_tokens, output_tokens, "
+    "cost_usd, trace_id, error, context"
+)
+SUMMARY_COLUMNS = (
+    "session_id, butler_name, trigger_source, model, status, created_at, completed_at, "
+    "duration_ms, input_tokens, output_tokens, cost_usd, trace_id, error"
+)
+
+
+class SessionStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def list(
+        self,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        status: str | None = None,
+        trigger_source: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Newest first; optional filters on status and trigger source."""
+        rows = await self._pool.fetch(
+            f"SELECT {SUMMARY_COLUMNS} FROM sessions "
+            "WHERE ($1::text IS NULL OR status = $1) "
+            "AND ($2::text IS NULL OR trigger_source = $2) "
+            "ORDER BY created_at DESC, session_id LIMIT $3 OFFSET $4",
+            status,
+            trigger_source,
+            limit,
+            offset,
+        )
+        return [dict(row) for row in rows]
+
+    async def get(self, session_id: uuid.UUID) -> dict[str, Any] | None:
+        row = await self._pool.fetchrow(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = $1", session_id
+        )
+        return None if row is None else dict(row)

@@ -1,0 +1,40 @@
+"""Core tools `sessions_list` and `sessions_get` over the session log."""
+
+import uuid
+from typing import Annotated, Literal
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from pydantic import Field, JsonValue
+
+from butlers.jsonutil import to_json
+from butlers.stores.sessions import SessionStore
+
+CORE = {"module": "core"}
+
+
+def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
+    @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
+    async def sessions_list(
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+        offset: Annotated[int, Field(ge=0)] = 0,
+        status: Literal["running", "completed", "error"] | None = None,
+        trigger_source: str | None = None,
+    ) -> JsonValue:
+        """Recent sessions of this butler, newest first (without prompts and outputs)."""
+        rows = await store.list(
+            limit=limit, offset=offset, status=status, trigger_source=trigger_source
+        )
+        return to_json(rows)  # type: ignore[no-any-return]
+
+    @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
+    async def sessions_get(session_id: str) -> JsonValue:
+        """One session with its prompt, output, tool calls, tokens and error."""
+        try:
+            key = uuid.UUID(session_id)
+        except ValueError:
+            raise ToolError(f"session_id {session_id!r} is not a UUID") from None
+        row = await store.get(key)
+        if row is None:
+            raise ToolError(f"no session {session_id} on this butler")
+        return to_json(row)  # type: ignore[no-any-return]
