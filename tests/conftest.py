@@ -1,0 +1,62 @@
+"""Test-wide options, folder markers and the PostgreSQL server of a test session."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from butlers.db.embedded import EmbeddedPostgres
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("butlers")
+    group.addoption(
+        "--backend",
+        choices=["local", "operator", "kind"],
+        default=os.environ.get("BUTLERS_E2E_BACKEND", "local"),
+        help="how tests/e2e starts its ecosystem (default local)",
+    )
+    group.addoption("--kind", action="store_true", help="run e2e on a kind cluster (needs Docker)")
+    group.addoption("--kube-context", default=None, help="reuse this cluster for --kind")
+    group.addoption("--keep-namespace", action="store_true", help="keep the --kind namespace")
+    group.addoption("--live-llm", action="store_true", help="run live_llm tests against a real model")
+    group.addoption("--update-golden", action="store_true", help="rewrite golden files")
+    group.addoption("--keep-schemas", action="store_true", help="do not drop test schemas")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
+        marker = FOLDER_MARKERS.get(parts[0]) if parts else None
+        if marker:
+            item.add_marker(getattr(pytest.mark, marker))
+        if "live_llm" in item.keywords and not config.getoption("--live-llm"):
+            item.add_marker(pytest.mark.skip(reason="needs a real model: run with --live-llm"))
+
+
+@pytest.fixture(scope="session")
+def session_tag() -> str:
+    """A short random tag: schema and role names of this session start with it."""
+    return f"t{secrets.token_hex(3)}_"
+
+
+@pytest.fixture(scope="session")
+def pg_admin_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Superuser DSN of this session's PostgreSQL: BUTLERS_DATABASE_URL, else embedded."""
+    url = os.environ.get("BUTLERS_DATABASE_URL")
+    if url:
+        yield url
+        return
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "postgres", fsync=False)
+    server.start()
+    try:
+        yield server.admin_dsn()
+    finally:
+        server.stop()

@@ -1,0 +1,1 @@
+"""The e2e harness: a running ecosystem behind one interface, whatever the backend."""

@@ -1,0 +1,66 @@
+"""The `local` backend: the same machinery as `butlers up`, on free ports and fresh schemas."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from butlers.db.provision import deprovision
+from butlers.ecosystem.supervisor import Ecosystem
+from butlers.roster import load_roster
+from butlers.settings import EcosystemSettings
+
+from .ecosystem import ButlerEndpoint, EcosystemHandle
+
+
+@asynccontextmanager
+async def local_ecosystem(
+    *,
+    admin_dsn: str,
+    roster_dir: Path,
+    data_dir: Path,
+    schema_prefix: str,
+    extra_env: dict[str, str] | None = None,
+    keep_schemas: bool = False,
+) -> AsyncIterator[EcosystemHandle]:
+    settings = EcosystemSettings(
+        data_dir=data_dir,
+        roster_dir=roster_dir,
+        database_url=admin_dsn,
+        schema_prefix=schema_prefix,
+        free_ports=True,
+        log_level="INFO",
+    )
+    ecosystem = Ecosystem(
+        settings=settings, resources=load_roster(roster_dir), extra_env=dict(extra_env or {})
+    )
+    try:
+        await ecosystem.start()
+        handle = EcosystemHandle(
+            backend="local",
+            endpoints={
+                name: ButlerEndpoint(
+                    name=name,
+                    url=b.url,
+                    sse_url=f"{b.base_url}/sse",
+                    port=b.port,
+                    schema=b.schema,
+                    dsn=b.dsn,
+                )
+                for name, b in ecosystem.butlers.items()
+            },
+            admin_dsn=admin_dsn,
+            kill=ecosystem.kill_butler,
+            restart=ecosystem.restart_butler,
+        )
+        handle.ecosystem = ecosystem  # type: ignore[attr-defined]
+        try:
+            yield handle
+        finally:
+            await handle.close()
+    finally:
+        await ecosystem.stop()
+        if not keep_schemas:
+            for butler in ecosystem.butlers.values():
+                await deprovision(admin_dsn, butler.schema)

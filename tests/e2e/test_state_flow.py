@@ -1,0 +1,215 @@
+"""The state store end to end over real MCP clients (document 002)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+
+import pytest
+from fastmcp import Client
+from fastmcp.exceptions import ToolError
+
+from .harness.ecosystem import EcosystemHandle
+
+FIDELITY_CASES = {
+    "string": "hello",
+    "integer": 42,
+    "float": 3.14,
+    "boolean": True,
+    "null_value": None,
+    "empty_object": {},
+    "empty_array": [],
+    "nested": {"a": {"b": [1, 2, 3]}},
+    "large_string": "x" * 10_240,
+    "unicode": "你好世界",
+    "special_chars": "line1\nline2\ttab \"quoted\" \\ back",
+}
+
+
+# -- cross-session persistence ---------------------------------------------------
+
+
+async def test_state_persists_across_sessions(butler_ecosystem: EcosystemHandle) -> None:
+    url = butler_ecosystem["health"].url
+    async with Client(url) as client:
+        await client.call_tool("state_set", {"key": "e2e-persist", "value": {"weight_goal": 75, "unit": "kg"}})
+    async with Client(url) as client:
+        result = await client.call_tool("state_get", {"key": "e2e-persist"})
+    assert result.data == {"weight_goal": 75, "unit": "kg"}
+
+
+async def test_written_key_appears_in_listing(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-listed", "value": 1})
+    listing = await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-listed"})
+    assert [entry["key"] for entry in listing] == ["e2e-listed"]
+    assert listing[0]["value"] == 1
+
+
+async def test_deleted_key_reads_back_as_null(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-deleted", "value": "x"})
+    deleted = await butler_ecosystem.call("health", "state_delete", {"key": "e2e-deleted"})
+    assert deleted == {"key": "e2e-deleted", "deleted": True}
+    assert await butler_ecosystem.call("health", "state_get", {"key": "e2e-deleted"}) is None
+    again = await butler_ecosystem.call("health", "state_delete", {"key": "e2e-deleted"})
+    assert again["deleted"] is False
+
+
+async def test_overwrite_replaces_the_value(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-over", "value": "A"})
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-over", "value": "B"})
+    assert await butler_ecosystem.call("health", "state_get", {"key": "e2e-over"}) == "B"
+
+
+async def test_updated_at_advances_on_overwrite(butler_ecosystem: EcosystemHandle) -> None:
+    first = await butler_ecosystem.call("health", "state_set", {"key": "e2e-ts", "value": 1})
+    second = await butler_ecosystem.call("health", "state_set", {"key": "e2e-ts", "value": 2})
+    assert datetime.fromisoformat(second["updated_at"]) > datetime.fromisoformat(first["updated_at"])
+    [entry] = await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-ts"})
+    assert datetime.fromisoformat(entry["updated_at"]) > datetime.fromisoformat(entry["created_at"])
+
+
+# -- JSONB fidelity ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("type_name", list(FIDELITY_CASES))
+async def test_jsonb_type_fidelity(butler_ecosystem: EcosystemHandle, type_name: str) -> None:
+    value = FIDELITY_CASES[type_name]
+    key = f"e2e-fidelity-{type_name}"
+    await butler_ecosystem.call("health", "state_set", {"key": key, "value": value})
+    got = await butler_ecosystem.call("health", "state_get", {"key": key})
+    assert got == value
+    assert type(got) is type(value), f"{type_name}: {type(got).__name__} != {type(value).__name__}"
+
+
+async def test_stored_null_is_distinct_from_missing_key(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-null:stored", "value": None})
+    listing = await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-null:"})
+    assert listing == [
+        {"key": "e2e-null:stored", "value": None, "created_at": listing[0]["created_at"],
+         "updated_at": listing[0]["updated_at"]}
+    ]
+    pool = await butler_ecosystem.pool("health")
+    raw = await pool.fetchval("SELECT jsonb_typeof(value) FROM state WHERE key = 'e2e-null:stored'")
+    assert raw == "null"
+    assert await pool.fetchval("SELECT count(*) FROM state WHERE key = 'e2e-null:missing'") == 0
+
+
+async def test_integers_stay_integers_in_the_database(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-int", "value": 42})
+    pool = await butler_ecosystem.pool("health")
+    assert await pool.fetchval("SELECT value::text FROM state WHERE key = 'e2e-int'") == "42"
+
+
+async def test_value_postgres_cannot_store_is_a_clear_error_and_keeps_old_value(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-nul", "value": "safe"})
+    with pytest.raises(ToolError, match=r"NUL|\\u0000"):
+        await butler_ecosystem.call("health", "state_set", {"key": "e2e-nul", "value": "a\u0000b"})
+    assert await butler_ecosystem.call("health", "state_get", {"key": "e2e-nul"}) == "safe"
+
+
+# -- isolation between butlers -------------------------------------------------------
+
+
+async def test_state_isolation_between_butlers(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("health", "state_set", {"key": "prefs", "value": {"source": "health"}})
+    await butler_ecosystem.call("relationship", "state_set", {"key": "prefs", "value": {"source": "relationship"}})
+    assert (await butler_ecosystem.call("health", "state_get", {"key": "prefs"}))["source"] == "health"
+    assert (await butler_ecosystem.call("relationship", "state_get", {"key": "prefs"}))["source"] == "relationship"
+
+
+async def test_butler_cannot_read_another_butlers_keys(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("relationship", "state_set", {"key": "e2e-only-rel", "value": 1})
+    assert await butler_ecosystem.call("health", "state_get", {"key": "e2e-only-rel"}) is None
+    assert await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-only-rel"}) == []
+
+
+async def test_delete_is_scoped_to_one_butler(butler_ecosystem: EcosystemHandle) -> None:
+    for name in ("health", "relationship"):
+        await butler_ecosystem.call(name, "state_set", {"key": "e2e-scoped", "value": name})
+    await butler_ecosystem.call("health", "state_delete", {"key": "e2e-scoped"})
+    assert await butler_ecosystem.call("health", "state_get", {"key": "e2e-scoped"}) is None
+    assert await butler_ecosystem.call("relationship", "state_get", {"key": "e2e-scoped"}) == "relationship"
+
+
+# -- prefix listing --------------------------------------------------------------------
+
+
+async def test_prefix_filter_returns_only_matching_keys(butler_ecosystem: EcosystemHandle) -> None:
+    for key in ("pfx:prefs", "pfx:goals", "pfx:history", "other:prefs"):
+        await butler_ecosystem.call("general", "state_set", {"key": key, "value": key})
+    listing = await butler_ecosystem.call("general", "state_list", {"prefix": "pfx:"})
+    assert [entry["key"] for entry in listing] == ["pfx:goals", "pfx:history", "pfx:prefs"]
+
+
+async def test_empty_prefix_lists_all_keys(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("messenger", "state_set", {"key": "all-a", "value": 1})
+    await butler_ecosystem.call("messenger", "state_set", {"key": "all-b", "value": 2})
+    keys = {entry["key"] for entry in await butler_ecosystem.call("messenger", "state_list", {})}
+    assert {"all-a", "all-b"} <= keys
+    keys_empty = {e["key"] for e in await butler_ecosystem.call("messenger", "state_list", {"prefix": ""})}
+    assert keys == keys_empty
+
+
+async def test_prefix_without_match_lists_nothing(butler_ecosystem: EcosystemHandle) -> None:
+    assert await butler_ecosystem.call("general", "state_list", {"prefix": "no-such-prefix:"}) == []
+
+
+async def test_prefix_is_literal_not_a_wildcard(butler_ecosystem: EcosystemHandle) -> None:
+    for key in ("healthcare:x", "health:y", "h%lth:z", "h_alth:w", "hXalth:v"):
+        await butler_ecosystem.call("switchboard", "state_set", {"key": key, "value": 0})
+    assert [e["key"] for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "health:"})] == ["health:y"]
+    assert [e["key"] for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "h%"})] == ["h%lth:z"]
+    assert [e["key"] for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "h_"})] == ["h_alth:w"]
+
+
+# -- concurrency ---------------------------------------------------------------------------
+
+
+async def test_concurrent_state_writes_last_writer_wins(butler_ecosystem: EcosystemHandle) -> None:
+    url = butler_ecosystem["health"].url
+
+    async def write(value: int) -> None:
+        async with Client(url) as client:
+            await client.call_tool("state_set", {"key": "concurrent-test", "value": {"counter": value}})
+
+    await asyncio.gather(*(write(i) for i in range(10)))
+    result = await butler_ecosystem.call("health", "state_get", {"key": "concurrent-test"})
+    assert result["counter"] in range(10)
+    pool = await butler_ecosystem.pool("health")
+    assert await pool.fetchval("SELECT count(*) FROM state WHERE key = 'concurrent-test'") == 1
+
+
+async def test_concurrent_reads_return_the_same_value(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-reads", "value": [1, 2, 3]})
+    results = await asyncio.gather(
+        *(butler_ecosystem.call("health", "state_get", {"key": "e2e-reads"}) for _ in range(10))
+    )
+    assert all(r == [1, 2, 3] for r in results)
+
+
+async def test_read_during_write_sees_old_or_new_value(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-rw", "value": "old"})
+    writes = [butler_ecosystem.call("health", "state_set", {"key": "e2e-rw", "value": "new"})]
+    reads = [butler_ecosystem.call("health", "state_get", {"key": "e2e-rw"}) for _ in range(5)]
+    results = await asyncio.gather(*writes, *reads)
+    assert all(value in ("old", "new") for value in results[1:])
+
+
+async def test_delete_during_read_sees_value_or_null(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-dr", "value": "v"})
+    results = await asyncio.gather(
+        butler_ecosystem.call("health", "state_delete", {"key": "e2e-dr"}),
+        *(butler_ecosystem.call("health", "state_get", {"key": "e2e-dr"}) for _ in range(5)),
+    )
+    assert all(value in ("v", None) for value in results[1:])
+
+
+async def test_state_results_are_json_not_text(butler_ecosystem: EcosystemHandle) -> None:
+    result = await butler_ecosystem.call_raw("health", "state_set", {"key": "e2e-json", "value": {"a": 1}})
+    got = await butler_ecosystem.call_raw("health", "state_get", {"key": "e2e-json"})
+    assert not result.is_error
+    assert got.structured_content == {"result": {"a": 1}}
+    assert json.loads(got.content[0].text) == {"a": 1}
