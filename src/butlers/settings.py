@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from butlers.errors import ButlersError
@@ -60,6 +60,10 @@ class ButlerSettings:
     port: int | None
     log_level: str = "INFO"
     parent_pid: int | None = None
+    # The process environment as read at start-up: modules look up the credentials
+    # their config names here (never in os.environ).
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
+    approval_timeout_seconds: float | None = None
 
     @classmethod
     def from_env(
@@ -93,4 +97,19 @@ class ButlerSettings:
             port=resolved_port,
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
             parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
+            environ=dict(env),
+            approval_timeout_seconds=_positive_float(env, "BUTLERS_APPROVAL_TIMEOUT_SECONDS"),
         )
+
+
+def _positive_float(env: Mapping[str, str], name: str) -> float | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ButlersError(f"{name}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise ButlersError(f"{name}={raw!r} must be greater than zero")
+    return value

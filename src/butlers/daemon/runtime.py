@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,8 @@ class ButlerRuntime:
     pool: asyncpg.Pool
     started_at: float = field(default_factory=time.monotonic)
     modules: list[ModuleState] = field(default_factory=list)
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
+    approval_timeout_seconds: float | None = None  # overrides spec.approvals.timeout_seconds
 
     @property
     def name(self) -> str:

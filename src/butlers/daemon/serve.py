@@ -16,6 +16,7 @@ from butlers.daemon.runtime import ButlerRuntime
 from butlers.daemon.server import build_server, install_schema_lookup
 from butlers.db.pool import create_pool
 from butlers.errors import PortInUseError
+from butlers.modules.loader import module_chains, start_modules
 from butlers.roster import load_butler_file
 from butlers.settings import ButlerSettings
 from butlers.spec import schema_name
@@ -77,10 +78,18 @@ async def serve(settings: ButlerSettings) -> None:
     sock = bind_socket(settings.host, port, name)
     pool = await create_pool(settings.dsn, schema, application_name=f"butler:{name}")
     try:
-        runtime = ButlerRuntime(resource=resource, schema=schema, pool=pool)
+        runtime = ButlerRuntime(
+            resource=resource,
+            schema=schema,
+            pool=pool,
+            environ=settings.environ,
+            approval_timeout_seconds=settings.approval_timeout_seconds,
+        )
         mcp = build_server(runtime)
+        modules = await start_modules(mcp, runtime)
         await install_schema_lookup(mcp)
-        app = build_http_app(mcp, name, make_ready_check(pool, [migrations.CORE]))
+        chains = [migrations.CORE, *module_chains(resource.spec.modules)]
+        app = build_http_app(mcp, name, make_ready_check(pool, chains))
         config = uvicorn.Config(
             app,
             log_config=None,
@@ -100,6 +109,7 @@ async def serve(settings: ButlerSettings) -> None:
         finally:
             if watch:
                 watch.cancel()
+            await modules.stop()
     finally:
         await pool.close()
         sock.close()

@@ -28,6 +28,7 @@ from butlers.db.embedded import free_port, port_is_free
 from butlers.db.provision import Credentials, provision
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.errors import EcosystemError, PortInUseError
+from butlers.modules.loader import module_chains
 from butlers.settings import EcosystemSettings
 from butlers.spec import ButlerResource, schema_name
 
@@ -278,7 +279,7 @@ class Ecosystem:
 
 def chains_for(resource: ButlerResource) -> list[migrations.Chain]:
     """The migration chains of a butler: core, then its modules' chains."""
-    return [migrations.CORE]
+    return [migrations.CORE, *module_chains(resource.spec.modules)]
 
 
 def _known_password(known: dict[str, Credentials], schema: str) -> str | None:

@@ -1,0 +1,78 @@
+"""The `approvals` table: requests, decisions, expiry."""
+
+import uuid
+from typing import Any
+
+import asyncpg
+
+from butlers.db.pool import dumps
+
+COLUMNS = (
+    "id, tool_name, tool_args, session_id, status, requested_at, expires_at, "
+    "decided_at, decided_by, reason"
+)
+
+
+class ApprovalStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def request(
+        self, tool_name: str, tool_args: dict[str, Any], session_id: str | None, seconds: float
+    ) -> uuid.UUID:
+        approval_id: uuid.UUID = await self._pool.fetchval(
+            "INSERT INTO approvals (tool_name, tool_args, session_id, expires_at) "
+            "VALUES ($1, $2::text::jsonb, $3, clock_timestamp() + make_interval(secs => $4)) "
+            "RETURNING id",
+            tool_name,
+            dumps(tool_args),
+            session_id,
+            seconds,
+        )
+        return approval_id
+
+    async def status(self, approval_id: uuid.UUID) -> str:
+        value: str = await self._pool.fetchval(
+            "SELECT status FROM approvals WHERE id = $1", approval_id
+        )
+        return value
+
+    async def expire(self, approval_id: uuid.UUID) -> bool:
+        """Mark a still-pending request expired; False when a decision got there first."""
+        result = await self._pool.execute(
+            "UPDATE approvals SET status = 'expired', decided_at = clock_timestamp(), "
+            "decided_by = 'system', reason = 'no decision before the deadline' "
+            "WHERE id = $1 AND status = 'pending'",
+            approval_id,
+        )
+        return result != "UPDATE 0"
+
+    async def decide(
+        self, approval_id: uuid.UUID, status: str, decided_by: str, reason: str | None
+    ) -> dict[str, Any] | None:
+        """Record a decision on a pending request; None when it is not pending."""
+        row = await self._pool.fetchrow(
+            f"UPDATE approvals SET status = $2, decided_at = clock_timestamp(), "
+            f"decided_by = $3, reason = $4 WHERE id = $1 AND status = 'pending' "
+            f"RETURNING {COLUMNS}",
+            approval_id,
+            status,
+            decided_by,
+            reason,
+        )
+        return dict(row) if row else None
+
+    async def get(self, approval_id: uuid.UUID) -> dict[str, Any] | None:
+        row = await self._pool.fetchrow(
+            f"SELECT {COLUMNS} FROM approvals WHERE id = $1", approval_id
+        )
+        return dict(row) if row else None
+
+    async def list(self, status: str | None, limit: int) -> list[dict[str, Any]]:
+        rows = await self._pool.fetch(
+            f"SELECT {COLUMNS} FROM approvals WHERE ($1::text IS NULL OR status = $1) "
+            "ORDER BY requested_at DESC LIMIT $2",
+            status,
+            limit,
+        )
+        return [dict(row) for row in rows]

@@ -1,0 +1,100 @@
+"""The contract every module fulfils, and what a module sees of its butler."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import asyncpg
+from fastmcp import FastMCP
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from butlers.daemon.runtime import ButlerRuntime
+from butlers.migrations import Chain
+
+ApprovalMode = Literal["always", "conditional", "never"]
+
+
+class ModuleError(Exception):
+    """A module could not start; `phase` says where ("config", "credentials", ...)."""
+
+    def __init__(self, phase: str, message: str) -> None:
+        super().__init__(message)
+        self.phase = phase
+
+
+class ModuleConfig(BaseModel):
+    """Base of every module's config model: camelCase keys as in the roster, no unknown keys."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+@dataclass
+class ModuleContext:
+    """What a module may use: its config, the butler's pool, credentials, shared services."""
+
+    name: str
+    runtime: ButlerRuntime
+    config: Any
+    services: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        return self.runtime.pool
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return self.runtime.environ
+
+    def credential(self, env_name: str) -> str:
+        """The value of the environment variable `env_name`, or a "credentials" failure."""
+        value = self.runtime.environ.get(env_name)
+        if not value:
+            raise ModuleError(
+                "credentials",
+                f"module {self.name!r}: environment variable {env_name} is not set "
+                f"(named in spec.modules.{self.name})",
+            )
+        return value
+
+
+def tool_meta(
+    module: str, approval_mode: ApprovalMode = "never", sensitive_args: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The `meta` of a module's tool: owner module and approval policy."""
+    meta: dict[str, Any] = {"module": module}
+    if approval_mode != "never":
+        meta["approval_mode"] = approval_mode
+        meta["sensitive_args"] = list(sensitive_args)
+    return meta
+
+
+def migration_chain(name: str, package_file: str) -> Chain:
+    """The chain whose scripts live in `<package>/migrations`."""
+    return Chain(name, Path(package_file).parent / "migrations")
+
+
+class Module:
+    """One capability. Subclasses set the class attributes and override the hooks."""
+
+    name: ClassVar[str]
+    config_model: ClassVar[type[BaseModel]] = ModuleConfig
+    dependencies: ClassVar[tuple[str, ...]] = ()
+    # Started first when also enabled, used when active, never a reason to fail.
+    optional_dependencies: ClassVar[tuple[str, ...]] = ()
+    chain: ClassVar[Chain | None] = None
+
+    async def start(self, ctx: ModuleContext) -> None:
+        """Check credentials, open clients; raise ModuleError to fail cleanly."""
+
+    def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
+        """Register this module's tools (with `meta=tool_meta(name, ...)`)."""
+
+    async def ready(self, mcp: FastMCP, ctx: ModuleContext) -> None:
+        """Called once every active module has registered its tools."""
+
+    async def stop(self) -> None:
+        """Cancel background tasks and close clients."""

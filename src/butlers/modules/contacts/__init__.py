@@ -1,0 +1,122 @@
+"""`contacts`: the relationship butler's personal CRM (contacts, notes, interactions).
+
+`contact_delete` waits for approval by default; `contact_update` does when it changes
+where the contact is reached (email or phone). Both need the `approvals` module.
+"""
+
+import uuid
+from datetime import date, datetime
+from typing import Annotated, Any
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from pydantic import Field, JsonValue
+
+from butlers.jsonutil import to_json
+from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
+from butlers.modules.contacts.store import ContactStore
+
+NAME = "contacts"
+Name = Annotated[str, Field(min_length=1, max_length=300)]
+
+
+def _uuid(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise ToolError(f"contact_id {value!r} is not a UUID") from None
+
+
+def _found(row: dict[str, Any] | None, contact_id: str) -> JsonValue:
+    if row is None:
+        raise ToolError(f"no contact {contact_id}; find one with contact_search")
+    return to_json(row)  # type: ignore[no-any-return]
+
+
+class ContactsModule(Module):
+    name = NAME
+    chain = migration_chain(NAME, __file__)
+    dependencies = ("approvals",)
+
+    def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
+        store = ContactStore(ctx.pool)
+        meta = tool_meta(NAME)
+        read = {"readOnlyHint": True}
+
+        async def contact_add(
+            name: Name,
+            email: str | None = None,
+            phone: str | None = None,
+            birthday: date | None = None,
+            details: dict[str, JsonValue] | None = None,
+        ) -> JsonValue:
+            """Add a contact. Record only facts the user gave."""
+            row = await store.add(name.strip(), email, phone, birthday, details or {})
+            return to_json(row)  # type: ignore[no-any-return]
+
+        mcp.tool(contact_add, meta=meta)
+        mcp.tool(contact_add, name="contact_create", meta=meta)
+
+        @mcp.tool(
+            meta=tool_meta(NAME, "conditional", ("email", "phone")),
+            annotations={"idempotentHint": True},
+        )
+        async def contact_update(
+            contact_id: str,
+            name: Name | None = None,
+            email: str | None = None,
+            phone: str | None = None,
+            birthday: date | None = None,
+            details: dict[str, JsonValue] | None = None,
+        ) -> JsonValue:
+            """Change the given fields of a contact; omitted fields stay as they are."""
+            given = {
+                "name": name,
+                "email": email,
+                "phone": phone,
+                "birthday": birthday,
+                "details": details,
+            }
+            changes = {key: value for key, value in given.items() if value is not None}
+            if not changes:
+                raise ToolError("nothing to update: pass at least one field")
+            return _found(await store.update(_uuid(contact_id), changes), contact_id)
+
+        @mcp.tool(meta=meta, annotations=read)
+        async def contact_search(
+            query: Annotated[str, Field(min_length=1)],
+            limit: Annotated[int, Field(ge=1, le=200)] = 20,
+        ) -> JsonValue:
+            """Contacts whose name, email or phone contains `query` (case-insensitive)."""
+            return to_json(await store.search(query, limit))  # type: ignore[no-any-return]
+
+        @mcp.tool(meta=meta, annotations=read)
+        async def contact_get(contact_id: str) -> JsonValue:
+            """One contact with its notes and interactions."""
+            return _found(await store.get(_uuid(contact_id)), contact_id)
+
+        @mcp.tool(meta=tool_meta(NAME, "always"), annotations={"destructiveHint": True})
+        async def contact_delete(contact_id: str) -> JsonValue:
+            """Delete a contact with its notes and interactions (needs approval)."""
+            deleted = await store.delete(_uuid(contact_id))
+            if not deleted:
+                raise ToolError(f"no contact {contact_id}")
+            return {"contact_id": contact_id, "deleted": True}
+
+        @mcp.tool(meta=meta)
+        async def contact_note_add(
+            contact_id: str, body: Annotated[str, Field(min_length=1)]
+        ) -> JsonValue:
+            """Attach a note to a contact."""
+            return _found(await store.add_note(_uuid(contact_id), body), contact_id)
+
+        @mcp.tool(meta=meta)
+        async def interaction_log(
+            contact_id: str,
+            kind: Annotated[str, Field(min_length=1, description="call, meeting, message, ...")],
+            summary: str | None = None,
+            occurred_at: datetime | None = None,
+        ) -> JsonValue:
+            """Record an interaction with a contact."""
+            row = await store.log_interaction(_uuid(contact_id), kind, summary, occurred_at)
+            return _found(row, contact_id)

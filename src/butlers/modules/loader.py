@@ -1,0 +1,195 @@
+"""Starting a butler's enabled modules in dependency order, isolating failures."""
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastmcp import FastMCP
+from pydantic import ValidationError
+
+from butlers.daemon.runtime import ButlerRuntime, ModuleState
+from butlers.migrations import Chain
+from butlers.modules.base import Module, ModuleContext, ModuleError
+from butlers.modules.registry import REGISTRY
+
+log = logging.getLogger(__name__)
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+
+
+class DependencyCycleError(Exception):
+    pass
+
+
+def dependency_order(enabled: Mapping[str, Any]) -> list[str]:
+    """Enabled known modules, each after the enabled modules it depends on."""
+    known = [name for name in enabled if name in REGISTRY]
+    order: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in order:
+            return
+        if name in visiting:
+            raise DependencyCycleError(" -> ".join((*path, name)))
+        visiting.add(name)
+        cls = REGISTRY[name]
+        for dep in (*cls.dependencies, *cls.optional_dependencies):
+            if dep in enabled and dep in REGISTRY:
+                visit(dep, (*path, name))
+        visiting.discard(name)
+        order.append(name)
+
+    for name in sorted(known):
+        visit(name, ())
+    return order
+
+
+def module_chains(enabled: Mapping[str, Any]) -> list[Chain]:
+    """Migration chains of the enabled modules, in dependency order."""
+    try:
+        names = dependency_order(enabled)
+    except DependencyCycleError:
+        names = sorted(n for n in enabled if n in REGISTRY)
+    return [chain for name in names if (chain := REGISTRY[name].chain) is not None]
+
+
+def _config_error(name: str, exc: ValidationError) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(config)'}: {err['msg']}"
+        for err in exc.errors()
+    )
+    return f"spec.modules.{name}: {problems}"
+
+
+@dataclass
+class ModuleSet:
+    """The started modules of one butler; owns their shutdown."""
+
+    runtime: ButlerRuntime
+    started: list[tuple[Module, ModuleContext]] = field(default_factory=list)
+    services: dict[str, Any] = field(default_factory=dict)
+
+    def state(self, name: str) -> ModuleState | None:
+        return next((m for m in self.runtime.modules if m.name == name), None)
+
+    async def stop(self) -> None:
+        for module, ctx in reversed(self.started):
+            try:
+                async with asyncio.timeout(STOP_TIMEOUT):
+                    await module.stop()
+            except Exception:
+                log.exception("module %s did not stop cleanly", ctx.name)
+        self.started.clear()
+
+
+async def start_modules(mcp: FastMCP, runtime: ButlerRuntime) -> ModuleSet:
+    """Start every enabled module; record each outcome in `runtime.modules`."""
+    enabled = runtime.resource.spec.modules
+    modules = ModuleSet(runtime=runtime)
+    modules.services["module_states"] = runtime.modules
+    states: dict[str, ModuleState] = {}
+
+    def record(state: ModuleState) -> None:
+        states[state.name] = state
+        runtime.modules.append(state)
+        if state.status != "active":
+            log.warning(
+                "module %s %s (phase %s): %s", state.name, state.status, state.phase, state.error
+            )
+
+    for name in enabled:
+        if name not in REGISTRY:
+            record(
+                ModuleState(
+                    name,
+                    "failed",
+                    "config",
+                    f"unknown module {name!r}; known modules: {', '.join(sorted(REGISTRY))}",
+                )
+            )
+    try:
+        order = dependency_order(enabled)
+    except DependencyCycleError as exc:
+        for name in enabled:
+            if name not in states:
+                record(ModuleState(name, "failed", "dependencies", f"dependency cycle: {exc}"))
+        return modules
+
+    for name in order:
+        cls = REGISTRY[name]
+        missing = [d for d in cls.dependencies if d not in enabled]
+        if missing:
+            record(
+                ModuleState(
+                    name,
+                    "failed",
+                    "dependencies",
+                    f"needs module(s) {', '.join(missing)}, not enabled in spec.modules",
+                )
+            )
+            continue
+        broken = [d for d in cls.dependencies if states[d].status != "active"]
+        if broken:
+            record(
+                ModuleState(
+                    name,
+                    "cascade_failed",
+                    "dependencies",
+                    f"depends on {', '.join(broken)}, which did not start",
+                )
+            )
+            continue
+        state = await _start_one(mcp, runtime, cls, enabled[name], modules)
+        record(state)
+
+    for module, ctx in modules.started:
+        try:
+            await module.ready(mcp, ctx)
+        except Exception as exc:
+            log.exception("module %s failed in its ready hook", ctx.name)
+            state = states[ctx.name]
+            state.status, state.phase, state.error = "failed", "ready", f"{exc}"
+    return modules
+
+
+async def _start_one(
+    mcp: FastMCP, runtime: ButlerRuntime, cls: type[Module], raw: Any, modules: ModuleSet
+) -> ModuleState:
+    name = cls.name
+    try:
+        config = cls.config_model.model_validate(raw or {})
+    except ValidationError as exc:
+        return ModuleState(name, "failed", "config", _config_error(name, exc))
+    module = cls()
+    ctx = ModuleContext(name=name, runtime=runtime, config=config, services=modules.services)
+    try:
+        async with asyncio.timeout(START_TIMEOUT):
+            await module.start(ctx)
+    except ModuleError as exc:
+        await _stop_quietly(module)
+        return ModuleState(name, "failed", exc.phase, str(exc))
+    except TimeoutError:
+        await _stop_quietly(module)
+        return ModuleState(name, "failed", "startup", f"did not start within {START_TIMEOUT:.0f} s")
+    except Exception as exc:
+        log.exception("module %s failed to start", name)
+        await _stop_quietly(module)
+        return ModuleState(name, "failed", "startup", f"{exc.__class__.__name__}: {exc}")
+    modules.started.append((module, ctx))
+    try:
+        module.register_tools(mcp, ctx)
+    except Exception as exc:
+        log.exception("module %s failed to register its tools", name)
+        return ModuleState(name, "failed", "tools", f"{exc.__class__.__name__}: {exc}")
+    return ModuleState(name, "active")
+
+
+async def _stop_quietly(module: Module) -> None:
+    try:
+        async with asyncio.timeout(STOP_TIMEOUT):
+            await module.stop()
+    except Exception:
+        log.exception("module %s did not stop cleanly", module.name)
