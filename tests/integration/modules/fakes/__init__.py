@@ -1,0 +1,1 @@
+"""Local stand-ins for external services the channel modules talk to."""
