@@ -11,7 +11,9 @@ from butlers.db.provision import deprovision, provision
 async def _tables(dsn: str, schema: str) -> set[str]:
     conn = await asyncpg.connect(dsn)
     try:
-        rows = await conn.fetch("SELECT table_name FROM information_schema.tables WHERE table_schema = $1", schema)
+        rows = await conn.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = $1", schema
+        )
         return {r["table_name"] for r in rows}
     finally:
         await conn.close()
@@ -23,8 +25,12 @@ async def test_upgrade_downgrade_upgrade(pg_admin_dsn: str, session_tag: str) ->
     dsn = creds.dsn(pg_admin_dsn)
     try:
         await migrations.upgrade(dsn, schema, [migrations.CORE])
-        assert {"state", "scheduled_tasks", "sessions", "alembic_version_core"} <= await _tables(dsn, schema)
-        assert await migrations.current(dsn, schema, [migrations.CORE]) == {"core": migrations.heads(migrations.CORE)}
+        assert {"state", "scheduled_tasks", "sessions", "alembic_version_core"} <= await _tables(
+            dsn, schema
+        )
+        assert await migrations.current(dsn, schema, [migrations.CORE]) == {
+            "core": migrations.heads(migrations.CORE)
+        }
 
         await migrations.downgrade(dsn, schema, migrations.CORE, "base")
         assert await _tables(dsn, schema) == {"alembic_version_core"}
@@ -44,7 +50,8 @@ async def test_upgrade_at_head_changes_nothing(butler_schema) -> None:  # type: 
 
 async def test_version_table_lives_in_the_butler_schema(butler_schema) -> None:  # type: ignore[no-untyped-def]
     schema = await butler_schema.pool.fetchval(
-        "SELECT table_schema FROM information_schema.tables WHERE table_name = 'alembic_version_core'"
+        "SELECT table_schema FROM information_schema.tables "
+        "WHERE table_name = 'alembic_version_core'"
     )
     assert schema == butler_schema.schema
 
@@ -53,16 +60,36 @@ async def test_expected_columns_and_indexes_exist(butler_schema) -> None:  # typ
     columns = {
         r["column_name"]
         for r in await butler_schema.pool.fetch(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'sessions'",
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = $1 AND table_name = 'sessions'",
             butler_schema.schema,
         )
     }
     assert {
-        "session_id", "butler_name", "trigger_source", "prompt", "model", "status", "created_at",
-        "completed_at", "duration_ms", "tool_calls", "input_tokens", "output_tokens", "trace_id", "error",
+        "session_id",
+        "butler_name",
+        "trigger_source",
+        "prompt",
+        "model",
+        "status",
+        "created_at",
+        "completed_at",
+        "duration_ms",
+        "tool_calls",
+        "input_tokens",
+        "output_tokens",
+        "trace_id",
+        "error",
     } <= columns
     indexes = {
         r["indexname"]
-        for r in await butler_schema.pool.fetch("SELECT indexname FROM pg_indexes WHERE schemaname = $1", butler_schema.schema)
+        for r in await butler_schema.pool.fetch(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = $1", butler_schema.schema
+        )
     }
-    assert {"state_pkey", "state_key_prefix_idx", "scheduled_tasks_name_key", "sessions_pkey"} <= indexes
+    assert {
+        "state_pkey",
+        "state_key_prefix_idx",
+        "scheduled_tasks_name_key",
+        "sessions_pkey",
+    } <= indexes

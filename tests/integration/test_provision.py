@@ -27,7 +27,9 @@ async def test_provisioning_twice_keeps_data(pg_admin_dsn: str, session_tag: str
 
 async def test_concurrent_provisioning_is_serialized(pg_admin_dsn: str, session_tag: str) -> None:
     schema = f"{session_tag}race"
-    results = await asyncio.gather(*(provision(pg_admin_dsn, schema, password="pw") for _ in range(8)))
+    results = await asyncio.gather(
+        *(provision(pg_admin_dsn, schema, password="pw") for _ in range(8))
+    )
     assert {r.schema for r in results} == {schema}
     assert await schema_exists(pg_admin_dsn, schema)
     await deprovision(pg_admin_dsn, schema)
@@ -38,12 +40,19 @@ async def test_role_uses_its_own_schema_by_default(pg_admin_dsn: str, session_ta
     creds = await provision(pg_admin_dsn, schema)
     conn = await asyncpg.connect(creds.dsn(pg_admin_dsn))
     await conn.execute("CREATE TABLE t (x int)")
-    assert await conn.fetchval("SELECT table_schema FROM information_schema.tables WHERE table_name='t'") == schema
+    assert (
+        await conn.fetchval(
+            "SELECT table_schema FROM information_schema.tables WHERE table_name='t'"
+        )
+        == schema
+    )
     await conn.close()
     await deprovision(pg_admin_dsn, schema)
 
 
-async def test_role_cannot_touch_another_butlers_schema(pg_admin_dsn: str, session_tag: str) -> None:
+async def test_role_cannot_touch_another_butlers_schema(
+    pg_admin_dsn: str, session_tag: str
+) -> None:
     a, b = f"{session_tag}iso_a", f"{session_tag}iso_b"
     creds_a = await provision(pg_admin_dsn, a)
     creds_b = await provision(pg_admin_dsn, b)
@@ -75,7 +84,9 @@ async def test_wrong_password_is_refused(pg_admin_dsn: str, session_tag: str) ->
     await deprovision(pg_admin_dsn, schema)
 
 
-async def test_deprovision_drops_schema_and_role_and_is_idempotent(pg_admin_dsn: str, session_tag: str) -> None:
+async def test_deprovision_drops_schema_and_role_and_is_idempotent(
+    pg_admin_dsn: str, session_tag: str
+) -> None:
     schema = f"{session_tag}gone"
     await provision(pg_admin_dsn, schema)
     await deprovision(pg_admin_dsn, schema)
@@ -86,7 +97,9 @@ async def test_deprovision_drops_schema_and_role_and_is_idempotent(pg_admin_dsn:
     await conn.close()
 
 
-async def test_schema_owned_by_someone_else_is_a_clear_error(pg_admin_dsn: str, session_tag: str) -> None:
+async def test_schema_owned_by_someone_else_is_a_clear_error(
+    pg_admin_dsn: str, session_tag: str
+) -> None:
     schema = f"{session_tag}taken"
     conn = await asyncpg.connect(pg_admin_dsn)
     await conn.execute(f'CREATE SCHEMA "{schema}"')

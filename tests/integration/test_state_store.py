@@ -16,7 +16,20 @@ def store(butler_schema) -> StateStore:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(
     "value",
-    ["hello", 42, 3.14, True, False, None, {}, [], {"a": {"b": [1, 2]}}, "x" * 10240, "你好世界", "l1\nl2\ttab"],
+    [
+        "hello",
+        42,
+        3.14,
+        True,
+        False,
+        None,
+        {},
+        [],
+        {"a": {"b": [1, 2]}},
+        "x" * 10240,
+        "你好世界",
+        "l1\nl2\ttab",
+    ],
 )
 async def test_values_round_trip_with_their_type(store: StateStore, value: object) -> None:
     await store.set("k", value)

@@ -32,6 +32,11 @@ def test_butler_port_must_be_a_number() -> None:
 
 
 def test_butler_settings_read_schema_host_and_port() -> None:
-    env = {"BUTLERS_DSN": "postgresql://x", "BUTLERS_PORT": "4000", "BUTLERS_SCHEMA": "s", "BUTLERS_HOST": "0.0.0.0"}
+    env = {
+        "BUTLERS_DSN": "postgresql://x",
+        "BUTLERS_PORT": "4000",
+        "BUTLERS_SCHEMA": "s",
+        "BUTLERS_HOST": "0.0.0.0",
+    }
     settings = ButlerSettings.from_env(env, spec_path=Path("x.yaml"))
     assert (settings.port, settings.schema, settings.host) == (4000, "s", "0.0.0.0")

@@ -42,7 +42,11 @@ def test_every_roster_butler_has_description_and_instructions() -> None:
 def test_camel_case_fields_load_into_the_model() -> None:
     butler = parse_butler(
         _butler(
-            runtime={"adapter": "openai", "baseUrl": "http://localhost:8000/v1", "apiKeyEnv": "KEY"},
+            runtime={
+                "adapter": "openai",
+                "baseUrl": "http://localhost:8000/v1",
+                "apiKeyEnv": "KEY",
+            },
             database={"reclaimPolicy": "Delete"},
             schedules=[{"name": "daily", "cron": "0 8 * * *", "prompt": "Summarise"}],
         ),

@@ -29,7 +29,11 @@ class MemoryStore:
         return datetime(2026, 1, 1, tzinfo=UTC)
 
     async def list(self, prefix: str | None = None) -> list[dict[str, Any]]:
-        return [{"key": k, "value": v} for k, v in sorted(self.data.items()) if k.startswith(prefix or "")]
+        return [
+            {"key": k, "value": v}
+            for k, v in sorted(self.data.items())
+            if k.startswith(prefix or "")
+        ]
 
     async def delete(self, key: str) -> bool:
         return self.data.pop(key, None) is not None
