@@ -103,7 +103,13 @@ async def serve(settings: ButlerSettings) -> None:
             if settings.parent_pid
             else None
         )
-        log.info("butler %s serving MCP on http://%s:%d/mcp (schema %s)", name, settings.host, port, schema)
+        log.info(
+            "butler %s serving MCP on http://%s:%d/mcp (schema %s)",
+            name,
+            settings.host,
+            port,
+            schema,
+        )
         try:
             await server.serve(sockets=[sock])
         finally:
@@ -118,7 +124,7 @@ async def serve(settings: ButlerSettings) -> None:
 
 async def _exit_with_parent(parent_pid: int, server: uvicorn.Server) -> None:
     """Shut down gracefully when the supervising process is gone (no orphans)."""
-    while os.getppid() == parent_pid:
+    while os.getppid() == parent_pid:  # noqa: ASYNC110 (no event exists for a parent's death)
         await asyncio.sleep(1.0)
     log.warning("supervisor (pid %d) is gone; shutting down", parent_pid)
     server.should_exit = True
