@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from .harness.ecosystem import EcosystemHandle
+from .harness.env import E2E_ENV
 from .harness.local import local_ecosystem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +40,7 @@ async def butler_ecosystem(
         data_dir=data_dir,
         schema_prefix=f"e2e_{session_tag}",
         keep_schemas=request.config.getoption("--keep-schemas"),
+        extra_env=E2E_ENV,
     ) as handle:
         try:
             yield handle

@@ -36,7 +36,8 @@ class ContactStore:
         return dict(row)
 
     async def update(self, contact_id: uuid.UUID, changes: dict[str, Any]) -> dict | None:
-        sets, args = [], [contact_id]
+        sets: list[str] = []
+        args: list[Any] = [contact_id]
         for column in EDITABLE:
             if column in changes:
                 args.append(dumps(changes[column]) if column == "details" else changes[column])

@@ -17,6 +17,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
+from butlers.jsonutil import to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, tool_meta
 from butlers.modules.channels import ChannelError, channel_registry
 from butlers.spec import ENV_NAME_PATTERN
@@ -97,7 +98,7 @@ class Mailbox:
             raise ChannelError(f"email to {to}: {exc.__class__.__name__}: {exc}") from None
         return str(message["Message-ID"])
 
-    def _fetch(self, limit: int, unseen_only: bool) -> list[dict[str, Any]]:
+    def fetch(self, limit: int, unseen_only: bool) -> list[dict[str, Any]]:
         cls = imaplib.IMAP4_SSL if self.config.imap_ssl else imaplib.IMAP4
         assert self.config.imap_host is not None
         imap = cls(
@@ -170,6 +171,7 @@ class EmailModule(Module):
         ) -> JsonValue:
             """The newest messages of the IMAP inbox (not marked as read)."""
             try:
-                return await asyncio.to_thread(mailbox._fetch, limit, unseen_only)  # type: ignore[no-any-return]
+                messages = await asyncio.to_thread(mailbox.fetch, limit, unseen_only)
             except (OSError, imaplib.IMAP4.error) as exc:
                 raise ToolError(f"IMAP {mailbox.config.imap_host}: {exc}") from None
+            return to_json(messages)  # type: ignore[no-any-return]

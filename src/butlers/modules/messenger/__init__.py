@@ -50,7 +50,7 @@ class MessengerModule(Module):
             subject: str | None = None,
         ) -> JsonValue:
             """Send a notification to the user; every attempt is logged in `deliveries`."""
-            name = channel or config.default_channel or next(iter(channels), "telegram")
+            name: str = channel or config.default_channel or next(iter(channels), "telegram")
             provider_id, error = None, None
             target = channels.get(name)
             if target is None:

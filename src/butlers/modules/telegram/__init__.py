@@ -14,6 +14,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
+from butlers.jsonutil import to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, tool_meta
 from butlers.modules.channels import ChannelError, channel_registry
 from butlers.spec import ENV_NAME_PATTERN
@@ -134,7 +135,7 @@ class TelegramModule(Module):
         @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
         async def telegram_updates(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> JsonValue:
             """Recent incoming updates (when polling is on, see config `poll`)."""
-            return list(bot.updates)[-limit:]
+            return to_json(list(bot.updates)[-limit:])  # type: ignore[no-any-return]
 
     async def stop(self) -> None:
         if self._poller is not None:

@@ -1,0 +1,6 @@
+"""Environment the e2e ecosystem's butlers run with, on top of the process environment."""
+
+# Short enough that an expiry test is quick, long enough for a decision on two busy cores.
+APPROVAL_TIMEOUT_SECONDS = 3.0
+
+E2E_ENV = {"BUTLERS_APPROVAL_TIMEOUT_SECONDS": str(APPROVAL_TIMEOUT_SECONDS)}

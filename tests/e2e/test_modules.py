@@ -1,0 +1,136 @@
+"""Modules end to end: domain tables, module status and degradation, database isolation."""
+
+import httpx2 as httpx
+import pytest
+
+from .harness.ecosystem import EcosystemHandle
+
+DOMAIN_TABLES = {
+    "health": {
+        "measurements",
+        "medications",
+        "medication_doses",
+        "symptoms",
+        "alembic_version_health",
+    },
+    "relationship": {
+        "contacts",
+        "contact_notes",
+        "interactions",
+        "approvals",
+        "alembic_version_contacts",
+        "alembic_version_approvals",
+    },
+    "general": {"collections", "notes", "alembic_version_general"},
+    "messenger": {"deliveries", "alembic_version_messenger"},
+}
+EXPECTED_MODULES = {
+    "health": {"health": ("active", None)},
+    "relationship": {"approvals": ("active", None), "contacts": ("active", None)},
+    "general": {"general": ("active", None)},
+    "messenger": {
+        "messenger": ("active", None),
+        "telegram": ("failed", "credentials"),
+        "email": ("failed", "credentials"),
+    },
+    "switchboard": {},
+}
+
+
+async def _tables(handle: EcosystemHandle, butler: str) -> set[str]:
+    conn = await handle.admin()
+    try:
+        rows = await conn.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = $1",
+            handle[butler].schema,
+        )
+    finally:
+        await conn.close()
+    return {row["table_name"] for row in rows}
+
+
+@pytest.mark.parametrize("butler", sorted(DOMAIN_TABLES))
+async def test_each_schema_has_its_module_tables(
+    butler_ecosystem: EcosystemHandle, butler: str
+) -> None:
+    tables = await _tables(butler_ecosystem, butler)
+    assert DOMAIN_TABLES[butler] <= tables, f"{butler} lacks {DOMAIN_TABLES[butler] - tables}"
+
+
+@pytest.mark.parametrize("butler", sorted(DOMAIN_TABLES))
+async def test_no_schema_has_another_butlers_domain_tables(
+    butler_ecosystem: EcosystemHandle, butler: str
+) -> None:
+    tables = await _tables(butler_ecosystem, butler)
+    foreign = set().union(*(t for name, t in DOMAIN_TABLES.items() if name != butler))
+    assert not tables & foreign, f"{butler} has {tables & foreign}"
+
+
+@pytest.mark.parametrize("butler", sorted(EXPECTED_MODULES))
+async def test_modules_report_status_and_phase(
+    butler_ecosystem: EcosystemHandle, butler: str
+) -> None:
+    status = await butler_ecosystem.call(butler, "status")
+    got = {m["name"]: (m["status"], m["phase"]) for m in status["modules"]}
+    assert got == EXPECTED_MODULES[butler]
+
+
+async def test_failed_channel_modules_register_no_tools(butler_ecosystem: EcosystemHandle) -> None:
+    tools = {
+        t.name
+        for t in await (
+            await butler_ecosystem.clients.get(butler_ecosystem["messenger"].url)
+        ).list_tools()
+    }
+    assert {"notify", "deliveries_list", "channels_list", "status", "state_set"} <= tools
+    assert not tools & {"telegram_send", "telegram_updates", "email_send"}
+
+
+async def test_messenger_still_logs_deliveries_without_channels(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    delivery = await butler_ecosystem.call("messenger", "notify", {"message": "e2e ping"})
+    assert delivery["channel"] == "telegram"
+    assert delivery["status"] == "failed"
+    assert "credentials" in delivery["error"]
+    log = await butler_ecosystem.call("messenger", "deliveries_list", {"status": "failed"})
+    assert delivery["id"] in {d["id"] for d in log}
+    channels = await butler_ecosystem.call("messenger", "channels_list")
+    assert {c["channel"]: c["available"] for c in channels} == {"telegram": False, "email": False}
+
+
+async def test_butler_with_failed_modules_is_ready(butler_ecosystem: EcosystemHandle) -> None:
+    base = butler_ecosystem["messenger"].url.removesuffix("/mcp")
+    async with httpx.AsyncClient(timeout=5) as http:
+        ready = await http.get(f"{base}/ready")
+    assert ready.status_code == 200
+    assert ready.json()["migrations"] == "at head"
+
+
+async def test_health_tools_never_write_the_relationship_schema(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    relationship = butler_ecosystem["relationship"].schema
+    conn = await butler_ecosystem.admin()
+    try:
+
+        async def row_counts() -> dict[str, int]:
+            counts = {}
+            for table in sorted(await _tables(butler_ecosystem, "relationship")):
+                counts[table] = await conn.fetchval(
+                    f'SELECT count(*) FROM "{relationship}"."{table}"'
+                )
+            return counts
+
+        before = await row_counts()
+        await butler_ecosystem.call(
+            "health", "measurement_log", {"type": "weight", "value": 79.5, "unit": "kg"}
+        )
+        await butler_ecosystem.call("health", "symptom_log", {"name": "isolation-check"})
+        assert await row_counts() == before
+    finally:
+        await conn.close()
+    health_rows = await (await butler_ecosystem.pool("health")).fetchval(
+        "SELECT count(*) FROM symptoms WHERE name = 'isolation-check'"
+    )
+    assert health_rows == 1

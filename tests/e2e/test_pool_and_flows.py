@@ -1,0 +1,71 @@
+"""Pool exhaustion queues and recovers; the health and relationship domain flows over MCP."""
+
+import asyncio
+import time
+
+from .harness.ecosystem import EcosystemHandle
+
+CALLS = 30  # the butler's pool holds at most 10 connections
+
+
+async def test_calls_queue_on_an_exhausted_pool_and_all_succeed(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    schema = butler_ecosystem["health"].schema
+    blocker = await butler_ecosystem.admin()
+    watcher = await butler_ecosystem.admin()
+    try:
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute(f'LOCK TABLE "{schema}".measurements IN EXCLUSIVE MODE')
+        calls = [
+            asyncio.create_task(
+                butler_ecosystem.call(
+                    "health", "measurement_log", {"type": "pool_probe", "value": i}
+                )
+            )
+            for i in range(CALLS)
+        ]
+        deadline = time.monotonic() + 15
+        waiting = 0
+        while time.monotonic() < deadline:
+            waiting = await watcher.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'butler:health' "
+                "AND wait_event_type = 'Lock'"
+            )
+            if waiting >= 10:
+                break
+            await asyncio.sleep(0.05)
+        assert waiting == 10, "every pooled connection should be busy, the rest queued"
+        assert not any(call.done() for call in calls)
+        await tx.rollback()
+        results = await asyncio.wait_for(asyncio.gather(*calls), 30)
+    finally:
+        await blocker.close()
+        await watcher.close()
+    assert sorted(r["value"] for r in results) == list(range(CALLS))
+    after = await butler_ecosystem.call("health", "measurement_latest", {"type": "pool_probe"})
+    assert after is not None
+
+
+async def test_health_flow_logs_weight_into_measurements(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    await butler_ecosystem.call(
+        "health", "measurement_log", {"type": "Weight", "value": 80, "unit": "kg"}
+    )
+    pool = await butler_ecosystem.pool("health")
+    row = await pool.fetchrow(
+        "SELECT type, value, unit FROM measurements WHERE type ILIKE '%weight%' "
+        "ORDER BY created_at DESC LIMIT 1"
+    )
+    assert row is not None and row["value"] == 80 and row["unit"] == "kg"
+
+
+async def test_relationship_flow_adds_a_contact(butler_ecosystem: EcosystemHandle) -> None:
+    await butler_ecosystem.call("relationship", "contact_create", {"name": "Sarah Johnson"})
+    pool = await butler_ecosystem.pool("relationship")
+    names = [
+        r["name"] for r in await pool.fetch("SELECT name FROM contacts WHERE name ILIKE '%sarah%'")
+    ]
+    assert "Sarah Johnson" in names
