@@ -14,6 +14,7 @@ from butlers import migrations
 from butlers.daemon.http import build_http_app
 from butlers.daemon.runtime import ButlerRuntime
 from butlers.daemon.server import build_server, install_schema_lookup
+from butlers.daemon.spawning import start_session_services
 from butlers.db.pool import create_pool
 from butlers.errors import PortInUseError
 from butlers.roster import load_butler_file
@@ -79,6 +80,10 @@ async def serve(settings: ButlerSettings) -> None:
     try:
         runtime = ButlerRuntime(resource=resource, schema=schema, pool=pool)
         mcp = build_server(runtime)
+        local_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+        services = await start_session_services(
+            mcp, runtime, settings, mcp_url=f"http://{local_host}:{port}/mcp"
+        )
         await install_schema_lookup(mcp)
         app = build_http_app(mcp, name, make_ready_check(pool, [migrations.CORE]))
         config = uvicorn.Config(
@@ -100,6 +105,7 @@ async def serve(settings: ButlerSettings) -> None:
         finally:
             if watch:
                 watch.cancel()
+            await services.aclose()
     finally:
         await pool.close()
         sock.close()
