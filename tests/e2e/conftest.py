@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from butlers.testing.script_server import ScriptServer
+
 from .harness.ecosystem import EcosystemHandle
 from .harness.local import local_ecosystem
+from .harness.runtime import scripted_runtime_env
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = ROOT / ".tmp" / "e2e-logs"
@@ -26,6 +29,7 @@ async def butler_ecosystem(
     pg_admin_dsn: str,
     session_tag: str,
     tmp_path_factory: pytest.TempPathFactory,
+    llm_script_server: ScriptServer,
 ) -> AsyncIterator[EcosystemHandle]:
     backend = "kind" if request.config.getoption("--kind") else request.config.getoption("--backend")
     if backend != "local":
@@ -37,6 +41,7 @@ async def butler_ecosystem(
         data_dir=data_dir,
         schema_prefix=f"e2e_{session_tag}",
         keep_schemas=request.config.getoption("--keep-schemas"),
+        extra_env=scripted_runtime_env(llm_script_server.url),
     ) as handle:
         try:
             yield handle
