@@ -109,6 +109,9 @@ class ScriptServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive: adapters reuse one connection
+            disable_nagle_algorithm = True  # headers and body are separate writes
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
