@@ -28,7 +28,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kind", action="store_true", help="run e2e on a kind cluster (needs Docker)")
     group.addoption("--kube-context", default=None, help="reuse this cluster for --kind")
     group.addoption("--keep-namespace", action="store_true", help="keep the --kind namespace")
-    group.addoption("--live-llm", action="store_true", help="run live_llm tests against a real model")
+    group.addoption(
+        "--live-llm", action="store_true", help="run live_llm tests against a real model"
+    )
     group.addoption("--update-golden", action="store_true", help="rewrite golden files")
     group.addoption("--keep-schemas", action="store_true", help="do not drop test schemas")
 

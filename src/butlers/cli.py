@@ -1,11 +1,11 @@
 """The `butlers` command: the composition root of the runtime.
 
-    butlers up [--data-dir DIR] [--roster DIR] [--detach]
-    butlers down [--data-dir DIR]
-    butlers status [--data-dir DIR]
-    butlers migrate [--data-dir DIR] [--roster DIR]      every roster butler
-    butlers migrate --spec FILE                          one butler, with BUTLERS_DSN
-    butlers serve --spec FILE [--port N]                 one butler (a container's entrypoint)
+butlers up [--data-dir DIR] [--roster DIR] [--detach]
+butlers down [--data-dir DIR]
+butlers status [--data-dir DIR]
+butlers migrate [--data-dir DIR] [--roster DIR]      every roster butler
+butlers migrate --spec FILE                          one butler, with BUTLERS_DSN
+butlers serve --spec FILE [--port N]                 one butler (a container's entrypoint)
 """
 
 from __future__ import annotations
@@ -30,13 +30,17 @@ def _parser() -> argparse.ArgumentParser:
     def ecosystem_args(p: argparse.ArgumentParser, roster: bool = True) -> None:
         p.add_argument("--data-dir", type=Path, help="where data and logs live (default .butlers)")
         if roster:
-            p.add_argument("--roster", type=Path, help="directory of Butler YAML files (default roster)")
+            p.add_argument(
+                "--roster", type=Path, help="directory of Butler YAML files (default roster)"
+            )
 
     up = sub.add_parser("up", help="start the database and every roster butler")
     ecosystem_args(up)
     up.add_argument("--detach", action="store_true", help="return once every butler is ready")
     ecosystem_args(sub.add_parser("down", help="stop a running ecosystem"), roster=False)
-    ecosystem_args(sub.add_parser("status", help="show the butlers of a running ecosystem"), roster=False)
+    ecosystem_args(
+        sub.add_parser("status", help="show the butlers of a running ecosystem"), roster=False
+    )
     migrate = sub.add_parser("migrate", help="provision and migrate every butler (or one)")
     ecosystem_args(migrate)
     migrate.add_argument("--spec", type=Path, help="migrate only this butler, as BUTLERS_DSN")

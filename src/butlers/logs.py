@@ -29,5 +29,5 @@ def configure_logging(component: str, level: str = "INFO") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("uvicorn.access", "httpx", "httpcore", "mcp.server.streamable_http"):
+    for noisy in ("uvicorn.access", "httpx", "httpcore", "mcp.server.streamable_http", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -63,7 +63,9 @@ class _Owned:
                 await self._ready.wait()
         except TimeoutError:
             await self.close()
-            raise EndpointUnavailable(f"{self.url}: no MCP session within {OPEN_TIMEOUT} s") from None
+            raise EndpointUnavailable(
+                f"{self.url}: no MCP session within {OPEN_TIMEOUT} s"
+            ) from None
         if self.client is None:
             raise EndpointUnavailable(f"{self.url}: {self._error}") from self._error
         return self.client

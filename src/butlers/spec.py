@@ -130,8 +130,8 @@ class ButlerSpec(SpecModel):
     description: Annotated[str, Field(min_length=1, max_length=2000)]
     port: Annotated[int, Field(ge=1024, le=65535, description="Port of the MCP server.")]
     instructions: str = ""
-    modules: dict[Annotated[str, Field(pattern=MODULE_NAME_PATTERN)], dict[str, JsonValue]] = (
-        Field(default_factory=dict)
+    modules: dict[Annotated[str, Field(pattern=MODULE_NAME_PATTERN)], dict[str, JsonValue]] = Field(
+        default_factory=dict
     )
     schedules: list[ScheduleSpec] = Field(default_factory=list)
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)

@@ -31,7 +31,9 @@ async def butler_ecosystem(
     tmp_path_factory: pytest.TempPathFactory,
     llm_script_server: ScriptServer,
 ) -> AsyncIterator[EcosystemHandle]:
-    backend = "kind" if request.config.getoption("--kind") else request.config.getoption("--backend")
+    backend = (
+        "kind" if request.config.getoption("--kind") else request.config.getoption("--backend")
+    )
     if backend != "local":
         pytest.skip(f"e2e backend {backend!r} is not available in this checkout")
     data_dir = tmp_path_factory.mktemp("ecosystem")

@@ -9,18 +9,32 @@ from fastmcp import Client
 from .harness.ecosystem import EcosystemHandle
 
 CORE_TABLES = {"state", "scheduled_tasks", "sessions", "alembic_version_core"}
-CORE_TOOLS = {"status", "state_get", "state_set", "state_list", "state_delete", "sessions_list", "sessions_get"}
+CORE_TOOLS = {
+    "status",
+    "state_get",
+    "state_set",
+    "state_list",
+    "state_delete",
+    "sessions_list",
+    "sessions_get",
+}
 
 
 async def test_every_roster_butler_is_running(butler_ecosystem: EcosystemHandle) -> None:
-    assert set(butler_ecosystem.names) >= {"switchboard", "general", "relationship", "health", "messenger"}
+    assert set(butler_ecosystem.names) >= {
+        "switchboard",
+        "general",
+        "relationship",
+        "health",
+        "messenger",
+    }
 
 
 async def test_every_butler_answers_tools_list_over_http(butler_ecosystem: EcosystemHandle) -> None:
     for name in butler_ecosystem.names:
         async with Client(butler_ecosystem[name].url) as client:
             tools = {tool.name for tool in await client.list_tools()}
-        assert CORE_TOOLS <= tools, f"{name} lacks {CORE_TOOLS - tools}"
+        assert tools >= CORE_TOOLS, f"{name} lacks {CORE_TOOLS - tools}"
 
 
 async def test_every_butler_answers_over_sse(butler_ecosystem: EcosystemHandle) -> None:
@@ -41,7 +55,9 @@ async def test_health_and_ready_probes(butler_ecosystem: EcosystemHandle) -> Non
             assert ready.json()["migrations"] == "at head"
 
 
-async def test_status_reports_name_description_and_uptime(butler_ecosystem: EcosystemHandle) -> None:
+async def test_status_reports_name_description_and_uptime(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
     status = await butler_ecosystem.call("health", "status")
     assert status["name"] == "health"
     assert "measurement" in status["description"].lower()
@@ -58,7 +74,7 @@ async def test_core_tables_exist_in_every_schema(butler_ecosystem: EcosystemHand
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = $1", schema
             )
             tables = {row["table_name"] for row in rows}
-            assert CORE_TABLES <= tables, f"{schema} lacks {CORE_TABLES - tables}"
+            assert tables >= CORE_TABLES, f"{schema} lacks {CORE_TABLES - tables}"
     finally:
         await conn.close()
 

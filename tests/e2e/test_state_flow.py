@@ -23,7 +23,7 @@ FIDELITY_CASES = {
     "nested": {"a": {"b": [1, 2, 3]}},
     "large_string": "x" * 10_240,
     "unicode": "你好世界",
-    "special_chars": "line1\nline2\ttab \"quoted\" \\ back",
+    "special_chars": 'line1\nline2\ttab "quoted" \\ back',
 }
 
 
@@ -33,7 +33,9 @@ FIDELITY_CASES = {
 async def test_state_persists_across_sessions(butler_ecosystem: EcosystemHandle) -> None:
     url = butler_ecosystem["health"].url
     async with Client(url) as client:
-        await client.call_tool("state_set", {"key": "e2e-persist", "value": {"weight_goal": 75, "unit": "kg"}})
+        await client.call_tool(
+            "state_set", {"key": "e2e-persist", "value": {"weight_goal": 75, "unit": "kg"}}
+        )
     async with Client(url) as client:
         result = await client.call_tool("state_get", {"key": "e2e-persist"})
     assert result.data == {"weight_goal": 75, "unit": "kg"}
@@ -64,7 +66,9 @@ async def test_overwrite_replaces_the_value(butler_ecosystem: EcosystemHandle) -
 async def test_updated_at_advances_on_overwrite(butler_ecosystem: EcosystemHandle) -> None:
     first = await butler_ecosystem.call("health", "state_set", {"key": "e2e-ts", "value": 1})
     second = await butler_ecosystem.call("health", "state_set", {"key": "e2e-ts", "value": 2})
-    assert datetime.fromisoformat(second["updated_at"]) > datetime.fromisoformat(first["updated_at"])
+    assert datetime.fromisoformat(second["updated_at"]) > datetime.fromisoformat(
+        first["updated_at"]
+    )
     [entry] = await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-ts"})
     assert datetime.fromisoformat(entry["updated_at"]) > datetime.fromisoformat(entry["created_at"])
 
@@ -86,8 +90,12 @@ async def test_stored_null_is_distinct_from_missing_key(butler_ecosystem: Ecosys
     await butler_ecosystem.call("health", "state_set", {"key": "e2e-null:stored", "value": None})
     listing = await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-null:"})
     assert listing == [
-        {"key": "e2e-null:stored", "value": None, "created_at": listing[0]["created_at"],
-         "updated_at": listing[0]["updated_at"]}
+        {
+            "key": "e2e-null:stored",
+            "value": None,
+            "created_at": listing[0]["created_at"],
+            "updated_at": listing[0]["updated_at"],
+        }
     ]
     pool = await butler_ecosystem.pool("health")
     raw = await pool.fetchval("SELECT jsonb_typeof(value) FROM state WHERE key = 'e2e-null:stored'")
@@ -114,10 +122,18 @@ async def test_value_postgres_cannot_store_is_a_clear_error_and_keeps_old_value(
 
 
 async def test_state_isolation_between_butlers(butler_ecosystem: EcosystemHandle) -> None:
-    await butler_ecosystem.call("health", "state_set", {"key": "prefs", "value": {"source": "health"}})
-    await butler_ecosystem.call("relationship", "state_set", {"key": "prefs", "value": {"source": "relationship"}})
-    assert (await butler_ecosystem.call("health", "state_get", {"key": "prefs"}))["source"] == "health"
-    assert (await butler_ecosystem.call("relationship", "state_get", {"key": "prefs"}))["source"] == "relationship"
+    await butler_ecosystem.call(
+        "health", "state_set", {"key": "prefs", "value": {"source": "health"}}
+    )
+    await butler_ecosystem.call(
+        "relationship", "state_set", {"key": "prefs", "value": {"source": "relationship"}}
+    )
+    assert (await butler_ecosystem.call("health", "state_get", {"key": "prefs"}))[
+        "source"
+    ] == "health"
+    assert (await butler_ecosystem.call("relationship", "state_get", {"key": "prefs"}))[
+        "source"
+    ] == "relationship"
 
 
 async def test_butler_cannot_read_another_butlers_keys(butler_ecosystem: EcosystemHandle) -> None:
@@ -131,7 +147,10 @@ async def test_delete_is_scoped_to_one_butler(butler_ecosystem: EcosystemHandle)
         await butler_ecosystem.call(name, "state_set", {"key": "e2e-scoped", "value": name})
     await butler_ecosystem.call("health", "state_delete", {"key": "e2e-scoped"})
     assert await butler_ecosystem.call("health", "state_get", {"key": "e2e-scoped"}) is None
-    assert await butler_ecosystem.call("relationship", "state_get", {"key": "e2e-scoped"}) == "relationship"
+    assert (
+        await butler_ecosystem.call("relationship", "state_get", {"key": "e2e-scoped"})
+        == "relationship"
+    )
 
 
 # -- prefix listing --------------------------------------------------------------------
@@ -149,7 +168,9 @@ async def test_empty_prefix_lists_all_keys(butler_ecosystem: EcosystemHandle) ->
     await butler_ecosystem.call("messenger", "state_set", {"key": "all-b", "value": 2})
     keys = {entry["key"] for entry in await butler_ecosystem.call("messenger", "state_list", {})}
     assert {"all-a", "all-b"} <= keys
-    keys_empty = {e["key"] for e in await butler_ecosystem.call("messenger", "state_list", {"prefix": ""})}
+    keys_empty = {
+        e["key"] for e in await butler_ecosystem.call("messenger", "state_list", {"prefix": ""})
+    }
     assert keys == keys_empty
 
 
@@ -160,9 +181,16 @@ async def test_prefix_without_match_lists_nothing(butler_ecosystem: EcosystemHan
 async def test_prefix_is_literal_not_a_wildcard(butler_ecosystem: EcosystemHandle) -> None:
     for key in ("healthcare:x", "health:y", "h%lth:z", "h_alth:w", "hXalth:v"):
         await butler_ecosystem.call("switchboard", "state_set", {"key": key, "value": 0})
-    assert [e["key"] for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "health:"})] == ["health:y"]
-    assert [e["key"] for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "h%"})] == ["h%lth:z"]
-    assert [e["key"] for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "h_"})] == ["h_alth:w"]
+    assert [
+        e["key"]
+        for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "health:"})
+    ] == ["health:y"]
+    assert [
+        e["key"] for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "h%"})
+    ] == ["h%lth:z"]
+    assert [
+        e["key"] for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "h_"})
+    ] == ["h_alth:w"]
 
 
 # -- concurrency ---------------------------------------------------------------------------
@@ -173,7 +201,9 @@ async def test_concurrent_state_writes_last_writer_wins(butler_ecosystem: Ecosys
 
     async def write(value: int) -> None:
         async with Client(url) as client:
-            await client.call_tool("state_set", {"key": "concurrent-test", "value": {"counter": value}})
+            await client.call_tool(
+                "state_set", {"key": "concurrent-test", "value": {"counter": value}}
+            )
 
     await asyncio.gather(*(write(i) for i in range(10)))
     result = await butler_ecosystem.call("health", "state_get", {"key": "concurrent-test"})
@@ -208,7 +238,9 @@ async def test_delete_during_read_sees_value_or_null(butler_ecosystem: Ecosystem
 
 
 async def test_state_results_are_json_not_text(butler_ecosystem: EcosystemHandle) -> None:
-    result = await butler_ecosystem.call_raw("health", "state_set", {"key": "e2e-json", "value": {"a": 1}})
+    result = await butler_ecosystem.call_raw(
+        "health", "state_set", {"key": "e2e-json", "value": {"a": 1}}
+    )
     got = await butler_ecosystem.call_raw("health", "state_get", {"key": "e2e-json"})
     assert not result.is_error
     assert got.structured_content == {"result": {"a": 1}}

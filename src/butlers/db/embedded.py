@@ -79,7 +79,9 @@ class EmbeddedPostgres:
 
     def admin_dsn(self, database: str = DATABASE) -> str:
         config = self._config()
-        return f"postgresql://{SUPERUSER}:{config['password']}@127.0.0.1:{config['port']}/{database}"
+        return (
+            f"postgresql://{SUPERUSER}:{config['password']}@127.0.0.1:{config['port']}/{database}"
+        )
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -267,5 +269,7 @@ def wait_until_accepting(dsn: str, timeout: float = 30.0) -> None:
                 return
         except OSError:
             if time.monotonic() > deadline:
-                raise DatabaseError(f"PostgreSQL at {parts.hostname}:{parts.port} not reachable")
+                raise DatabaseError(
+                    f"PostgreSQL at {parts.hostname}:{parts.port} not reachable"
+                ) from None
             time.sleep(0.05)

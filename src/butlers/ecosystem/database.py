@@ -48,7 +48,9 @@ def mask_password(dsn: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def open_database(data_dir: Path, database_url: str | None, *, fsync: bool = True) -> DatabaseServer:
+def open_database(
+    data_dir: Path, database_url: str | None, *, fsync: bool = True
+) -> DatabaseServer:
     """Start (or reuse) the embedded server under `data_dir`, or use `database_url`."""
     if database_url:
         return DatabaseServer(admin_dsn=database_url)

@@ -14,7 +14,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from butlers import migrations
 from butlers.db.embedded import free_port, port_is_free
 from butlers.db.provision import Credentials, provision
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
+from butlers.ecosystem.launcher import ButlerChild, warm_up
 from butlers.errors import EcosystemError, PortInUseError
 from butlers.settings import EcosystemSettings
 from butlers.spec import ButlerResource, schema_name
@@ -45,7 +45,7 @@ class ButlerProcess:
     dsn: str
     spec_path: Path
     log_path: Path
-    process: subprocess.Popen[bytes] | None = None
+    process: ButlerChild | None = None
 
     @property
     def name(self) -> str:
@@ -114,9 +114,11 @@ class Ecosystem:
         (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
         (self.data_dir / "specs").mkdir(parents=True, exist_ok=True)
         if self.database is None:
+            warm = asyncio.gather(asyncio.to_thread(warm_up), asyncio.to_thread(_import_alembic))
             self.database = await asyncio.to_thread(
                 open_database, self.data_dir, self.settings.database_url, fsync=self.fsync
             )
+            await warm
         admin_dsn = self.database.admin_dsn
         store = CredentialFile(self.data_dir / "credentials.json")
         known = store.load()
@@ -174,19 +176,14 @@ class Ecosystem:
             "BUTLERS_LOG_LEVEL": self.settings.log_level,
             "PYTHONUNBUFFERED": "1",
         }
-        command = [sys.executable, "-m", "butlers", "serve", "--spec", str(butler.spec_path)]
-        with butler.log_path.open("ab") as log_file:
-            butler.process = subprocess.Popen(
-                command,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C reaches the supervisor, which stops us in order
-            )
-        log.info("started butler %s (pid %d) on port %d", butler.name, butler.process.pid, butler.port)
+        butler.process = ButlerChild(butler.spec_path, env, butler.log_path)
+        log.info(
+            "started butler %s (pid %d) on port %d", butler.name, butler.process.pid, butler.port
+        )
 
-    async def wait_ready(self, names: list[str] | None = None, timeout: float = READY_TIMEOUT) -> None:
+    async def wait_ready(
+        self, names: list[str] | None = None, timeout: float = READY_TIMEOUT
+    ) -> None:
         targets = [self.butlers[n] for n in (names or list(self.butlers))]
         deadline = time.monotonic() + timeout
         async with httpx.AsyncClient(timeout=2.0) as client:
@@ -254,7 +251,9 @@ class Ecosystem:
             try:
                 await asyncio.to_thread(butler.process.wait, remaining)
             except subprocess.TimeoutExpired:
-                log.warning("butler %s did not stop within %.0f s; killing it", butler.name, STOP_TIMEOUT)
+                log.warning(
+                    "butler %s did not stop within %.0f s; killing it", butler.name, STOP_TIMEOUT
+                )
                 butler.process.kill()
                 await asyncio.to_thread(butler.process.wait)
 
@@ -274,6 +273,11 @@ class Ecosystem:
         tmp.write_text(json.dumps(self.describe(), indent=2))
         tmp.chmod(0o600)
         tmp.replace(self.state_file)
+
+
+def _import_alembic() -> None:
+    import alembic.command  # noqa: F401  (warm the import while the database starts)
+    import sqlalchemy.ext.asyncio  # noqa: F401
 
 
 def chains_for(resource: ButlerResource) -> list[migrations.Chain]:

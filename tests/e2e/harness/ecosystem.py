@@ -50,7 +50,9 @@ class EcosystemHandle:
         result = await self.clients.call_tool(self.endpoints[butler].url, tool, arguments)
         return result.data
 
-    async def call_raw(self, butler: str, tool: str, arguments: Mapping[str, Any] | None = None) -> Any:
+    async def call_raw(
+        self, butler: str, tool: str, arguments: Mapping[str, Any] | None = None
+    ) -> Any:
         """The whole CallToolResult, errors returned instead of raised."""
         return await self.clients.call_tool(
             self.endpoints[butler].url, tool, arguments, raise_on_error=False

@@ -1,0 +1,95 @@
+"""The core chain: upgrade, downgrade, upgrade again, into the butler's own schema."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from butlers import migrations
+from butlers.db.provision import deprovision, provision
+
+
+async def _tables(dsn: str, schema: str) -> set[str]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = $1", schema
+        )
+        return {r["table_name"] for r in rows}
+    finally:
+        await conn.close()
+
+
+async def test_upgrade_downgrade_upgrade(pg_admin_dsn: str, session_tag: str) -> None:
+    schema = f"{session_tag}mig"
+    creds = await provision(pg_admin_dsn, schema)
+    dsn = creds.dsn(pg_admin_dsn)
+    try:
+        await migrations.upgrade(dsn, schema, [migrations.CORE])
+        assert {"state", "scheduled_tasks", "sessions", "alembic_version_core"} <= await _tables(
+            dsn, schema
+        )
+        assert await migrations.current(dsn, schema, [migrations.CORE]) == {
+            "core": migrations.heads(migrations.CORE)
+        }
+
+        await migrations.downgrade(dsn, schema, migrations.CORE, "base")
+        assert await _tables(dsn, schema) == {"alembic_version_core"}
+        assert await migrations.current(dsn, schema, [migrations.CORE]) == {"core": frozenset()}
+
+        await migrations.upgrade(dsn, schema, [migrations.CORE])
+        assert {"state", "scheduled_tasks", "sessions"} <= await _tables(dsn, schema)
+    finally:
+        await deprovision(pg_admin_dsn, schema)
+
+
+async def test_upgrade_at_head_changes_nothing(butler_schema) -> None:  # type: ignore[no-untyped-def]
+    await butler_schema.pool.execute("INSERT INTO state (key, value) VALUES ('k', '1')")
+    await migrations.upgrade(butler_schema.dsn, butler_schema.schema, [migrations.CORE])
+    assert await butler_schema.pool.fetchval("SELECT value FROM state WHERE key = 'k'") == 1
+
+
+async def test_version_table_lives_in_the_butler_schema(butler_schema) -> None:  # type: ignore[no-untyped-def]
+    schema = await butler_schema.pool.fetchval(
+        "SELECT table_schema FROM information_schema.tables "
+        "WHERE table_name = 'alembic_version_core'"
+    )
+    assert schema == butler_schema.schema
+
+
+async def test_expected_columns_and_indexes_exist(butler_schema) -> None:  # type: ignore[no-untyped-def]
+    columns = {
+        r["column_name"]
+        for r in await butler_schema.pool.fetch(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = $1 AND table_name = 'sessions'",
+            butler_schema.schema,
+        )
+    }
+    assert {
+        "session_id",
+        "butler_name",
+        "trigger_source",
+        "prompt",
+        "model",
+        "status",
+        "created_at",
+        "completed_at",
+        "duration_ms",
+        "tool_calls",
+        "input_tokens",
+        "output_tokens",
+        "trace_id",
+        "error",
+    } <= columns
+    indexes = {
+        r["indexname"]
+        for r in await butler_schema.pool.fetch(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = $1", butler_schema.schema
+        )
+    }
+    assert {
+        "state_pkey",
+        "state_key_prefix_idx",
+        "scheduled_tasks_name_key",
+        "sessions_pkey",
+    } <= indexes

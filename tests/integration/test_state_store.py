@@ -1,0 +1,88 @@
+"""StateStore against real PostgreSQL: every behaviour of document 002."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from butlers.stores.state import StateStore, StateValueError
+
+
+@pytest.fixture
+def store(butler_schema) -> StateStore:  # type: ignore[no-untyped-def]
+    return StateStore(butler_schema.pool)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "hello",
+        42,
+        3.14,
+        True,
+        False,
+        None,
+        {},
+        [],
+        {"a": {"b": [1, 2]}},
+        "x" * 10240,
+        "你好世界",
+        "l1\nl2\ttab",
+    ],
+)
+async def test_values_round_trip_with_their_type(store: StateStore, value: object) -> None:
+    await store.set("k", value)
+    found, got = await store.get("k")
+    assert found
+    assert got == value and type(got) is type(value)
+
+
+async def test_stored_null_differs_from_missing(store: StateStore) -> None:
+    await store.set("n", None)
+    assert await store.get("n") == (True, None)
+    assert await store.get("missing") == (False, None)
+
+
+async def test_nul_character_is_refused_and_old_value_kept(store: StateStore) -> None:
+    await store.set("k", {"ok": 1})
+    with pytest.raises(StateValueError, match="NUL"):
+        await store.set("k", {"bad": "a\u0000b"})
+    assert await store.get("k") == (True, {"ok": 1})
+
+
+async def test_non_json_value_is_refused(store: StateStore) -> None:
+    with pytest.raises(StateValueError, match="not JSON"):
+        await store.set("k", {1, 2})
+
+
+async def test_updated_at_advances(store: StateStore) -> None:
+    first = await store.set("k", 1)
+    second = await store.set("k", 2)
+    assert second > first
+
+
+async def test_prefix_is_literal(store: StateStore) -> None:
+    for key in ("a%b:1", "axb:2", "a_b:3", "ayb:4", "a\\b:5"):
+        await store.set(key, 0)
+    assert [r["key"] for r in await store.list("a%")] == ["a%b:1"]
+    assert [r["key"] for r in await store.list("a_")] == ["a_b:3"]
+    assert [r["key"] for r in await store.list("a\\")] == ["a\\b:5"]
+    assert len(await store.list(None)) == 5
+
+
+async def test_delete_reports_whether_the_key_existed(store: StateStore) -> None:
+    await store.set("k", 1)
+    assert await store.delete("k") is True
+    assert await store.delete("k") is False
+
+
+async def test_concurrent_writers_leave_one_of_their_values(store: StateStore) -> None:
+    await asyncio.gather(*(store.set("race", i) for i in range(20)))
+    found, value = await store.get("race")
+    assert found and value in range(20)
+
+
+async def test_pool_exhaustion_queues_instead_of_failing(store: StateStore) -> None:
+    await asyncio.gather(*(store.set(f"k{i}", i) for i in range(60)))
+    assert len(await store.list("k")) == 60

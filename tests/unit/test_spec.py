@@ -1,0 +1,136 @@
+"""The Butler spec model: what loads, what is rejected, and how errors read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from butlers.errors import RosterError
+from butlers.roster import load_butler_file, load_roster, parse_butler
+from butlers.spec import ButlerResource, schema_name
+
+ROSTER = Path(__file__).resolve().parents[2] / "roster"
+
+
+def _butler(**spec: object) -> dict[str, object]:
+    return {
+        "apiVersion": "butlers.dev/v1alpha1",
+        "kind": "Butler",
+        "metadata": {"name": "health"},
+        "spec": {"description": "Health tracker", "port": 40103, **spec},
+    }
+
+
+def test_roster_has_the_five_butlers_on_their_ports() -> None:
+    butlers = {b.name: b.spec.port for b in load_roster(ROSTER)}
+    assert butlers == {
+        "switchboard": 40100,
+        "general": 40101,
+        "relationship": 40102,
+        "health": 40103,
+        "messenger": 40104,
+    }
+
+
+def test_every_roster_butler_has_description_and_instructions() -> None:
+    for butler in load_roster(ROSTER):
+        assert butler.spec.description.strip()
+        assert butler.spec.instructions.strip()
+
+
+def test_camel_case_fields_load_into_the_model() -> None:
+    butler = parse_butler(
+        _butler(
+            runtime={
+                "adapter": "openai",
+                "baseUrl": "http://localhost:8000/v1",
+                "apiKeyEnv": "KEY",
+            },
+            database={"reclaimPolicy": "Delete"},
+            schedules=[{"name": "daily", "cron": "0 8 * * *", "prompt": "Summarise"}],
+        ),
+        "x.yaml",
+    )
+    assert butler.spec.runtime.base_url == "http://localhost:8000/v1"
+    assert butler.spec.database.reclaim_policy == "Delete"
+    assert butler.spec.schedules[0].cron == "0 8 * * *"
+
+
+def test_unknown_key_is_rejected_with_file_and_field_path() -> None:
+    with pytest.raises(RosterError) as info:
+        parse_butler(_butler(runtime={"adaptor": "openai"}), "roster/health.yaml")
+    assert "roster/health.yaml: spec.runtime.adaptor: unknown field" in str(info.value)
+
+
+def test_out_of_range_port_names_value_and_reason() -> None:
+    with pytest.raises(RosterError) as info:
+        parse_butler(_butler(port=70000), "roster/health.yaml")
+    message = str(info.value)
+    assert "spec.port" in message and "70000" in message and "65535" in message
+
+
+def test_invalid_cron_is_rejected() -> None:
+    with pytest.raises(RosterError, match=r"spec\.schedules\.0\.cron"):
+        parse_butler(_butler(schedules=[{"name": "x", "cron": "every day", "prompt": "p"}]), "f")
+
+
+def test_schedule_needs_exactly_one_of_prompt_or_job() -> None:
+    with pytest.raises(RosterError, match="exactly one of 'prompt' or 'job'"):
+        parse_butler(_butler(schedules=[{"name": "x", "cron": "* * * * *"}]), "f")
+    with pytest.raises(RosterError, match="exactly one of 'prompt' or 'job'"):
+        parse_butler(
+            _butler(schedules=[{"name": "x", "cron": "* * * * *", "prompt": "p", "job": "j"}]), "f"
+        )
+
+
+def test_duplicate_schedule_names_are_rejected() -> None:
+    schedule = {"name": "x", "cron": "* * * * *", "prompt": "p"}
+    with pytest.raises(RosterError, match="duplicate schedule name 'x'"):
+        parse_butler(_butler(schedules=[schedule, schedule]), "f")
+
+
+def test_wrong_kind_and_api_version_are_rejected() -> None:
+    document = _butler() | {"kind": "Pod", "apiVersion": "v1"}
+    with pytest.raises(RosterError) as info:
+        parse_butler(document, "f")
+    assert "f: apiVersion" in str(info.value) and "f: kind" in str(info.value)
+
+
+def test_invalid_name_is_rejected() -> None:
+    document = _butler() | {"metadata": {"name": "Health_Butler"}}
+    with pytest.raises(RosterError, match="metadata.name"):
+        parse_butler(document, "f")
+
+
+def test_manifest_round_trips(tmp_path: Path) -> None:
+    butler = load_butler_file(ROSTER / "health.yaml")
+    again = ButlerResource.model_validate(butler.to_manifest())
+    assert again == butler
+
+
+def test_not_yaml_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("spec: [unclosed")
+    with pytest.raises(RosterError, match=f"{path}: not valid YAML"):
+        load_butler_file(path)
+
+
+def test_duplicate_ports_across_files_are_rejected(tmp_path: Path) -> None:
+    import yaml
+
+    for name in ("one", "two"):
+        doc = _butler() | {"metadata": {"name": name}}
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(RosterError, match=r"two.yaml: spec.port: port 40103 is already used"):
+        load_roster(tmp_path)
+
+
+def test_missing_roster_directory_is_named(tmp_path: Path) -> None:
+    with pytest.raises(RosterError, match="roster directory does not exist"):
+        load_roster(tmp_path / "nope")
+
+
+def test_schema_name_applies_prefix_and_underscores() -> None:
+    assert schema_name("health") == "health"
+    assert schema_name("my-butler", "e2e_ab_") == "e2e_ab_my_butler"
