@@ -92,6 +92,9 @@ class ClaudeCodeRuntime:
                         await process.wait()
         return parse_result(stdout, stderr, process.returncode, trace)
 
+    async def aclose(self) -> None:
+        """Nothing to release: every session's process ends with the session."""
+
 
 def parse_result(stdout: bytes, stderr: bytes, code: int | None, trace: SessionTrace) -> str:
     try:

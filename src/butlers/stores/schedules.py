@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -141,7 +142,7 @@ class ScheduleStore:
             != "DELETE 0"
         )
 
-    async def claim_due(self) -> list[dict[str, Any]]:
+    async def claim_due(self) -> builtins.list[dict[str, Any]]:
         """Atomically move every due, enabled, not running task to `running`.
 
         Two concurrent ticks never claim the same task: rows are locked with

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
@@ -82,7 +83,7 @@ class SessionStore:
         *,
         status: str,
         duration_ms: int,
-        tool_calls: list[Any],
+        tool_calls: Sequence[Any],
         output: str | None,
         input_tokens: int | None,
         output_tokens: int | None,

@@ -138,8 +138,7 @@ class ScriptServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     def start(self) -> ScriptServer:
         self._thread.start()
