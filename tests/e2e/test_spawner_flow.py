@@ -131,9 +131,9 @@ async def test_lock_is_released_after_a_runtime_error(
 async def test_timeout_logs_the_session_and_releases_the_lock(
     butler_ecosystem: EcosystemHandle, llm_script: Script
 ) -> None:
-    llm_script.route("health", step("too slow", delay=1.5), step("quick"))
+    llm_script.route("health", step("too slow", delay=5.0), step("quick"))
     slow = await butler_ecosystem.call(
-        "health", "trigger", {"prompt": "slow", "timeout_seconds": 0.3}
+        "health", "trigger", {"prompt": "slow", "timeout_seconds": 1.0}
     )
     assert slow["success"] is False and slow["error"] == "timeout"
     row = await butler_ecosystem.call("health", "sessions_get", {"session_id": slow["session_id"]})

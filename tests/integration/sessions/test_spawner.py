@@ -107,9 +107,9 @@ async def test_lock_is_released_after_a_model_error(make_app, llm_script: Script
 
 
 async def test_timeout_marks_the_session_and_releases_the_lock(make_app, llm_script: Script):
-    llm_script.add(step("too late", delay=2.0), step("in time"))
+    llm_script.add(step("too late", delay=5.0), step("in time"))
     app = await make_app()
-    timed_out = await app.call("trigger", {"prompt": "slow", "timeout_seconds": 0.2})
+    timed_out = await app.call("trigger", {"prompt": "slow", "timeout_seconds": 1.0})
     assert timed_out["success"] is False and timed_out["error"] == "timeout"
     row = await app.call("sessions_get", {"session_id": timed_out["session_id"]})
     assert row["status"] == "error" and row["error"] == "timeout"
