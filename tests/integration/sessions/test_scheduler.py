@@ -152,3 +152,18 @@ async def test_background_loop_runs_due_tasks(make_app):
             await asyncio.sleep(0.02)
     finally:
         await scheduler.aclose()
+
+
+async def test_prompt_tasks_reach_the_spawner_with_their_schedule_name(make_app, mock_spawner):
+    app = await make_app(resource=make_resource(schedules=SCHEDULES))
+    scheduler = Scheduler(
+        butler="health", pool=app.runtime.pool, store=app.services.scheduler.store,
+        spawner=mock_spawner, jobs=builtin_jobs(), interval=3600,
+    )  # fmt: skip
+    await _make_due(app.runtime.pool, "morning")
+    await _make_due(app.runtime.pool, "snapshot")
+    ran = await scheduler.tick()
+    assert sorted(r["name"] for r in ran) == ["morning", "snapshot"]
+    assert mock_spawner.invocations == [
+        {"prompt": "Good morning", "trigger_source": "schedule:morning", "context": None}
+    ]
