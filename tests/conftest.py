@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from butlers.db.embedded import EmbeddedPostgres
+from butlers.testing.mock_spawner import MockSpawner
+from butlers.testing.script_server import Script, ScriptServer
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
@@ -62,3 +64,29 @@ def pg_admin_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.admin_dsn()
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def llm_script_server() -> Iterator[ScriptServer]:
+    """The HTTP script server every `scripted` runtime of this session asks for steps."""
+    server = ScriptServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def llm_script(llm_script_server: ScriptServer) -> Iterator[Script]:
+    """A fresh LLM script for one test; fails the test on leftover or missing steps."""
+    script = llm_script_server.reset()
+    yield script
+    problems = script.check()
+    llm_script_server.reset()
+    if problems:
+        pytest.fail("LLM script: " + "; ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def mock_spawner() -> MockSpawner:
+    return MockSpawner()

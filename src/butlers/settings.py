@@ -14,6 +14,7 @@ from butlers.errors import ButlersError
 
 DEFAULT_DATA_DIR = Path(".butlers")
 DEFAULT_ROSTER_DIR = Path("roster")
+DEFAULT_TICK_INTERVAL = 30.0
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,16 @@ class ButlerSettings:
     port: int | None
     log_level: str = "INFO"
     parent_pid: int | None = None
+    runtime: RuntimeOverrides = field(default_factory=lambda: RuntimeOverrides())
+    tick_interval: float = DEFAULT_TICK_INTERVAL
     # The process environment as read at start-up: modules look up the credentials
     # their config names here (never in os.environ).
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
     approval_timeout_seconds: float | None = None
+
+    def env_value(self, name: str) -> str | None:
+        """A variable of this process's start-up environment (spec.env values, API keys)."""
+        return self.environ.get(name)
 
     @classmethod
     def from_env(
@@ -97,19 +104,50 @@ class ButlerSettings:
             port=resolved_port,
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
             parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
+            runtime=RuntimeOverrides.from_env(env),
+            tick_interval=_positive_float(env, "BUTLERS_TICK_INTERVAL", DEFAULT_TICK_INTERVAL),
             environ=dict(env),
-            approval_timeout_seconds=_positive_float(env, "BUTLERS_APPROVAL_TIMEOUT_SECONDS"),
+            approval_timeout_seconds=_optional_positive_float(
+                env, "BUTLERS_APPROVAL_TIMEOUT_SECONDS"
+            ),
         )
 
 
-def _positive_float(env: Mapping[str, str], name: str) -> float | None:
+@dataclass(frozen=True)
+class RuntimeOverrides:
+    """`BUTLERS_*` settings that override every butler's `spec.runtime` (e.g. `butlers up`)."""
+
+    adapter: str | None = None
+    model: str | None = None
+    openai_base_url: str | None = None
+    openai_api_key: str | None = field(default=None, repr=False)
+    script_url: str | None = None
+    claude_path: str = "claude"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> RuntimeOverrides:
+        return cls(
+            adapter=env.get("BUTLERS_RUNTIME_ADAPTER") or None,
+            model=env.get("BUTLERS_MODEL") or None,
+            openai_base_url=env.get("BUTLERS_OPENAI_BASE_URL") or None,
+            openai_api_key=env.get("BUTLERS_OPENAI_API_KEY") or None,
+            script_url=env.get("BUTLERS_SCRIPT_URL") or None,
+            claude_path=env.get("BUTLERS_CLAUDE_PATH") or "claude",
+        )
+
+
+def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name)
     if not raw:
-        return None
+        return default
     try:
         value = float(raw)
     except ValueError:
         raise ButlersError(f"{name}={raw!r} is not a number of seconds") from None
     if value <= 0:
-        raise ButlersError(f"{name}={raw!r} must be greater than zero")
+        raise ButlersError(f"{name}={raw!r} must be positive")
     return value
+
+
+def _optional_positive_float(env: Mapping[str, str], name: str) -> float | None:
+    return _positive_float(env, name, 0.0) if env.get(name) else None

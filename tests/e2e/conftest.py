@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from butlers.testing.script_server import ScriptServer
+
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import E2E_ENV
 from .harness.local import local_ecosystem
+from .harness.runtime import scripted_runtime_env
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = ROOT / ".tmp" / "e2e-logs"
@@ -27,6 +30,7 @@ async def butler_ecosystem(
     pg_admin_dsn: str,
     session_tag: str,
     tmp_path_factory: pytest.TempPathFactory,
+    llm_script_server: ScriptServer,
 ) -> AsyncIterator[EcosystemHandle]:
     backend = (
         "kind" if request.config.getoption("--kind") else request.config.getoption("--backend")
@@ -40,7 +44,7 @@ async def butler_ecosystem(
         data_dir=data_dir,
         schema_prefix=f"e2e_{session_tag}",
         keep_schemas=request.config.getoption("--keep-schemas"),
-        extra_env=E2E_ENV,
+        extra_env={**scripted_runtime_env(llm_script_server.url), **E2E_ENV},
     ) as handle:
         try:
             yield handle

@@ -1,7 +1,9 @@
-"""Pool exhaustion queues and recovers; the health and relationship domain flows over MCP."""
+"""Pool exhaustion queues and recovers; health and relationship flows through `trigger`."""
 
 import asyncio
 import time
+
+from butlers.testing.script_server import Script, call, step
 
 from .harness.ecosystem import EcosystemHandle
 
@@ -49,11 +51,16 @@ async def test_calls_queue_on_an_exhausted_pool_and_all_succeed(
 
 
 async def test_health_flow_logs_weight_into_measurements(
-    butler_ecosystem: EcosystemHandle,
+    butler_ecosystem: EcosystemHandle, llm_script: Script
 ) -> None:
-    await butler_ecosystem.call(
-        "health", "measurement_log", {"type": "Weight", "value": 80, "unit": "kg"}
+    llm_script.route(
+        "health",
+        step(tool_calls=[call("measurement_log", type="weight", value=80, unit="kg")]),
+        step("Logged your weight: 80 kg."),
     )
+    result = await butler_ecosystem.call("health", "trigger", {"prompt": "Log my weight: 80kg"})
+    assert result["success"] is True
+    assert [c["name"] for c in result["tool_calls"]] == ["measurement_log"]
     pool = await butler_ecosystem.pool("health")
     row = await pool.fetchrow(
         "SELECT type, value, unit FROM measurements WHERE type ILIKE '%weight%' "
@@ -62,10 +69,19 @@ async def test_health_flow_logs_weight_into_measurements(
     assert row is not None and row["value"] == 80 and row["unit"] == "kg"
 
 
-async def test_relationship_flow_adds_a_contact(butler_ecosystem: EcosystemHandle) -> None:
-    await butler_ecosystem.call("relationship", "contact_create", {"name": "Sarah Johnson"})
+async def test_relationship_flow_adds_a_contact(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    llm_script.route(
+        "relationship",
+        step(tool_calls=[{"name": "contact_add", "arguments": {"name": "Sarah Johnson"}}]),
+        step("Added Sarah Johnson."),
+    )
+    result = await butler_ecosystem.call(
+        "relationship", "trigger", {"prompt": "Add Sarah Johnson as a new contact"}
+    )
+    assert result["success"] is True
+    assert [c["name"] for c in result["tool_calls"]] == ["contact_add"]
     pool = await butler_ecosystem.pool("relationship")
-    names = [
-        r["name"] for r in await pool.fetch("SELECT name FROM contacts WHERE name ILIKE '%sarah%'")
-    ]
-    assert "Sarah Johnson" in names
+    rows = await pool.fetch("SELECT name FROM contacts WHERE name ILIKE '%sarah%'")
+    assert "Sarah Johnson" in [r["name"] for r in rows]

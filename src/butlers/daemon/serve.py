@@ -14,6 +14,7 @@ from butlers import migrations
 from butlers.daemon.http import build_http_app
 from butlers.daemon.runtime import ButlerRuntime
 from butlers.daemon.server import build_server, install_schema_lookup
+from butlers.daemon.spawning import start_session_services
 from butlers.db.pool import create_pool
 from butlers.errors import PortInUseError
 from butlers.modules.loader import module_chains, start_modules
@@ -30,6 +31,9 @@ def bind_socket(host: str, port: int, butler: str) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit this: without it every MCP response waits ~40 ms
+    # on delayed ACKs (Nagle), since uvicorn does not set it on pre-bound sockets.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -87,6 +91,10 @@ async def serve(settings: ButlerSettings) -> None:
         )
         mcp = build_server(runtime)
         modules = await start_modules(mcp, runtime)
+        local_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+        services = await start_session_services(
+            mcp, runtime, settings, mcp_url=f"http://{local_host}:{port}/mcp"
+        )
         await install_schema_lookup(mcp)
         chains = [migrations.CORE, *module_chains(resource.spec.modules)]
         app = build_http_app(mcp, name, make_ready_check(pool, chains))
@@ -115,6 +123,7 @@ async def serve(settings: ButlerSettings) -> None:
         finally:
             if watch:
                 watch.cancel()
+            await services.aclose()
             await modules.stop()
     finally:
         await pool.close()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
+
+from butlers.db.pool import dumps
 
 SESSION_COLUMNS = (
     "session_id, butler_name, trigger_source, prompt, model, status, created_at, "
@@ -48,3 +51,55 @@ class SessionStore:
             f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = $1", session_id
         )
         return None if row is None else dict(row)
+
+    async def create(
+        self,
+        session_id: uuid.UUID,
+        *,
+        butler_name: str,
+        trigger_source: str,
+        prompt: str,
+        model: str | None,
+        trace_id: str | None,
+        context: Any = None,
+    ) -> None:
+        """First of the two writes of a session: the `running` row."""
+        await self._pool.execute(
+            "INSERT INTO sessions (session_id, butler_name, trigger_source, prompt, model, "
+            "status, trace_id, context) "
+            "VALUES ($1, $2, $3, $4, $5, 'running', $6, $7::text::jsonb)",
+            session_id,
+            butler_name,
+            trigger_source,
+            prompt,
+            model,
+            trace_id,
+            None if context is None else dumps(context),
+        )
+
+    async def complete(
+        self,
+        session_id: uuid.UUID,
+        *,
+        status: str,
+        duration_ms: int,
+        tool_calls: Sequence[Any],
+        output: str | None,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        error: str | None,
+    ) -> None:
+        """Second write: the final status and everything the session produced."""
+        await self._pool.execute(
+            "UPDATE sessions SET status = $2, completed_at = clock_timestamp(), duration_ms = $3, "
+            "tool_calls = $4::text::jsonb, output = $5, input_tokens = $6, output_tokens = $7, "
+            "error = $8 WHERE session_id = $1",
+            session_id,
+            status,
+            duration_ms,
+            dumps(tool_calls),
+            output,
+            input_tokens,
+            output_tokens,
+            error,
+        )

@@ -1,0 +1,67 @@
+"""Shared helpers for the benchmarks: percentiles and a throwaway ecosystem."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from butlers.db.embedded import EmbeddedPostgres
+from butlers.ecosystem.supervisor import Ecosystem
+from butlers.roster import load_roster
+from butlers.settings import EcosystemSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summary(samples_s: list[float]) -> dict[str, float]:
+    ms = [s * 1000 for s in samples_s]
+    return {"p50": statistics.median(ms), "p99": percentile(ms, 99), "n": len(ms)}
+
+
+async def timed(fn: Callable[[], Awaitable[object]], n: int, warmup: int = 50) -> list[float]:
+    for _ in range(warmup):
+        await fn()
+    samples = []
+    for _ in range(n):
+        start = time.perf_counter()
+        await fn()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+@asynccontextmanager
+async def ecosystem(names: list[str] | None = None) -> AsyncIterator[Ecosystem]:
+    """Butlers from the roster (all, or `names`) on free ports and a throwaway server."""
+    with tempfile.TemporaryDirectory(prefix="butlers-bench-") as tmp:
+        data_dir = Path(tmp)
+        server = EmbeddedPostgres(data_dir / "pg", fsync=False)
+        server.start()
+        try:
+            resources = [
+                r for r in load_roster(ROOT / "roster") if names is None or r.name in names
+            ]
+            settings = EcosystemSettings(
+                data_dir=data_dir / "eco",
+                roster_dir=ROOT / "roster",
+                database_url=server.admin_dsn(),
+                free_ports=True,
+                log_level="WARNING",
+            )
+            eco = Ecosystem(settings=settings, resources=resources)
+            await eco.start()
+            try:
+                yield eco
+            finally:
+                await eco.stop()
+        finally:
+            server.stop()

@@ -1,0 +1,99 @@
+"""The Anthropic Messages API with tool use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2 as httpx
+
+from butlers.llm.types import ModelError, ModelTurn, SessionRequest, ToolCall, ToolSpec
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+MAX_TOKENS = 4096
+
+
+def to_anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Neutral messages as Messages API turns; consecutive tool results share one user turn."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "user":
+            wire.append({"role": "user", "content": message["content"]})
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if message.get("content"):
+                blocks.append({"type": "text", "text": message["content"]})
+            blocks += [
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
+                for c in message.get("tool_calls") or []
+            ]
+            wire.append({"role": "assistant", "content": blocks})
+        else:
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message["tool_call_id"],
+                "content": message["content"],
+                "is_error": bool(message.get("is_error")),
+            }
+            if wire and wire[-1]["role"] == "user" and isinstance(wire[-1]["content"], list):
+                wire[-1]["content"].append(block)
+            else:
+                wire.append({"role": "user", "content": [block]})
+    return wire
+
+
+def parse_anthropic_response(body: dict[str, Any]) -> ModelTurn:
+    if not isinstance(body.get("content"), list):
+        raise ModelError(f"Messages API answer without content: {str(body)[:300]}")
+    texts = [b.get("text", "") for b in body["content"] if b.get("type") == "text"]
+    calls = tuple(
+        ToolCall(b["id"], b["name"], dict(b.get("input") or {}))
+        for b in body["content"]
+        if b.get("type") == "tool_use"
+    )
+    usage = body.get("usage") or {}
+    return ModelTurn(
+        text="".join(texts),
+        tool_calls=calls,
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+    )
+
+
+class AnthropicChatModel:
+    def __init__(
+        self, *, base_url: str | None, model: str, api_key: str | None, timeout: float
+    ) -> None:
+        headers = {"anthropic-version": API_VERSION}
+        if api_key:
+            headers["x-api-key"] = api_key
+        self._url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
+        self._model = model
+        self._client = httpx.AsyncClient(headers=headers, timeout=timeout)
+
+    async def complete(
+        self, request: SessionRequest, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> ModelTurn:
+        payload: dict[str, Any] = {
+            "model": self._model,
+            "max_tokens": MAX_TOKENS,
+            "messages": to_anthropic_messages(messages),
+        }
+        if request.system:
+            payload["system"] = request.system
+        if tools:
+            payload["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in tools
+            ]
+        try:
+            response = await self._client.post(self._url, json=payload)
+        except httpx.HTTPError as exc:
+            raise ModelError(f"{self._url}: {exc.__class__.__name__}: {exc}") from None
+        if response.status_code >= 400:
+            raise ModelError(f"{self._url} answered {response.status_code}: {response.text[:300]}")
+        return parse_anthropic_response(response.json())
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -1,0 +1,97 @@
+"""The agent loop shared by every HTTP model adapter: list tools, let the model call
+them, feed results back, stop at a final answer or at the turn limit."""
+
+from __future__ import annotations
+
+import json
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from butlers.llm.types import (
+    ChatModel,
+    SessionRequest,
+    SessionTrace,
+    ToolSpec,
+    TurnLimitExceeded,
+    first_user_text,
+)
+
+
+class Toolbox(Protocol):
+    """The tools one session may see and call (one butler's own, nothing else)."""
+
+    async def list(self) -> list[ToolSpec]: ...
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> tuple[Any, str, bool]:
+        """(result value, result text for the model, is_error)."""
+        ...
+
+
+ToolboxFactory = Any  # () -> AbstractAsyncContextManager[Toolbox]
+
+
+async def run_agent_loop(
+    model: ChatModel, toolbox: Toolbox, request: SessionRequest, trace: SessionTrace
+) -> str:
+    tools = await toolbox.list()
+    messages: list[dict[str, Any]] = [{"role": "user", "content": first_user_text(request)}]
+    for _turn in range(request.max_turns):
+        reply = await model.complete(request, messages, tools)
+        trace.add_usage(reply.input_tokens, reply.output_tokens)
+        if not reply.tool_calls:
+            return reply.text
+        messages.append(
+            {
+                "role": "assistant",
+                "content": reply.text or None,
+                "tool_calls": [call.to_json() for call in reply.tool_calls],
+            }
+        )
+        for call in reply.tool_calls:
+            value, text, is_error = await toolbox.call(call.name, call.arguments)
+            trace.tool_calls.append(
+                {
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "result": value,
+                    "is_error": is_error,
+                }
+            )
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "name": call.name,
+                    "content": text,
+                    "is_error": is_error,
+                }
+            )
+    raise TurnLimitExceeded(
+        f"no final answer after {request.max_turns} turns (spec.runtime.maxTurns)"
+    )
+
+
+class LoopRuntime:
+    """A `SessionRuntime` made of a chat model and a toolbox: the HTTP adapters."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        open_toolbox: Any,
+        model_name: str | None,
+    ) -> None:
+        self._model = model
+        self._open_toolbox = open_toolbox  # () -> async context manager yielding a Toolbox
+        self.model_name = model_name
+
+    async def run(self, request: SessionRequest, trace: SessionTrace) -> str:
+        toolbox_cm: AbstractAsyncContextManager[Toolbox] = self._open_toolbox()
+        async with toolbox_cm as toolbox:
+            return await run_agent_loop(self._model, toolbox, request, trace)
+
+    async def aclose(self) -> None:
+        await self._model.aclose()
+
+
+def tool_result_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

@@ -1,0 +1,115 @@
+"""The neutral vocabulary every runtime adapter speaks: tools, calls, turns, sessions.
+
+Conversations are kept as plain dicts in one neutral shape, converted to each wire
+format by its adapter:
+
+    {"role": "user", "content": str}
+    {"role": "assistant", "content": str | None, "tool_calls": [ToolCall.to_json()]}
+    {"role": "tool", "tool_call_id": str, "name": str, "content": str, "is_error": bool}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class SessionFailure(Exception):
+    """A runtime failed (model error, bad response, turn limit); the session is an error."""
+
+
+class ModelError(SessionFailure):
+    """The model endpoint failed or answered something we cannot use."""
+
+
+class TurnLimitExceeded(SessionFailure):
+    """The model kept calling tools past the turn limit without a final answer."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    """One model reply: a final text, or tool calls to run first."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class SessionRequest:
+    butler: str
+    session_id: str
+    system: str
+    prompt: str
+    max_turns: int
+    context: Any = None
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class SessionTrace:
+    """What a session did so far; survives a timeout or an error of the runtime."""
+
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    def add_usage(self, input_tokens: int | None, output_tokens: int | None) -> None:
+        if input_tokens is not None:
+            self.input_tokens = (self.input_tokens or 0) + input_tokens
+        if output_tokens is not None:
+            self.output_tokens = (self.output_tokens or 0) + output_tokens
+
+
+class ChatModel(Protocol):
+    """A model that answers a conversation, possibly with tool calls."""
+
+    async def complete(
+        self, request: SessionRequest, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> ModelTurn: ...
+
+    async def aclose(self) -> None: ...
+
+
+class SessionRuntime(Protocol):
+    """Runs one whole session and returns its final output; records into `trace`."""
+
+    model_name: str | None
+
+    async def run(self, request: SessionRequest, trace: SessionTrace) -> str: ...
+
+    async def aclose(self) -> None: ...
+
+
+def first_user_text(request: SessionRequest) -> str:
+    """The opening user message: the prompt, with the trigger context appended as JSON."""
+    if request.context is None:
+        return request.prompt
+
+    return f"{request.prompt}\n\nContext:\n{json.dumps(request.context, ensure_ascii=False)}"

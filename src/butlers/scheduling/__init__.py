@@ -1,0 +1,1 @@
+"""Cron arithmetic (with per-butler staggering) and the registry of Python jobs."""

@@ -1,0 +1,169 @@
+"""The spawner in-process: session contract, session log, serial dispatch, lockdown."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from itertools import pairwise
+
+import pytest
+from fastmcp.exceptions import ToolError
+
+from butlers.testing.script_server import Script, call, step
+
+from .conftest import make_resource, make_settings
+
+SESSION_FIELDS = (
+    "session_id",
+    "butler_name",
+    "trigger_source",
+    "prompt",
+    "model",
+    "status",
+    "created_at",
+    "completed_at",
+    "duration_ms",
+    "tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "trace_id",
+)
+
+
+async def _count_session_writes(pool) -> None:  # type: ignore[no-untyped-def]
+    await pool.execute(
+        """
+        CREATE TABLE session_writes (op TEXT, status TEXT);
+        CREATE FUNCTION note_session_write() RETURNS trigger AS $$
+        BEGIN INSERT INTO session_writes VALUES (TG_OP, NEW.status); RETURN NEW; END $$
+        LANGUAGE plpgsql;
+        CREATE TRIGGER sessions_writes AFTER INSERT OR UPDATE ON sessions
+        FOR EACH ROW EXECUTE FUNCTION note_session_write();
+        """
+    )
+
+
+async def test_session_calls_a_tool_and_returns_the_final_answer(make_app, llm_script: Script):
+    llm_script.add(
+        step(tool_calls=[call("state_set", key="goal", value=75)], usage=(10, 3)),
+        step("Stored your goal.", usage=(20, 5)),
+    )
+    app = await make_app()
+    result = await app.call("trigger", {"prompt": "Remember 75"})
+    assert uuid.UUID(result["session_id"])
+    assert result["success"] is True and result["output"] == "Stored your goal."
+    assert result["duration_ms"] >= 0
+    assert [(c["name"], c["arguments"]) for c in result["tool_calls"]] == [
+        ("state_set", {"key": "goal", "value": 75})
+    ]
+    assert result["tool_calls"][0]["result"]["key"] == "goal"
+    assert (result["input_tokens"], result["output_tokens"]) == (30, 8)
+    assert await app.call("state_get", {"key": "goal"}) == 75
+
+
+async def test_session_row_has_every_field_after_completion(make_app, llm_script: Script):
+    llm_script.add(step("done", usage=(1, 1)))
+    app = await make_app()
+    result = await app.call("trigger", {"prompt": "hi", "context": {"a": 1}})
+    row = await app.call("sessions_get", {"session_id": result["session_id"]})
+    assert all(row[f] is not None for f in SESSION_FIELDS), row
+    assert (row["status"], row["butler_name"], row["trigger_source"]) == (
+        "completed",
+        "health",
+        "trigger",
+    )
+    assert row["context"] == {"a": 1} and row["error"] is None
+
+
+async def test_each_session_is_exactly_two_writes(make_app, llm_script: Script, butler_schema):
+    await _count_session_writes(butler_schema.pool)
+    llm_script.add(step(tool_calls=[call("state_get", key="x")]), step("ok"))
+    app = await make_app()
+    await app.call("trigger", {"prompt": "go"})
+    writes = await butler_schema.pool.fetch("SELECT op, status FROM session_writes")
+    assert [(w["op"], w["status"]) for w in writes] == [
+        ("INSERT", "running"),
+        ("UPDATE", "completed"),
+    ]
+
+
+async def test_concurrent_triggers_run_one_at_a_time(make_app, llm_script: Script):
+    llm_script.add(*[step(f"answer {i}", delay=0.02) for i in range(5)])
+    app = await make_app()
+    results = await asyncio.gather(*(app.call("trigger", {"prompt": f"p{i}"}) for i in range(5)))
+    assert all(r["success"] for r in results)
+    rows = await app.runtime.pool.fetch(
+        "SELECT created_at, completed_at FROM sessions ORDER BY created_at"
+    )
+    assert all(a["completed_at"] <= b["created_at"] for a, b in pairwise(rows))
+
+
+async def test_lock_is_released_after_a_model_error(make_app, llm_script: Script):
+    llm_script.add(step(error="model exploded"), step("fine again"))
+    app = await make_app()
+    failed = await app.call("trigger", {"prompt": "one"})
+    assert failed["success"] is False and "model exploded" in failed["error"]
+    assert (await app.call("trigger", {"prompt": "two"}))["success"] is True
+
+
+async def test_timeout_marks_the_session_and_releases_the_lock(make_app, llm_script: Script):
+    llm_script.add(step("too late", delay=5.0), step("in time"))
+    app = await make_app()
+    timed_out = await app.call("trigger", {"prompt": "slow", "timeout_seconds": 1.0})
+    assert timed_out["success"] is False and timed_out["error"] == "timeout"
+    row = await app.call("sessions_get", {"session_id": timed_out["session_id"]})
+    assert row["status"] == "error" and row["error"] == "timeout"
+    assert (await app.call("trigger", {"prompt": "fast"}))["output"] == "in time"
+
+
+async def test_empty_answer_is_not_a_success(make_app, llm_script: Script):
+    llm_script.add(step(""))
+    app = await make_app()
+    result = await app.call("trigger", {"prompt": "say nothing"})
+    assert result["success"] is False and result["output"] == ""
+
+
+async def test_turn_limit_ends_a_session_that_never_answers(make_app, llm_script: Script):
+    llm_script.add(*[step(tool_calls=[call("state_get", key="k")]) for _ in range(2)])
+    app = await make_app(resource=make_resource(runtime={"maxTurns": 2}))
+    result = await app.call("trigger", {"prompt": "loop"})
+    assert result["success"] is False and "2 turns" in result["error"]
+    assert len(result["tool_calls"]) == 2
+
+
+async def test_trigger_without_runtime_says_how_to_configure_one(make_app):
+    app = await make_app(settings=make_settings())
+    with pytest.raises(ToolError, match=r"spec\.runtime\.adapter"):
+        await app.call("trigger", {"prompt": "hi"})
+
+
+async def test_session_sees_only_its_own_tools(make_app, llm_script: Script):
+    llm_script.add(step(tool_calls=[call("route", butler="health", prompt="x")]), step("ok"))
+    app = await make_app()
+    result = await app.call("trigger", {"prompt": "route it"})
+    listed = {t["name"] for t in llm_script.requests[0]["tools"]}
+    own = {t.name for t in await app.client.list_tools()}
+    assert listed == own - {"trigger", "tick"}
+    assert "route" not in listed and result["tool_calls"][0]["is_error"] is True
+    assert "not available" in result["tool_calls"][0]["result"]
+
+
+async def test_secrets_are_redacted_from_tool_calls_and_output(make_app, llm_script: Script):
+    secret = "sk-very-secret-value-123"
+    resource = make_resource(
+        env=[{"name": "HEALTH_TOKEN", "secretKeyRef": {"name": "s", "key": "k"}}]
+    )
+    settings = make_settings(adapter="scripted", environ={"HEALTH_TOKEN": secret})
+    llm_script.add(
+        step(tool_calls=[call("state_set", key="leak", value=f"token={secret}")]),
+        step(f"I stored {secret}"),
+    )
+    app = await make_app(resource=resource, settings=settings)
+    result = await app.call("trigger", {"prompt": "store the token"})
+    row = await app.runtime.pool.fetchrow(
+        "SELECT tool_calls::text AS calls, output FROM sessions WHERE session_id = $1",
+        uuid.UUID(result["session_id"]),
+    )
+    assert secret not in row["calls"] and "[REDACTED]" in row["calls"]
+    assert secret not in row["output"] and secret not in str(result)
+    assert llm_script.requests[0]["env"] == ["HEALTH_TOKEN"]

@@ -1,0 +1,118 @@
+"""The OpenAI-compatible and Anthropic adapters against fake endpoints, driving real tools."""
+
+from __future__ import annotations
+
+import pytest
+
+from butlers.llm.anthropic import AnthropicChatModel
+from butlers.llm.loop import LoopRuntime
+from butlers.llm.openai import OpenAIChatModel
+from butlers.llm.toolbox import in_memory_toolbox
+from butlers.llm.types import ModelError, SessionRequest, SessionTrace
+
+REQUEST = SessionRequest(
+    butler="health", session_id="s1", system="You are health.", prompt="Remember x=1", max_turns=5
+)
+
+
+def _runtime(model, server):  # type: ignore[no-untyped-def]
+    return LoopRuntime(model, in_memory_toolbox(server, "health", ("trigger",)), "m")
+
+
+async def test_openai_adapter_runs_a_tool_call_then_answers(fake_endpoint, tiny_butler):
+    fake_endpoint.replies = [
+        (
+            200,
+            {
+                "choices": [
+                    {
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": "c1",
+                                    "type": "function",
+                                    "function": {
+                                        "name": "remember",
+                                        "arguments": '{"key": "x", "value": "1"}',
+                                    },
+                                }
+                            ],
+                        }
+                    }
+                ],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 4},
+            },
+        ),
+        (
+            200,
+            {
+                "choices": [{"message": {"role": "assistant", "content": "Done."}}],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 2},
+            },
+        ),
+    ]
+    model = OpenAIChatModel(base_url=fake_endpoint.url + "/v1", model="m", api_key="k-1", timeout=5)
+    trace = SessionTrace()
+    output = await _runtime(model, tiny_butler).run(REQUEST, trace)
+    await model.aclose()
+    assert output == "Done." and (trace.input_tokens, trace.output_tokens) == (31, 6)
+    assert trace.tool_calls[0]["result"] == {"stored": "x"}
+    first, second = (r["body"] for r in fake_endpoint.requests)
+    assert fake_endpoint.requests[0]["path"] == "/v1/chat/completions"
+    assert fake_endpoint.requests[0]["headers"]["Authorization"] == "Bearer k-1"
+    assert [t["function"]["name"] for t in first["tools"]] == ["remember"]
+    assert first["messages"][0] == {"role": "system", "content": "You are health."}
+    assert (
+        second["messages"][-1]["role"] == "tool" and second["messages"][-1]["tool_call_id"] == "c1"
+    )
+    assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == "remember"
+
+
+async def test_openai_adapter_reports_an_error_status(fake_endpoint, tiny_butler):
+    fake_endpoint.replies = [(500, {"error": "boom"})]
+    model = OpenAIChatModel(base_url=fake_endpoint.url, model="m", api_key=None, timeout=5)
+    with pytest.raises(ModelError, match="500"):
+        await _runtime(model, tiny_butler).run(REQUEST, SessionTrace())
+    await model.aclose()
+
+
+async def test_anthropic_adapter_runs_a_tool_use_then_answers(fake_endpoint, tiny_butler):
+    fake_endpoint.replies = [
+        (
+            200,
+            {
+                "content": [
+                    {"type": "text", "text": "Let me store it."},
+                    {
+                        "type": "tool_use",
+                        "id": "tu1",
+                        "name": "remember",
+                        "input": {"key": "x", "value": "1"},
+                    },
+                ],
+                "usage": {"input_tokens": 9, "output_tokens": 3},
+            },
+        ),
+        (
+            200,
+            {
+                "content": [{"type": "text", "text": "Stored."}],
+                "usage": {"input_tokens": 15, "output_tokens": 1},
+            },
+        ),
+    ]
+    model = AnthropicChatModel(base_url=fake_endpoint.url, model="claude", api_key="ak", timeout=5)
+    trace = SessionTrace()
+    output = await _runtime(model, tiny_butler).run(REQUEST, trace)
+    await model.aclose()
+    assert output == "Stored." and (trace.input_tokens, trace.output_tokens) == (24, 4)
+    first, second = (r["body"] for r in fake_endpoint.requests)
+    headers = fake_endpoint.requests[0]["headers"]
+    assert fake_endpoint.requests[0]["path"] == "/v1/messages"
+    assert headers["x-api-key"] == "ak" and headers["anthropic-version"]
+    assert first["system"] == "You are health." and first["tools"][0]["name"] == "remember"
+    result_block = second["messages"][-1]["content"][0]
+    assert (result_block["type"], result_block["tool_use_id"]) == ("tool_result", "tu1")
+    assert second["messages"][-2]["content"][1]["type"] == "tool_use"

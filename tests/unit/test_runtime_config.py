@@ -1,0 +1,87 @@
+"""Resolving a butler's runtime from its spec and the `BUTLERS_*` overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from butlers.llm.config import (
+    RuntimeConfigError,
+    resolve_runtime_config,
+    secret_values,
+    session_env,
+)
+from butlers.settings import ButlerSettings
+from butlers.spec import ButlerSpec
+
+
+def _spec(**fields) -> ButlerSpec:  # type: ignore[no-untyped-def]
+    return ButlerSpec.model_validate({"description": "d", "port": 41000, **fields})
+
+
+def _settings(**env: str) -> ButlerSettings:
+    return ButlerSettings.from_env({"BUTLERS_DSN": "x", **env}, spec_path=Path("s.yaml"))
+
+
+def test_no_adapter_means_no_runtime() -> None:
+    assert resolve_runtime_config("health", _spec(), _settings()) is None
+
+
+def test_spec_runtime_is_used() -> None:
+    spec = _spec(runtime={"adapter": "anthropic", "model": "claude-x", "timeoutSeconds": 9})
+    config = resolve_runtime_config("health", spec, _settings(ANTHROPIC_API_KEY="ak"))
+    assert config is not None
+    assert (config.adapter, config.model, config.api_key, config.timeout_seconds) == (
+        "anthropic",
+        "claude-x",
+        "ak",
+        9,
+    )
+
+
+def test_butlers_env_overrides_every_spec() -> None:
+    settings = _settings(
+        BUTLERS_RUNTIME_ADAPTER="openai",
+        BUTLERS_OPENAI_BASE_URL="http://localhost:11434/v1",
+        BUTLERS_OPENAI_API_KEY="ok",
+        BUTLERS_MODEL="llama3",
+    )
+    config = resolve_runtime_config("health", _spec(runtime={"adapter": "anthropic"}), settings)
+    assert config is not None
+    assert (config.adapter, config.base_url, config.api_key, config.model) == (
+        "openai",
+        "http://localhost:11434/v1",
+        "ok",
+        "llama3",
+    )
+
+
+def test_openai_without_base_url_names_the_setting() -> None:
+    with pytest.raises(RuntimeConfigError, match="BUTLERS_OPENAI_BASE_URL"):
+        resolve_runtime_config("health", _spec(runtime={"adapter": "openai"}), _settings())
+
+
+def test_session_env_holds_declared_variables_and_the_key_only() -> None:
+    spec = _spec(
+        runtime={"adapter": "claude-code"},
+        env=[
+            {"name": "HEALTH_TOKEN", "secretKeyRef": {"name": "s", "key": "k"}},
+            {"name": "UNITS", "value": "metric"},
+        ],
+    )
+    settings = _settings(
+        HEALTH_TOKEN="ht", ANTHROPIC_API_KEY="ak", TEST_SECRET_CANARY="c", RELATIONSHIP_TOKEN="rt"
+    )
+    config = resolve_runtime_config("health", spec, settings)
+    env = session_env(spec, settings, config)
+    assert env == {"HEALTH_TOKEN": "ht", "UNITS": "metric", "ANTHROPIC_API_KEY": "ak"}
+    assert sorted(secret_values(spec, settings, config)) == ["ak", "ht"]
+
+
+def test_one_butler_does_not_see_another_butlers_credentials() -> None:
+    relationship = _spec(env=[{"name": "RELATIONSHIP_TOKEN"}])
+    health = _spec(env=[{"name": "HEALTH_TOKEN"}])
+    settings = _settings(HEALTH_TOKEN="ht", RELATIONSHIP_TOKEN="rt")
+    assert session_env(health, settings, None) == {"HEALTH_TOKEN": "ht"}
+    assert session_env(relationship, settings, None) == {"RELATIONSHIP_TOKEN": "rt"}
