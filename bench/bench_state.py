@@ -12,7 +12,6 @@ import asyncio
 import sys
 import time
 
-import asyncpg
 from fastmcp import Client
 
 from _common import ecosystem, summary, timed
@@ -61,13 +60,15 @@ async def main() -> None:
 
         print(f"state tools over MCP (streamable HTTP, persistent client) vs raw asyncpg, n={N}")
         print(
-            f"{'tool':<10} {'mcp p50':>9} {'mcp p99':>9} {'sql p50':>9} {'sql p99':>9} {'ratio p50':>10}"
+            f"{'tool':<10} {'mcp p50':>9} {'mcp p99':>9} {'sql p50':>9} "
+            f"{'sql p99':>9} {'ratio p50':>10}"
         )
         for label, m, b in rows:
             ratio = m["p50"] / b["p50"]
             print(
                 f"{label:<10} {m['p50']:>7.2f}ms {m['p99']:>7.2f}ms {b['p50']:>7.2f}ms "
-                f"{b['p99']:>7.2f}ms {ratio:>9.2f}x  (goal <= 4: {'met' if ratio <= 4 else 'NOT met'})"
+                f"{b['p99']:>7.2f}ms {ratio:>9.2f}x  "
+                f"(goal <= 4: {'met' if ratio <= 4 else 'NOT met'})"
             )
         await pool.close()
 

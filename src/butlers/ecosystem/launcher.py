@@ -6,6 +6,9 @@ supervisor is still starting the database, so each butler starts in tens of
 milliseconds. Each child gets its own session (Ctrl-C reaches only the
 supervisor, which stops the children in order), its own log file and its own
 environment, then runs exactly what `butlers serve` runs.
+
+As with any `multiprocessing` program, a script that starts an `Ecosystem` must
+guard its entry point with `if __name__ == "__main__":`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,46 @@
+"""Model prices: tokens to US dollars, per session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Price:
+    input_per_mtok: float
+    output_per_mtok: float
+
+
+# USD per million tokens. Matched by exact name, then by the longest known prefix.
+PRICES: dict[str, Price] = {
+    "claude-haiku-4-5": Price(1.0, 5.0),
+    "claude-sonnet-4-5": Price(3.0, 15.0),
+    "claude-sonnet-4": Price(3.0, 15.0),
+    "claude-opus-4": Price(15.0, 75.0),
+    "gpt-4o-mini": Price(0.15, 0.60),
+    "gpt-4o": Price(2.50, 10.0),
+    "gpt-4.1-mini": Price(0.40, 1.60),
+    "gpt-4.1": Price(2.0, 8.0),
+    "scripted": Price(0.0, 0.0),
+}
+
+
+def price_for(model: str | None) -> Price | None:
+    if not model:
+        return None
+    if model in PRICES:
+        return PRICES[model]
+    matches = [name for name in PRICES if model.startswith(name)]
+    return PRICES[max(matches, key=len)] if matches else None
+
+
+def cost_usd(
+    model: str | None, input_tokens: int | None, output_tokens: int | None
+) -> float | None:
+    """The cost of a session, or None when the model's price or the token counts are unknown."""
+    price = price_for(model)
+    if price is None or input_tokens is None or output_tokens is None:
+        return None
+    return round(
+        input_tokens * price.input_per_mtok / 1e6 + output_tokens * price.output_per_mtok / 1e6, 6
+    )

@@ -1,0 +1,1 @@
+"""The switchboard pipeline: ingest → classify → fan-out dispatch."""

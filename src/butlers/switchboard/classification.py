@@ -1,0 +1,119 @@
+"""Classification: the prompt asking a model to split a message across butlers, and
+the strict reading of its answer with a safe fallback."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+FALLBACK_BUTLER = "general"
+
+
+@dataclass(frozen=True)
+class ButlerProfile:
+    """What the classifier knows of a registered butler."""
+
+    name: str
+    description: str
+    hints: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RouteEntry:
+    butler: str
+    prompt: str
+    segment: str
+
+
+@dataclass(frozen=True)
+class Classification:
+    entries: tuple[RouteEntry, ...]
+    fallback: bool  # True when the answer was unusable and everything went to general
+    reason: str | None = None  # why the fallback happened, or what was skipped
+
+
+def build_classification_prompt(text: str, butlers: list[ButlerProfile]) -> str:
+    lines = [
+        "Route the user's message to the butlers that should handle it.",
+        "Butlers:",
+    ]
+    for butler in sorted(butlers, key=lambda b: b.name):
+        hints = f" (handles: {'; '.join(butler.hints)})" if butler.hints else ""
+        lines.append(f"- {butler.name}: {butler.description}{hints}")
+    lines += [
+        "",
+        "Answer with only a JSON array. Each element is an object with:",
+        '  "butler": one of the names above;',
+        '  "prompt": a self-contained instruction for that butler, with every detail it',
+        "            needs from the message (names, numbers, dates, units);",
+        '  "segment": the part of the message this element covers, quoted exactly.',
+        "Split a message that concerns several butlers into one element per butler.",
+        f"If no butler fits, use {FALLBACK_BUTLER!r}.",
+        "",
+        "Message:",
+        text,
+    ]
+    return "\n".join(lines)
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def _first_json_array(answer: str) -> Any:
+    candidates = [m.group(1) for m in _FENCE.finditer(answer)] + [answer]
+    for candidate in candidates:
+        start = candidate.find("[")
+        while start != -1:
+            try:
+                value, _end = json.JSONDecoder().raw_decode(candidate[start:])
+            except ValueError:
+                start = candidate.find("[", start + 1)
+                continue
+            return value
+    raise ValueError("no JSON array in the answer")
+
+
+def fallback(text: str, reason: str) -> Classification:
+    return Classification(
+        entries=(RouteEntry(butler=FALLBACK_BUTLER, prompt=text, segment=text),),
+        fallback=True,
+        reason=reason,
+    )
+
+
+def parse_classification(answer: str | None, text: str, known: set[str]) -> Classification:
+    """Entries for known butlers; extra keys ignored; anything unusable → general."""
+    if not answer or not answer.strip():
+        return fallback(text, "empty answer")
+    try:
+        value = _first_json_array(answer)
+    except ValueError as exc:
+        return fallback(text, f"unparseable answer: {exc}")
+    if not isinstance(value, list) or not value:
+        return fallback(text, "empty array")
+    entries: list[RouteEntry] = []
+    skipped: list[str] = []
+    for item in value:
+        if not isinstance(item, dict):
+            skipped.append(f"non-object {item!r}")
+            continue
+        butler, prompt = item.get("butler"), item.get("prompt")
+        if not isinstance(butler, str) or not isinstance(prompt, str) or not prompt.strip():
+            skipped.append(f"entry without butler/prompt {item!r}")
+            continue
+        if butler not in known:
+            skipped.append(f"unknown butler {butler!r}")
+            continue
+        segment = item.get("segment")
+        entries.append(
+            RouteEntry(
+                butler=butler,
+                prompt=prompt,
+                segment=segment if isinstance(segment, str) else prompt,
+            )
+        )
+    if not entries:
+        return fallback(text, "no usable entries: " + "; ".join(skipped))
+    return Classification(entries=tuple(entries), fallback=False, reason="; ".join(skipped) or None)
