@@ -47,14 +47,26 @@ class RedactingFilter(logging.Filter):
         self._redactor = redactor
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self._redactor:
-            message = record.getMessage()
-            masked = self._redactor.text(message)
-            if masked != message:
-                record.msg, record.args = masked, None
+        if not self._redactor:
+            return True
+        message = record.getMessage()
+        masked = self._redactor.text(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_info:  # tracebacks can quote arguments: format once, then mask
+            record.exc_text = self._redactor.text(_FORMATTER.formatException(record.exc_info))
+            record.exc_info = None
         return True
 
 
+_FORMATTER = logging.Formatter()
+
+
 def install_log_redaction(redactor: Redactor) -> None:
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(RedactingFilter(redactor))
+    """Mask secrets on every handler: the root's and any a library attached to its logger."""
+    loggers = [logging.getLogger()] + [
+        lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)
+    ]
+    for logger in loggers:
+        for handler in logger.handlers:
+            handler.addFilter(RedactingFilter(redactor))

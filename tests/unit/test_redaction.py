@@ -24,3 +24,14 @@ def test_log_records_are_masked() -> None:
     record = logging.LogRecord("n", logging.INFO, "f", 1, "key=%s", ("sk-abc123",), None)
     RedactingFilter(Redactor(["sk-abc123"])).filter(record)
     assert record.getMessage() == f"key={MASK}"
+
+
+def test_tracebacks_in_log_records_are_masked() -> None:
+    try:
+        raise ValueError("bad key sk-abc123")
+    except ValueError:
+        import sys
+
+        record = logging.LogRecord("n", logging.ERROR, "f", 1, "failed", None, sys.exc_info())
+    RedactingFilter(Redactor(["sk-abc123"])).filter(record)
+    assert "sk-abc123" not in (record.exc_text or "") and MASK in (record.exc_text or "")

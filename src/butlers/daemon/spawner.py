@@ -20,8 +20,10 @@ from typing import Any
 from opentelemetry import trace
 
 from butlers.llm.types import SessionRequest, SessionRuntime, SessionTrace
+from butlers.pricing import cost_usd
 from butlers.redaction import Redactor
 from butlers.stores.sessions import SessionStore
+from butlers.telemetry import tracer
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class SpawnerResult:
     output_tokens: int | None = None
     model: str | None = None
     trigger_source: str = "trigger"
+    cost_usd: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +60,7 @@ class SpawnerResult:
             "output_tokens": self.output_tokens,
             "model": self.model,
             "trigger_source": self.trigger_source,
+            "cost_usd": self.cost_usd,
         }
 
 
@@ -114,61 +118,86 @@ class Spawner:
         runtime = self._runtime
         timeout = min(timeout_seconds or self._timeout, self._timeout)
         async with self._lock:
-            session_id = uuid.uuid4()
-            started = time.monotonic()
-            await self._store.create(
-                session_id,
-                butler_name=self.butler,
-                trigger_source=trigger_source,
-                prompt=self._redactor.text(prompt),
-                model=runtime.model_name,
-                trace_id=current_trace_id(),
-                context=self._redactor.value(context),
-            )
-            session = SessionTrace()
-            request = SessionRequest(
-                butler=self.butler,
-                session_id=str(session_id),
-                system=self._system,
-                prompt=prompt,
-                max_turns=self._max_turns,
-                context=context,
-                env=self._env,
-            )
-            output: str | None = None
-            error: str | None = None
-            try:
-                async with asyncio.timeout(timeout):
-                    output = await runtime.run(request, session)
-            except TimeoutError:
-                error = "timeout"
-            except Exception as exc:
-                error = f"{exc.__class__.__name__}: {exc}"
-            if error is None and not (output or "").strip():
-                error = "the runtime returned an empty answer"
-            result = SpawnerResult(
-                session_id=str(session_id),
-                success=error is None,
-                output=self._redactor.text(output) if output is not None else None,
-                error=self._redactor.text(error) if error else None,
-                duration_ms=max(0, round((time.monotonic() - started) * 1000)),
-                tool_calls=self._redactor.value(session.tool_calls),
-                input_tokens=session.input_tokens,
-                output_tokens=session.output_tokens,
-                model=runtime.model_name,
-                trigger_source=trigger_source,
-            )
-            await asyncio.shield(self._complete(session_id, result))
-            if error:
-                log.warning("session %s (%s) failed: %s", session_id, trigger_source, result.error)
-            else:
-                log.info(
-                    "session %s (%s) completed in %d ms",
-                    session_id,
-                    trigger_source,
-                    result.duration_ms,
+            with tracer().start_as_current_span(
+                "butler.session",
+                attributes={"butler.name": self.butler, "session.trigger_source": trigger_source},
+            ) as span:
+                result = await self._run_locked(runtime, prompt, trigger_source, context, timeout)
+                span.set_attributes(
+                    {
+                        "session.id": result.session_id,
+                        "session.success": result.success,
+                        "session.duration_ms": result.duration_ms,
+                        "session.tool_calls": len(result.tool_calls),
+                        **({"session.error": result.error} if result.error else {}),
+                    }
                 )
-            return result
+                return result
+
+    async def _run_locked(
+        self,
+        runtime: SessionRuntime,
+        prompt: str,
+        trigger_source: str,
+        context: Any,
+        timeout: float,
+    ) -> SpawnerResult:
+        session_id = uuid.uuid4()
+        started = time.monotonic()
+        await self._store.create(
+            session_id,
+            butler_name=self.butler,
+            trigger_source=trigger_source,
+            prompt=self._redactor.text(prompt),
+            model=runtime.model_name,
+            trace_id=current_trace_id(),
+            context=self._redactor.value(context),
+        )
+        session = SessionTrace()
+        request = SessionRequest(
+            butler=self.butler,
+            session_id=str(session_id),
+            system=self._system,
+            prompt=prompt,
+            max_turns=self._max_turns,
+            context=context,
+            env=self._env,
+        )
+        output: str | None = None
+        error: str | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                output = await runtime.run(request, session)
+        except TimeoutError:
+            error = "timeout"
+        except Exception as exc:
+            error = f"{exc.__class__.__name__}: {exc}"
+        if error is None and not (output or "").strip():
+            error = "the runtime returned an empty answer"
+        result = SpawnerResult(
+            session_id=str(session_id),
+            success=error is None,
+            output=self._redactor.text(output) if output is not None else None,
+            error=self._redactor.text(error) if error else None,
+            duration_ms=max(0, round((time.monotonic() - started) * 1000)),
+            tool_calls=self._redactor.value(session.tool_calls),
+            input_tokens=session.input_tokens,
+            output_tokens=session.output_tokens,
+            model=runtime.model_name,
+            trigger_source=trigger_source,
+        )
+        result.cost_usd = cost_usd(result.model, result.input_tokens, result.output_tokens)
+        await asyncio.shield(self._complete(session_id, result))
+        if error:
+            log.warning("session %s (%s) failed: %s", session_id, trigger_source, result.error)
+        else:
+            log.info(
+                "session %s (%s) completed in %d ms",
+                session_id,
+                trigger_source,
+                result.duration_ms,
+            )
+        return result
 
     async def _complete(self, session_id: uuid.UUID, result: SpawnerResult) -> None:
         await self._store.complete(
@@ -180,6 +209,7 @@ class Spawner:
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,
             error=result.error,
+            cost_usd=result.cost_usd,
         )
 
     async def aclose(self) -> None:

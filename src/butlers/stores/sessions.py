@@ -88,12 +88,13 @@ class SessionStore:
         input_tokens: int | None,
         output_tokens: int | None,
         error: str | None,
+        cost_usd: float | None = None,
     ) -> None:
         """Second write: the final status and everything the session produced."""
         await self._pool.execute(
             "UPDATE sessions SET status = $2, completed_at = clock_timestamp(), duration_ms = $3, "
             "tool_calls = $4::text::jsonb, output = $5, input_tokens = $6, output_tokens = $7, "
-            "error = $8 WHERE session_id = $1",
+            "error = $8, cost_usd = $9 WHERE session_id = $1",
             session_id,
             status,
             duration_ms,
@@ -102,4 +103,5 @@ class SessionStore:
             input_tokens,
             output_tokens,
             error,
+            cost_usd,
         )

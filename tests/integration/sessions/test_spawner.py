@@ -73,6 +73,7 @@ async def test_session_row_has_every_field_after_completion(make_app, llm_script
         "trigger",
     )
     assert row["context"] == {"a": 1} and row["error"] is None
+    assert row["cost_usd"] == 0.0  # the scripted model is priced at zero
 
 
 async def test_each_session_is_exactly_two_writes(make_app, llm_script: Script, butler_schema):
