@@ -14,7 +14,7 @@ from butlers.daemon.runtime import ButlerRuntime
 from butlers.daemon.server import build_server, install_schema_lookup
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
-from butlers.modules.loader import module_chains, start_modules
+from butlers.modules.loader import ModuleSet, module_chains, start_modules
 from butlers.spec import ButlerResource
 
 _counter = itertools.count()
@@ -25,6 +25,7 @@ class ModuleButler:
     runtime: ButlerRuntime
     mcp: FastMCP
     client: Client
+    module_set: ModuleSet
 
     async def call(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Any:
         return (await self.client.call_tool(tool, dict(arguments or {}))).data
@@ -88,6 +89,6 @@ async def module_butler(
             stack.push_async_callback(started.stop)
             await install_schema_lookup(mcp)
             client = await stack.enter_async_context(Client(mcp))
-            return ModuleButler(runtime=runtime, mcp=mcp, client=client)
+            return ModuleButler(runtime=runtime, mcp=mcp, client=client, module_set=started)
 
         yield build

@@ -1,8 +1,11 @@
 """Channel modules against local fakes, and the messenger's delivery log through them."""
 
+import asyncio
+
 import pytest
 
 from .conftest import ButlerFactory
+from .fakes.imap import fake_imap
 from .fakes.smtp import fake_smtp
 from .fakes.telegram import fake_telegram
 
@@ -109,3 +112,45 @@ async def test_notify_over_an_unavailable_channel_logs_a_failed_delivery(
     delivery = await butler.call("notify", {"message": "hello", "channel": channel})
     assert delivery["status"] == "failed"
     assert "credentials" in delivery["error"]
+
+
+async def test_email_inbox_reads_messages_over_imap(module_butler: ButlerFactory) -> None:
+    raw = (
+        b"From: friend@example.org\r\nTo: bot@example.org\r\nSubject: Lunch?\r\n"
+        b"Content-Type: text/plain\r\n\r\nTomorrow at noon.\r\n"
+    )
+    async with (
+        fake_smtp("bot@example.org", "s3cret") as smtp,
+        fake_imap("bot@example.org", "s3cret", [raw]) as imap,
+    ):
+        config = {
+            "smtpHost": "127.0.0.1",
+            "smtpPort": smtp.port,
+            "starttls": False,
+            "imapHost": "127.0.0.1",
+            "imapPort": imap.port,
+            "imapSsl": False,
+        }
+        butler = await module_butler(
+            {"email": config},
+            environ={"EMAIL_USERNAME": "bot@example.org", "EMAIL_PASSWORD": "s3cret"},
+        )
+        inbox = await butler.call("email_inbox", {"limit": 5})
+    assert [(m["from"], m["subject"]) for m in inbox] == [("friend@example.org", "Lunch?")]
+    assert inbox[0]["body"].strip() == "Tomorrow at noon."
+
+
+async def test_telegram_polling_collects_updates(module_butler: ButlerFactory) -> None:
+    async with fake_telegram(TOKEN) as fake:
+        fake.pending_updates = [{"update_id": 7, "message": {"text": "hi bot"}}]
+        butler = await module_butler(
+            {"telegram": {"apiBase": fake.url, "poll": True, "pollTimeoutSeconds": 0}},
+            environ={"TELEGRAM_BOT_TOKEN": TOKEN},
+        )
+        deadline = asyncio.get_running_loop().time() + 10
+        updates: list = []
+        while not updates and asyncio.get_running_loop().time() < deadline:
+            updates = await butler.call("telegram_updates", {})
+            await asyncio.sleep(0.02)
+        await butler.module_set.stop()
+    assert updates == [{"update_id": 7, "message": {"text": "hi bot"}}]

@@ -111,7 +111,9 @@ class TelegramModule(Module):
         assert self.bot is not None
         while True:
             try:
-                await self.bot.poll_once()
+                received = await self.bot.poll_once()
+                if not received and self.bot.config.poll_timeout_seconds == 0:
+                    await asyncio.sleep(1.0)  # short polling: do not hammer the API
             except ChannelError as exc:
                 log.warning("telegram polling: %s", exc)
                 await asyncio.sleep(self.bot.config.timeout_seconds)
