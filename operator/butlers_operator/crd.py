@@ -194,6 +194,8 @@ def build_crd() -> dict[str, Any]:
         "metadata": {
             "name": CRD_NAME,
             "labels": {"app.kubernetes.io/part-of": "butlers"},
+            # Uninstalling the chart must never delete every Butler with the CRD.
+            "annotations": {"helm.sh/resource-policy": "keep"},
         },
         "spec": {
             "group": API_GROUP,
