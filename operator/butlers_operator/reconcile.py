@@ -6,6 +6,7 @@ drops data; only `reclaim_butler` does, and only with `reclaimPolicy: Delete`.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 from collections.abc import Mapping
@@ -149,8 +150,9 @@ async def reconcile_butler(
     dsn = render.build_butler_dsn(credentials, admin_dsn, settings.butler_database_host)
     objects = render.render_all(target, settings, credentials, dsn, server.port or 5432)
     outcome = Outcome(status={})
-    for manifest in objects:
-        verb = await kube.apply(manifest)
+    # Independent objects: apply them together (a pod waits for its Secret and ConfigMap).
+    verbs = await asyncio.gather(*(kube.apply(manifest) for manifest in objects))
+    for verb, manifest in zip(verbs, objects, strict=True):
         if verb != "unchanged":
             outcome.actions.append((verb, f"{manifest['kind']}/{manifest['metadata']['name']}"))
     deployment = await kube.get(
