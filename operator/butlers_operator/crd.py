@@ -62,18 +62,18 @@ def _convert(node: dict[str, Any], defs: dict[str, Any], name: str | None) -> di
     if "$ref" in node:
         def_name = node["$ref"].rsplit("/", 1)[-1]
         merged = {**defs[def_name], **{k: v for k, v in node.items() if k != "$ref"}}
-        out = _convert(merged, defs, name)
+        resolved = _convert(merged, defs, name)
         if def_name in _CEL_RULES:
-            out["x-kubernetes-validations"] = _CEL_RULES[def_name]
-        return out
+            resolved["x-kubernetes-validations"] = _CEL_RULES[def_name]
+        return resolved
     if "anyOf" in node:
         options = [o for o in node["anyOf"] if o.get("type") != "null"]
         if len(options) != 1:
             raise ValueError(f"{name}: only `X | None` unions map onto a structural schema")
         rest = {k: v for k, v in node.items() if k not in {"anyOf", "default"}}
-        out = _convert({**options[0], **rest}, defs, name)
-        out["nullable"] = True
-        return out
+        nullable = _convert({**options[0], **rest}, defs, name)
+        nullable["nullable"] = True
+        return nullable
     if not node.get("type") and "properties" not in node:
         # A free-form JSON value (pydantic's JsonValue).
         return {"x-kubernetes-preserve-unknown-fields": True}

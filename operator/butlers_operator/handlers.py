@@ -23,13 +23,15 @@ RESOURCE = (API_GROUP, API_VERSION, PLURAL)
 FINALIZER = f"{API_GROUP}/reclaim"
 
 
-def resolve_connection(settings: OperatorSettings, logger: Any) -> kopf.ConnectionInfo:
+def resolve_connection(
+    settings: OperatorSettings, kopf_settings: kopf.OperatorSettings, logger: Any
+) -> kopf.ConnectionInfo:
     """The API server: the configured URL, else in-cluster credentials, else kubeconfig."""
     if settings.kube_server:
         return kopf.ConnectionInfo(server=settings.kube_server, insecure=True)
-    info = kopf.login_with_service_account(logger=logger) or kopf.login_with_kubeconfig(
-        logger=logger
-    )
+    info = kopf.login_with_service_account(
+        settings=kopf_settings, logger=logger
+    ) or kopf.login_with_kubeconfig(settings=kopf_settings, logger=logger)
     if info is None:
         raise kopf.LoginError("no in-cluster service account and no kubeconfig")
     return info
@@ -60,12 +62,12 @@ def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry, id="login")
-    def login(logger: Any, **_: Any) -> kopf.ConnectionInfo:
-        return resolve_connection(settings, logger)
+    def login(logger: Any, **kwargs: Any) -> kopf.ConnectionInfo:
+        return resolve_connection(settings, kwargs["settings"], logger)
 
     @kopf.on.startup(registry=registry, id="open-client")
-    async def open_client(memo: kopf.Memo, logger: Any, **_: Any) -> None:
-        memo["kube"] = KubeClient(resolve_connection(settings, logger))
+    async def open_client(memo: kopf.Memo, logger: Any, **kwargs: Any) -> None:
+        memo["kube"] = KubeClient(resolve_connection(settings, kwargs["settings"], logger))
 
     @kopf.on.cleanup(registry=registry, id="close-client")
     async def close_client(memo: kopf.Memo, **_: Any) -> None:
