@@ -1,0 +1,240 @@
+"""Operator benchmark: Butler created → DatabaseReady with every owned object present.
+
+Runs the real operator (kopf, under KopfRunner) against kmock's Kubernetes
+emulator and a real PostgreSQL (BUTLERS_DATABASE_URL, or an embedded server).
+Prints figures; never fails on timing (exit code 0 unless it cannot run at all).
+
+    .venv/bin/python bench/bench_operator.py [--sequential 20] [--scales 1,10,25,50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import kmock
+import yaml
+from kopf.testing import KopfRunner
+
+from butlers.db.embedded import EmbeddedPostgres
+from butlers.db.provision import deprovision
+from butlers_operator import handlers
+from butlers_operator.handlers import build_kopf_settings, build_registry
+from butlers_operator.settings import OperatorSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMESPACE = "bench"
+BUTLERS = "butlers.dev/v1alpha1/butlers"
+OWNED = {
+    "v1/secrets": "{}-db",
+    "v1/configmaps": "{}-spec",
+    "v1/services": "{}",
+    "v1/serviceaccounts": "{}",
+    "apps/v1/deployments": "{}",
+    "networking.k8s.io/v1/networkpolicies": "{}",
+}
+DEADLINE = 120.0
+
+
+def say(*parts: object) -> None:
+    """Print past KopfRunner, which captures sys.stdout while the operator runs."""
+    print(*parts, file=sys.__stdout__, flush=True)
+
+
+def declare_cluster(server: kmock.KubernetesEmulator) -> None:
+    server.resources["v1/namespaces"] = kmock.ResourceInfo(kind="Namespace", namespaced=False)
+    server.resources[BUTLERS] = kmock.ResourceInfo(
+        kind="Butler",
+        namespaced=True,
+        singular="butler",
+        subresources={"status"},
+        verbs={"list", "watch", "get", "patch", "create", "delete"},
+    )
+    for key in [*OWNED, "v1/events"]:
+        server.resources[key] = kmock.ResourceInfo(namespaced=True)
+    server.objects["v1/namespaces", None, NAMESPACE] = {
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": NAMESPACE, "resourceVersion": "1"},
+    }  # fmt: skip
+
+
+def _present(server: kmock.KubernetesEmulator, key: tuple[str, str | None, str]) -> Any:
+    try:
+        obj = server.objects[key]
+    except KeyError:
+        return None
+    return None if obj.deleted else obj
+
+
+def is_done(server: kmock.KubernetesEmulator, name: str) -> bool:
+    butler = _present(server, (BUTLERS, NAMESPACE, name))
+    if butler is None:
+        return False
+    conditions = (butler.get("status") or {}).get("conditions") or []
+    if not any(c["type"] == "DatabaseReady" and c["status"] == "True" for c in conditions):
+        return False
+    return all(_present(server, (r, NAMESPACE, n.format(name))) for r, n in OWNED.items())
+
+
+async def create(session: aiohttp.ClientSession, name: str, port: int) -> None:
+    document = yaml.safe_load((ROOT / "roster" / "health.yaml").read_text())
+    document["metadata"] |= {
+        "name": name, "namespace": NAMESPACE, "uid": f"uid-{name}",
+        "generation": 1, "resourceVersion": "1",
+    }  # fmt: skip
+    document["spec"]["port"] = port
+    path = f"/apis/{BUTLERS.rsplit('/', 1)[0]}/namespaces/{NAMESPACE}/butlers"
+    async with session.post(path, json=document) as resp:
+        resp.raise_for_status()
+
+
+async def wait_all(server: kmock.KubernetesEmulator, names: list[str]) -> float:
+    started = time.monotonic()
+    pending = set(names)
+    while pending:
+        pending = {n for n in pending if not is_done(server, n)}
+        if time.monotonic() - started > DEADLINE:
+            raise TimeoutError(
+                f"{len(pending)} of {len(names)} butlers not ready after {DEADLINE} s"
+            )
+        # Polling shares the loop with the emulator: poll gently, more so for many.
+        await asyncio.sleep(min(0.005 * len(pending), 0.1))
+    return time.monotonic() - started
+
+
+class ReconcileClock:
+    """Time spent inside the operator's reconciler (database + API calls), per call."""
+
+    def __init__(self) -> None:
+        self.durations: list[float] = []
+        self._original = handlers.reconcile_butler
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return await self._original(*args, **kwargs)
+        finally:
+            self.durations.append(time.monotonic() - started)
+
+
+@contextlib.asynccontextmanager
+async def operator_on_emulator(admin_dsn: str, prefix: str) -> AsyncIterator[Any]:
+    """A fresh emulator and a fresh operator: every measurement starts from an empty API."""
+    async with kmock.KubernetesEmulator() as server, kmock.Server(server):
+        declare_cluster(server)
+        settings = OperatorSettings(
+            namespaces=(NAMESPACE,),
+            admin_dsn=admin_dsn,
+            schema_prefix=prefix,
+            kube_server=str(server.url).rstrip("/"),
+            resync_seconds=3600,
+        )
+        runner = KopfRunner(
+            ["run", "--standalone", "--namespace", NAMESPACE, "--quiet"],
+            registry=build_registry(settings),
+            settings=build_kopf_settings(settings),
+            timeout=60,
+        )
+        runner.__enter__()
+        try:
+            async with aiohttp.ClientSession(base_url=str(server.url)) as session:
+                yield server, session
+        finally:
+            await asyncio.to_thread(runner.__exit__, None, None, None)
+
+
+def _ms(values: list[float], q: float) -> str:
+    ordered = sorted(values)
+    return f"{ordered[min(int(len(ordered) * q), len(ordered) - 1)] * 1000:7.1f} ms"
+
+
+async def run(args: argparse.Namespace, admin_dsn: str) -> None:
+    prefix = f"bench{secrets.token_hex(2)}_"
+    made: list[str] = []
+    clock = ReconcileClock()
+    handlers.reconcile_butler = clock
+    try:
+        async with operator_on_emulator(admin_dsn, prefix) as (server, session):
+            timings = []
+            for i in range(args.sequential):
+                name = f"seq{i}"
+                started = time.monotonic()
+                await create(session, name, 41000 + i)
+                made.append(name)
+                await wait_all(server, [name])
+                timings.append(time.monotonic() - started)
+        say(f"create → DatabaseReady + 6 objects, one at a time (n={len(timings)}):")
+        say(f"  end to end  p50 {_ms(timings, 0.5)}  p90 {_ms(timings, 0.9)}")
+        say(
+            f"  reconciler  p50 {_ms(clock.durations, 0.5)}  p90 {_ms(clock.durations, 0.9)}"
+            f"  ({len(clock.durations)} calls)"
+        )
+        say("burst: N Butlers created at once on a fresh emulator → all ready")
+        baseline = None
+        for batch, count in enumerate(args.scales):
+            clock.durations.clear()
+            names = [f"b{batch}x{i}" for i in range(count)]
+            async with operator_on_emulator(admin_dsn, prefix) as (server, session):
+                started = time.monotonic()
+                await asyncio.gather(*(create(session, n, 42000 + i) for i, n in enumerate(names)))
+                made.extend(names)
+                try:
+                    await wait_all(server, names)
+                    elapsed = time.monotonic() - started
+                except TimeoutError as exc:
+                    say(f"  N={count:3d}  {exc}")
+                    continue
+            per = elapsed / count
+            baseline = baseline or per
+            say(
+                f"  N={count:3d}  total {elapsed * 1000:8.1f} ms  per butler {per * 1000:7.1f} ms"
+                f"  (x{per / baseline:4.2f} of N={args.scales[0]})"
+                f"  reconciler p50 {_ms(clock.durations, 0.5)}"
+            )
+    finally:
+        handlers.reconcile_butler = clock._original
+        await asyncio.gather(
+            *(deprovision(admin_dsn, f"{prefix}{n}") for n in made), return_exceptions=True
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sequential", type=int, default=20)
+    parser.add_argument("--scales", default="1,10,25,50")
+    args = parser.parse_args()
+    args.scales = [int(s) for s in args.scales.split(",")]
+    root = None
+    server = None
+    admin_dsn = os.environ.get("BUTLERS_DATABASE_URL")
+    try:
+        if not admin_dsn:
+            root = Path(tempfile.mkdtemp(prefix="butlers-bench-pg-"))
+            root.chmod(0o755)
+            server = EmbeddedPostgres(root / "postgres", fsync=False)
+            server.start()
+            admin_dsn = server.admin_dsn()
+        asyncio.run(run(args, admin_dsn))
+    except Exception as exc:  # a benchmark reports, it never fails the build
+        say(f"bench_operator: could not complete: {exc.__class__.__name__}: {exc}")
+    finally:
+        if server is not None:
+            server.stop()
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Fixtures for the operator's integration tests: real PostgreSQL, kmock, a running operator.
+
+The operator runs under `kopf.testing.KopfRunner` (its own thread and loop)
+against kmock's Kubernetes emulator, which serves from the test's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import kmock
+import pytest
+from kopf.testing import KopfRunner
+
+from butlers.db.embedded import EmbeddedPostgres
+from butlers_operator.handlers import build_kopf_settings, build_registry
+from butlers_operator.settings import OperatorSettings
+
+BUTLERS = "butlers.dev/v1alpha1/butlers"
+NAMESPACE = "home"
+DEADLINE = 30.0
+
+
+@pytest.fixture(scope="session")
+def operator_admin_dsn() -> Iterator[str]:
+    """A superuser DSN: BUTLERS_DATABASE_URL, or an embedded server for this session."""
+    url = os.environ.get("BUTLERS_DATABASE_URL")
+    if url:
+        yield url
+        return
+    # Not under pytest's 0700 tmp dirs: PostgreSQL may run as another user (when root).
+    root = Path(tempfile.mkdtemp(prefix="butlers-operator-pg-"))
+    root.chmod(0o755)
+    server = EmbeddedPostgres(root / "postgres", fsync=False)
+    server.start()
+    try:
+        yield server.admin_dsn()
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def schema_prefix() -> str:
+    return f"op{secrets.token_hex(3)}_"
+
+
+async def eventually(
+    check: Callable[[], Any | Awaitable[Any]], what: str, deadline: float = DEADLINE
+) -> Any:
+    """Poll `check` until it returns something truthy, or fail after `deadline` seconds."""
+    stop = time.monotonic() + deadline
+    while True:
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return result
+        if time.monotonic() > stop:
+            pytest.fail(f"timed out after {deadline} s waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def declare_cluster(server: kmock.KubernetesEmulator) -> None:
+    """The resources the operator discovers, watches and writes."""
+    server.resources["v1/namespaces"] = kmock.ResourceInfo(kind="Namespace", namespaced=False)
+    server.resources[BUTLERS] = kmock.ResourceInfo(
+        kind="Butler",
+        namespaced=True,
+        singular="butler",
+        subresources={"status"},
+        verbs={"list", "watch", "get", "patch", "create", "delete"},
+    )
+    for key, kind in [
+        ("v1/secrets", "Secret"),
+        ("v1/configmaps", "ConfigMap"),
+        ("v1/services", "Service"),
+        ("v1/serviceaccounts", "ServiceAccount"),
+        ("v1/events", "Event"),
+        ("apps/v1/deployments", "Deployment"),
+        ("networking.k8s.io/v1/networkpolicies", "NetworkPolicy"),
+    ]:
+        server.resources[key] = kmock.ResourceInfo(kind=kind, namespaced=True)
+    server.objects["v1/namespaces", None, NAMESPACE] = {
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": NAMESPACE, "resourceVersion": "1"},
+    }  # fmt: skip
+
+
+@asynccontextmanager
+async def running_operator(settings: OperatorSettings) -> AsyncIterator[KopfRunner]:
+    """The real operator, watching NAMESPACE, stopped (off this loop) on exit."""
+    runner = KopfRunner(
+        ["run", "--standalone", "--namespace", NAMESPACE],
+        registry=build_registry(settings),
+        settings=build_kopf_settings(settings),
+        timeout=30,
+    )
+    runner.__enter__()
+    try:
+        yield runner
+    finally:
+        await asyncio.to_thread(runner.__exit__, None, None, None)
+
+
+@pytest.fixture
+def make_settings(
+    kmock: kmock.KubernetesEmulator, operator_admin_dsn: str, schema_prefix: str
+) -> Callable[..., OperatorSettings]:
+    declare_cluster(kmock)
+
+    def make(**overrides: Any) -> OperatorSettings:
+        values: dict[str, Any] = {
+            "namespaces": (NAMESPACE,),
+            "admin_dsn": operator_admin_dsn,
+            "schema_prefix": schema_prefix,
+            "kube_server": str(kmock.url).rstrip("/"),
+            "resync_seconds": 1.0,
+            "retry_base_seconds": 0.2,
+            "retry_max_seconds": 1.0,
+        }
+        return OperatorSettings(**(values | overrides))
+
+    return make
+
+
+async def fetch(dsn: str, query: str, *args: Any) -> Any:
+    conn = await asyncpg.connect(dsn, timeout=10)
+    try:
+        return await conn.fetchval(query, *args)
+    finally:
+        await conn.close()
+
+
+async def execute(dsn: str, script: str) -> None:
+    conn = await asyncpg.connect(dsn, timeout=10)
+    try:
+        await conn.execute(script)
+    finally:
+        await conn.close()

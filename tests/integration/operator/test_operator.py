@@ -1,0 +1,220 @@
+"""The operator against kmock's Kubernetes emulator and a real PostgreSQL."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+
+from butlers.db.provision import deprovision
+from butlers_operator.render import CONFIG_HASH_ANNOTATION
+
+from .conftest import NAMESPACE, eventually, execute, fetch, running_operator
+
+ROOT = Path(__file__).resolve().parents[3]
+KINDS = {
+    "Secret": "/api/v1/namespaces/{ns}/secrets/{name}-db",
+    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps/{name}-spec",
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments/{name}",
+    "Service": "/api/v1/namespaces/{ns}/services/{name}",
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts/{name}",
+    "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies/{name}",
+}
+BUTLERS_PATH = f"/apis/butlers.dev/v1alpha1/namespaces/{NAMESPACE}/butlers"
+
+
+class Cluster:
+    """What a user does with kubectl, over HTTP against the emulator."""
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self.session = session
+
+    async def get(self, path: str) -> dict[str, Any] | None:
+        async with self.session.get(path) as resp:
+            return None if resp.status == 404 else await resp.json()
+
+    async def create_butler(self, name: str, **spec: Any) -> dict[str, Any]:
+        document = yaml.safe_load((ROOT / "roster" / "health.yaml").read_text())
+        document["metadata"] |= {
+            "name": name, "namespace": NAMESPACE, "uid": f"uid-{name}",
+            "generation": 1, "resourceVersion": "1",
+        }  # fmt: skip
+        document["spec"] |= spec
+        async with self.session.post(BUTLERS_PATH, json=document) as resp:
+            assert resp.status < 300, await resp.text()
+            return await resp.json()
+
+    async def patch(self, path: str, body: dict[str, Any]) -> None:
+        headers = {"Content-Type": "application/merge-patch+json"}
+        async with self.session.patch(path, json=body, headers=headers) as resp:
+            assert resp.status < 300, await resp.text()
+
+    async def delete(self, path: str) -> None:
+        async with self.session.delete(path) as resp:
+            assert resp.status < 300, await resp.text()
+
+    async def butler(self, name: str) -> dict[str, Any] | None:
+        return await self.get(f"{BUTLERS_PATH}/{name}")
+
+    async def condition(self, name: str, kind: str) -> dict[str, Any]:
+        butler = await self.butler(name) or {}
+        conditions = (butler.get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == kind), {})
+
+    async def owned(self, name: str, kind: str) -> dict[str, Any] | None:
+        return await self.get(KINDS[kind].format(ns=NAMESPACE, name=name))
+
+
+@pytest.fixture
+async def cluster(kmock) -> Any:  # type: ignore[no-untyped-def]
+    async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
+        yield Cluster(session)
+
+
+def _secret_value(secret: dict[str, Any], key: str) -> str:
+    return base64.b64decode(secret["data"][key]).decode()
+
+
+async def _database_ready(cluster: Cluster, name: str) -> bool:
+    return (await cluster.condition(name, "DatabaseReady")).get("status") == "True"
+
+
+async def test_create_provisions_database_and_owned_objects(cluster, make_settings) -> None:  # type: ignore[no-untyped-def]
+    async with running_operator(make_settings()):
+        await cluster.create_butler("health")
+        await eventually(lambda: _database_ready(cluster, "health"), "DatabaseReady=True")
+        for kind in KINDS:
+            obj = await eventually(lambda k=kind: cluster.owned("health", k), kind)
+            (owner,) = obj["metadata"]["ownerReferences"]
+            assert (owner["kind"], owner["uid"], owner["controller"]) == (
+                "Butler",
+                "uid-health",
+                True,
+            )
+        status = (await cluster.butler("health"))["status"]
+    assert status["endpoint"] == f"http://health.{NAMESPACE}.svc:40103/mcp"
+    assert status["observedGeneration"] == 1
+    assert status["phase"] == "Provisioning"  # no Deployment controller in the emulator
+    secret = await cluster.owned("health", "Secret")
+    schema = _secret_value(secret, "schema")
+    assert await fetch(_secret_value(secret, "dsn"), "SELECT current_schema()") == schema
+
+
+async def test_spec_change_rolls_the_pod_template(cluster, make_settings) -> None:  # type: ignore[no-untyped-def]
+    async def template_hash() -> str | None:
+        deployment = await cluster.owned("health", "Deployment") or {}
+        annotations = deployment.get("spec", {}).get("template", {}).get("metadata", {})
+        return annotations.get("annotations", {}).get(CONFIG_HASH_ANNOTATION)
+
+    async with running_operator(make_settings()):
+        await cluster.create_butler("health")
+        before = await eventually(template_hash, "a rendered Deployment")
+        await cluster.patch(
+            f"{BUTLERS_PATH}/health",
+            {"metadata": {"generation": 2}, "spec": {"instructions": "Answer in one line."}},
+        )
+        after = await eventually(lambda: _changed(template_hash, before), "a new pod-template hash")
+        config = await cluster.owned("health", "ConfigMap")
+    assert after != before
+    assert "Answer in one line." in config["data"]["butler.yaml"]
+
+
+async def _changed(probe: Any, before: str) -> str | None:
+    value = await probe()
+    return value if value and value != before else None
+
+
+async def test_deleted_service_and_edited_deployment_come_back(cluster, make_settings) -> None:  # type: ignore[no-untyped-def]
+    async with running_operator(make_settings()):
+        await cluster.create_butler("health")
+        await eventually(lambda: cluster.owned("health", "Service"), "the Service")
+        await eventually(lambda: cluster.owned("health", "Deployment"), "the Deployment")
+        await cluster.delete(KINDS["Service"].format(ns=NAMESPACE, name="health"))
+        deployment_path = KINDS["Deployment"].format(ns=NAMESPACE, name="health")
+        await cluster.patch(deployment_path, {"spec": {"replicas": 3}})
+        await eventually(lambda: cluster.owned("health", "Service"), "the Service to come back")
+
+        async def one_replica() -> bool:
+            return (await cluster.get(deployment_path))["spec"]["replicas"] == 1
+
+        await eventually(one_replica, "replicas back to 1")
+
+
+@pytest.mark.parametrize(
+    ("policy", "kept"), [("Retain", True), ("Delete", False)], ids=["retain", "delete"]
+)
+async def test_delete_applies_the_reclaim_policy(  # type: ignore[no-untyped-def]
+    cluster, make_settings, operator_admin_dsn, policy: str, kept: bool
+) -> None:
+    async with running_operator(make_settings()):
+        await cluster.create_butler("health", database={"reclaimPolicy": policy})
+        await eventually(lambda: _database_ready(cluster, "health"), "DatabaseReady=True")
+        secret = await cluster.owned("health", "Secret")
+        schema, dsn = _secret_value(secret, "schema"), _secret_value(secret, "dsn")
+        await execute(dsn, "CREATE TABLE notes (body text); INSERT INTO notes VALUES ('x')")
+        await cluster.delete(f"{BUTLERS_PATH}/health")
+
+        async def gone() -> bool:
+            return await cluster.butler("health") is None
+
+        await eventually(gone, "the finalizer to release the Butler")
+    has_schema = await fetch(
+        operator_admin_dsn, "SELECT count(*) FROM pg_namespace WHERE nspname = $1", schema
+    )
+    has_role = await fetch(
+        operator_admin_dsn, "SELECT count(*) FROM pg_roles WHERE rolname = $1", schema
+    )
+    assert (has_schema, has_role) == ((1, 1) if kept else (0, 0))
+    if kept:
+        assert await fetch(operator_admin_dsn, f'SELECT body FROM "{schema}".notes') == "x"
+        await deprovision(operator_admin_dsn, schema)
+
+
+async def test_unreachable_database_is_reported_then_recovers(  # type: ignore[no-untyped-def]
+    cluster, make_settings, operator_admin_dsn
+) -> None:
+    closed = "postgresql://postgres:x@127.0.0.1:9/butlers"
+    secret_path = f"/api/v1/namespaces/{NAMESPACE}/secrets"
+    admin = {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "pg-admin", "namespace": NAMESPACE},
+        "data": {"dsn": base64.b64encode(closed.encode()).decode()},
+    }  # fmt: skip
+    async with cluster.session.post(secret_path, json=admin) as resp:
+        assert resp.status < 300
+    settings = make_settings(admin_dsn=None, admin_secret="pg-admin", operator_namespace=NAMESPACE)
+    async with running_operator(settings):
+        await cluster.create_butler("health")
+
+        async def unreachable() -> dict[str, Any] | None:
+            condition = await cluster.condition("health", "DatabaseReady")
+            return condition if condition.get("status") == "False" else None
+
+        condition = await eventually(unreachable, "DatabaseReady=False")
+        assert condition["reason"] == "DatabaseUnreachable"
+        assert "127.0.0.1:9" in condition["message"] and "retrying" in condition["message"]
+        fixed = base64.b64encode(operator_admin_dsn.encode()).decode()
+        await cluster.patch(f"{secret_path}/pg-admin", {"data": {"dsn": fixed}})
+        await eventually(lambda: _database_ready(cluster, "health"), "recovery")
+        ready = await cluster.condition("health", "Ready")
+    assert ready["reason"] != "DatabaseUnreachable"
+
+
+async def test_invalid_spec_names_the_field_in_status(cluster, make_settings) -> None:  # type: ignore[no-untyped-def]
+    async with running_operator(make_settings()):
+        await cluster.create_butler("health", port=80)
+
+        async def failed() -> dict[str, Any] | None:
+            butler = await cluster.butler("health") or {}
+            return butler.get("status") if butler.get("status", {}).get("phase") else None
+
+        status = await eventually(failed, "a status")
+        ready = await cluster.condition("health", "Ready")
+    assert status["phase"] == "Failed"
+    assert ready["status"] == "False" and ready["reason"] == "InvalidSpec"
+    assert "spec.port" in ready["message"]
+    assert await cluster.owned("health", "Deployment") is None
