@@ -196,7 +196,9 @@ def render_deployment(
         {"name": "spec", "mountPath": SPEC_DIR, "readOnly": True},
         {"name": "tmp", "mountPath": "/tmp"},
     ]
-    env_from = []
+    env_from: list[dict[str, Any]] = []
+    if settings.butler_env_secret:
+        env_from.append({"secretRef": {"name": settings.butler_env_secret, "optional": True}})
     if target.spec.runtime.credentials_secret:
         env_from.append({"secretRef": {"name": target.spec.runtime.credentials_secret}})
     probe = {"port": "mcp"}

@@ -38,6 +38,10 @@ class OperatorSettings:
     schema_prefix: str = ""
     butler_image: str = DEFAULT_IMAGE
     image_pull_policy: str = "IfNotPresent"
+    # A Secret in each Butler's namespace whose keys every butler container gets as
+    # environment variables (optional: absent means nothing). The spec does not declare
+    # them, so LLM sessions never see them (e.g. a proxy setting, or the e2e runtime).
+    butler_env_secret: str | None = None
     # NetworkPolicy: who may call a butler's MCP port, where butlers may connect to.
     switchboard: str = "switchboard"
     dashboard_labels: Mapping[str, str] = field(
@@ -72,6 +76,7 @@ class OperatorSettings:
             butler_image=get("BUTLERS_OPERATOR_BUTLER_IMAGE") or defaults.butler_image,
             image_pull_policy=get("BUTLERS_OPERATOR_IMAGE_PULL_POLICY")
             or defaults.image_pull_policy,
+            butler_env_secret=get("BUTLERS_OPERATOR_BUTLER_ENV_SECRET") or None,
             switchboard=get("BUTLERS_OPERATOR_SWITCHBOARD") or defaults.switchboard,
             database_cidr=get("BUTLERS_OPERATOR_DATABASE_CIDR") or defaults.database_cidr,
             model_cidr=get("BUTLERS_OPERATOR_MODEL_CIDR") or defaults.model_cidr,

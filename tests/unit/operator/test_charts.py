@@ -104,6 +104,14 @@ def test_dev_postgres_has_a_volume_claim_and_feeds_the_operator() -> None:
     assert butlers == sorted(b.name for b in load_roster(ROOT / "roster"))
 
 
+def test_butler_env_secret_reaches_the_operator() -> None:
+    values = {"database": {"adminSecret": {"name": "pg-admin"}}, "butlerEnvSecret": "site-env"}
+    assert _operator_env(_render(CHART, values))["BUTLERS_OPERATOR_BUTLER_ENV_SECRET"] == "site-env"
+    assert "BUTLERS_OPERATOR_BUTLER_ENV_SECRET" not in _operator_env(
+        _render(CHART, SCENARIOS["namespaced"])
+    )
+
+
 def test_missing_admin_secret_is_a_clear_error() -> None:
     with pytest.raises(helm.HelmError, match=r"database\.adminSecret\.name is required"):
         _render(CHART, {})

@@ -126,6 +126,17 @@ def test_spec_env_and_credentials_secret_reach_the_container() -> None:
     assert butler["envFrom"] == [{"secretRef": {"name": "llm-keys"}}]
 
 
+def test_the_butler_env_secret_reaches_the_container_but_not_the_spec() -> None:
+    settings = OperatorSettings(butler_env_secret="site-env")
+    target = _target(runtime={"adapter": "openai", "credentialsSecret": "llm-keys"})
+    butler = _container(render.render_deployment(target, settings, "x"))
+    assert butler["envFrom"] == [
+        {"secretRef": {"name": "site-env", "optional": True}},
+        {"secretRef": {"name": "llm-keys"}},
+    ]
+    assert "site-env" not in render.render_spec_file(target)
+
+
 def test_spec_image_and_resources_override_the_defaults() -> None:
     target = _target(image="registry.local/butler:dev", resources={"limits": {"memory": "1Gi"}})
     butler = _container(render.render_deployment(target, SETTINGS, "x"))

@@ -20,8 +20,10 @@ def test_settings_come_from_butlers_operator_variables() -> None:
             "BUTLERS_OPERATOR_ADMIN_SECRET": "pg-admin",
             "BUTLERS_OPERATOR_MODEL_PORTS": "443,8443",
             "BUTLERS_OPERATOR_RESYNC_SECONDS": "30",
+            "BUTLERS_OPERATOR_BUTLER_ENV_SECRET": "site-env",
         }
     )
+    assert settings.butler_env_secret == "site-env"
     assert settings.namespaces == ("home", "work") and not settings.cluster_wide
     assert settings.admin_secret == "pg-admin"
     assert settings.model_ports == (443, 8443)
