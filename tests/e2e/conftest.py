@@ -2,7 +2,10 @@
 
 Backends (`--backend`): `local` (default) starts every roster butler as a local
 process like `butlers up`, with a fresh schema prefix and free ports, so two
-sessions can share one PostgreSQL server.
+sessions can share one PostgreSQL server. `operator` runs the real operator
+against kmock's Kubernetes emulator and starts each Deployment it renders as
+local processes (harness/operator.py). `kind` (`--kind`) installs the charts
+into a kind cluster (harness/kind.py).
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from butlers.testing.script_server import ScriptServer
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import E2E_ENV
 from .harness.local import local_ecosystem
+from .harness.operator import operator_ecosystem
 from .harness.runtime import scripted_runtime_env
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = ROOT / ".tmp" / "e2e-logs"
+BACKENDS = {"local": local_ecosystem, "operator": operator_ecosystem}
 
 
 @pytest.fixture(scope="session")
@@ -35,10 +40,9 @@ async def butler_ecosystem(
     backend = (
         "kind" if request.config.getoption("--kind") else request.config.getoption("--backend")
     )
-    if backend != "local":
-        pytest.skip(f"e2e backend {backend!r} is not available in this checkout")
     data_dir = tmp_path_factory.mktemp("ecosystem")
-    async with local_ecosystem(
+    start = BACKENDS[backend]
+    async with start(
         admin_dsn=pg_admin_dsn,
         roster_dir=Path(os.environ.get("BUTLERS_E2E_ROSTER", ROOT / "roster")),
         data_dir=data_dir,

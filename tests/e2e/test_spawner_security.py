@@ -4,7 +4,8 @@ redaction of secrets from session rows and logs."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+
+import pytest
 
 from butlers.testing.script_server import Script, call, step
 
@@ -70,6 +71,10 @@ async def test_runtime_key_never_reaches_session_rows_or_logs(
         result["session_id"],
     )
     assert E2E_API_KEY not in stored
-    log_dir = Path(butler_ecosystem.ecosystem.data_dir) / "logs"  # type: ignore[attr-defined]
-    for log_file in log_dir.glob("*.log"):
+    log_dir = butler_ecosystem.log_dir
+    if log_dir is None:
+        pytest.skip(f"butler logs are not files on this machine on {butler_ecosystem.backend}")
+    log_files = list(log_dir.glob("*.log"))
+    assert log_files
+    for log_file in log_files:
         assert E2E_API_KEY not in log_file.read_text(errors="replace"), log_file.name

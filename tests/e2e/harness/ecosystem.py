@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -32,6 +33,8 @@ class EcosystemHandle:
     admin_dsn: str
     kill: Callable[[str], Awaitable[None]]
     restart: Callable[[str], Awaitable[None]]
+    # Where the butlers' logs are on this machine (None: they are not, e.g. on kind).
+    log_dir: Path | None = None
     clients: ClientCache = field(default_factory=ClientCache)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

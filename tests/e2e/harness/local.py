@@ -53,8 +53,8 @@ async def local_ecosystem(
             admin_dsn=admin_dsn,
             kill=ecosystem.kill_butler,
             restart=ecosystem.restart_butler,
+            log_dir=data_dir / "logs",
         )
-        handle.ecosystem = ecosystem  # type: ignore[attr-defined]
         try:
             yield handle
         finally:
