@@ -24,6 +24,7 @@ PLURALS = {
     "ServiceAccount": "serviceaccounts",
     "Deployment": "deployments",
     "NetworkPolicy": "networkpolicies",
+    "Butler": "butlers",
 }
 
 

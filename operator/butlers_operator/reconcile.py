@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from butlers.db.provision import Credentials, deprovision, provision
 from butlers.errors import DatabaseError
 from butlers.roster import format_validation_error
-from butlers.spec import ButlerSpec, schema_name
+from butlers.spec import FULL_API_VERSION, KIND, ButlerSpec, schema_name
 from butlers_operator import render
 from butlers_operator.kube import KubeClient, build_object_path
 from butlers_operator.settings import OperatorSettings
@@ -29,6 +29,8 @@ from butlers_operator.status import (
     build_available_condition,
     build_status,
 )
+
+SWITCHBOARD_MODULE = "switchboard"
 
 
 class ReconcileFailure(Exception):
@@ -106,6 +108,27 @@ async def provision_database(
     return credentials, admin_dsn, schema
 
 
+def find_switchboard_url(butlers: list[Mapping[str, Any]]) -> str | None:
+    """The Service URL of the Butler that enables the switchboard module (first by name)."""
+    for body in sorted(butlers, key=lambda b: b["metadata"]["name"]):
+        spec = body.get("spec") or {}
+        if SWITCHBOARD_MODULE not in (spec.get("modules") or {}):
+            continue
+        try:
+            port = ButlerSpec.model_validate(dict(spec)).port
+        except ValidationError:
+            continue  # its own reconcile reports the invalid spec
+        meta = body["metadata"]
+        return render.build_endpoint(meta["name"], meta["namespace"], port)
+    return None
+
+
+async def read_switchboard_url(kube: KubeClient, namespace: str) -> str | None:
+    """Where the butlers of this namespace register: None when no Butler runs a switchboard."""
+    listing = await kube.get(build_object_path(FULL_API_VERSION, KIND, namespace))
+    return find_switchboard_url(list((listing or {}).get("items") or []))
+
+
 async def reconcile_butler(
     kube: KubeClient, settings: OperatorSettings, body: Mapping[str, Any], retry: int = 0
 ) -> Outcome:
@@ -148,7 +171,10 @@ async def reconcile_butler(
     )
     server = urlsplit(admin_dsn)
     dsn = render.build_butler_dsn(credentials, admin_dsn, settings.butler_database_host)
-    objects = render.render_all(target, settings, credentials, dsn, server.port or 5432)
+    switchboard_url = await read_switchboard_url(kube, target.namespace)
+    objects = render.render_all(
+        target, settings, credentials, dsn, server.port or 5432, switchboard_url
+    )
     outcome = Outcome(status={})
     # Independent objects: apply them together (a pod waits for its Secret and ConfigMap).
     verbs = await asyncio.gather(*(kube.apply(manifest) for manifest in objects))

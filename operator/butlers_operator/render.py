@@ -53,7 +53,12 @@ class ButlerTarget:
     @property
     def endpoint(self) -> str:
         """The in-cluster MCP URL (the Service's DNS name)."""
-        return f"http://{self.name}.{self.namespace}.svc:{self.spec.port}/mcp"
+        return build_endpoint(self.name, self.namespace, self.spec.port)
+
+
+def build_endpoint(name: str, namespace: str, port: int) -> str:
+    """A butler's in-cluster MCP URL: its Service's DNS name and port."""
+    return f"http://{name}.{namespace}.svc:{port}/mcp"
 
 
 def build_labels(target: ButlerTarget) -> dict[str, str]:
@@ -178,9 +183,15 @@ def _resources(target: ButlerTarget) -> dict[str, Any]:
 
 
 def render_deployment(
-    target: ButlerTarget, settings: OperatorSettings, config_hash: str
+    target: ButlerTarget,
+    settings: OperatorSettings,
+    config_hash: str,
+    switchboard_url: str | None = None,
 ) -> dict[str, Any]:
-    """One replica, recreated (never two sessions of one butler), migrations first."""
+    """One replica, recreated (never two sessions of one butler), migrations first.
+
+    With a `switchboard_url`, the butler registers there under its Service URL.
+    """
     image = target.spec.image or settings.butler_image
     security = {
         "allowPrivilegeEscalation": False,
@@ -212,6 +223,14 @@ def render_deployment(
             *database_env,
             {"name": "BUTLERS_HOST", "value": "0.0.0.0"},
             {"name": "BUTLERS_PORT", "value": str(target.spec.port)},
+            *(
+                [
+                    {"name": "BUTLERS_SWITCHBOARD_URL", "value": switchboard_url},
+                    {"name": "BUTLERS_ADVERTISE_URL", "value": target.endpoint},
+                ]
+                if switchboard_url
+                else []
+            ),
             *(_env_var(var) for var in target.spec.env),
         ],
         "ports": [{"name": "mcp", "containerPort": target.spec.port, "protocol": "TCP"}],
@@ -357,6 +376,7 @@ def render_all(
     credentials: Credentials,
     dsn: str,
     database_port: int,
+    switchboard_url: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every object of one Butler, in the order they are applied."""
     secret = render_secret(target, credentials, dsn)
@@ -366,7 +386,7 @@ def render_all(
         render_service_account(target),
         secret,
         config_map,
-        render_deployment(target, settings, config_hash),
+        render_deployment(target, settings, config_hash, switchboard_url),
         render_service(target),
         render_network_policy(target, settings, database_port),
     ]

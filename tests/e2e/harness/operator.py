@@ -31,12 +31,13 @@ from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 
 from .ecosystem import ButlerEndpoint, EcosystemHandle
-from .pods import LocalPods, selects
+from .pods import LocalPods
 
 BUTLERS = "butlers.dev/v1alpha1/butlers"
 NAMESPACE = "butlers-e2e"
 ENV_SECRET = "butlers-e2e-env"
 READY_TIMEOUT = 60.0
+SWITCHBOARD = "switchboard"  # the module that makes a butler the switchboard
 
 
 class OperatorBackendError(RuntimeError):
@@ -165,15 +166,13 @@ async def start_pods(cluster: FakeCluster, pods: LocalPods) -> dict[str, ButlerE
     deployments = await cluster.items("apps/v1", "deployments")
     for deployment in deployments:
         pods.add(deployment, secrets, maps)
+    exposed = {
+        service["metadata"]["name"]: pods.expose(service, deployments)
+        for service in await cluster.items("v1", "services")
+    }
     await pods.start_all()
-    endpoints = {}
-    for service in await cluster.items("v1", "services"):
-        name = service["metadata"]["name"]
-        deployment = next((d for d in deployments if selects(service, d)), None)
-        if deployment is None:
-            raise OperatorBackendError(f"Service {name} selects no rendered Deployment")
-        pod = pods.by_service[name] = pods.pods[deployment["metadata"]["name"]]
-        endpoints[name] = ButlerEndpoint(
+    return {
+        name: ButlerEndpoint(
             name=name,
             url=f"{pod.base_url}/mcp",
             sse_url=f"{pod.base_url}/sse",
@@ -181,7 +180,25 @@ async def start_pods(cluster: FakeCluster, pods: LocalPods) -> dict[str, ButlerE
             schema=pod.main.env["BUTLERS_SCHEMA"],
             dsn=pod.main.env["BUTLERS_DSN"],
         )
-    return endpoints
+        for name, pod in exposed.items()
+    }
+
+
+async def wait_registered(handle: EcosystemHandle, switchboard: str) -> None:
+    """Until the switchboard's registry lists every butler under its (local) URL."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while True:
+        rows = await handle.call(switchboard, "butler_registry_list", {}) or []
+        registered = {r["name"]: r["url"] for r in rows}
+        missing = {n for n, e in handle.endpoints.items() if registered.get(n) != e.url}
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise OperatorBackendError(
+                f"not registered with the switchboard after {READY_TIMEOUT:.0f} s: "
+                f"{sorted(missing)} (registered: {registered})"
+            )
+        await asyncio.sleep(0.05)
 
 
 @asynccontextmanager
@@ -222,11 +239,14 @@ async def operator_ecosystem(
                     f"/api/v1/namespaces/{NAMESPACE}/secrets",
                     build_env_secret(NAMESPACE, extra_env or {}),
                 )
-                for resource in resources:
+                # The switchboard first, so every other butler's first rendering names it
+                # (otherwise they would only pick it up at the next resync).
+                for resource in sorted(resources, key=lambda r: SWITCHBOARD not in r.spec.modules):
                     await cluster.create(
                         butlers_path, build_butler_object(resource.to_manifest(), NAMESPACE)
                     )
                 await cluster.wait_database_ready({r.name for r in resources})
+                switchboards = [r.name for r in resources if SWITCHBOARD in r.spec.modules]
                 handle = EcosystemHandle(
                     backend="operator",
                     endpoints=await start_pods(cluster, pods),
@@ -236,6 +256,8 @@ async def operator_ecosystem(
                     log_dir=pods.log_dir,
                 )
                 try:
+                    if switchboards:
+                        await wait_registered(handle, switchboards[0])
                     yield handle
                 finally:
                     await handle.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import sys
@@ -32,6 +33,9 @@ STOP_TIMEOUT = 15.0
 HOST_ENV = ("HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")
 
 
+SERVICE_URL = re.compile(r"://([A-Za-z0-9.-]+:\d+)(?=/|$)")
+
+
 class PodError(RuntimeError):
     """A pod did not start: an init container failed or the container never got ready."""
 
@@ -47,6 +51,22 @@ def build_host_env(port: int) -> dict[str, str]:
     env["BUTLERS_PORT"] = str(port)
     env["BUTLERS_PARENT_PID"] = str(os.getpid())
     return env
+
+
+def build_service_hosts(service: Mapping[str, Any], local_port: int) -> dict[str, str]:
+    """Every `host:port` a pod may use for the Service → the local address serving it."""
+    name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
+    hosts = {}
+    for port in service["spec"].get("ports") or []:
+        for host in (name, f"{name}.{namespace}", f"{name}.{namespace}.svc"):
+            for alias in (host, f"{host}.cluster.local") if host.endswith(".svc") else (host,):
+                hosts[f"{alias}:{port['port']}"] = f"127.0.0.1:{local_port}"
+    return hosts
+
+
+def resolve_service_urls(value: str, hosts: Mapping[str, str]) -> str:
+    """The value with each URL to a Service rewritten to the local address serving it."""
+    return SERVICE_URL.sub(lambda m: "://" + hosts.get(m.group(1), m.group(1)), value)
 
 
 def readiness_path(deployment: Mapping[str, Any], container: str) -> str:
@@ -76,6 +96,8 @@ class LocalPod:
     log_path: Path
     port: int
     ready_path: str
+    # Service `host:port` → local address (the cluster DNS this machine stands in for).
+    hosts: Mapping[str, str] = field(default_factory=dict)
     process: asyncio.subprocess.Process | None = None
 
     @property
@@ -92,7 +114,8 @@ class LocalPod:
 
     async def _exec(self, launch: ContainerLaunch) -> asyncio.subprocess.Process:
         local = self._materialize(launch)
-        env = {**local.env, **build_host_env(self.port)}
+        env = {k: resolve_service_urls(v, self.hosts) for k, v in local.env.items()}
+        env |= build_host_env(self.port)
         executable = shutil.which(local.argv[0], path=env["PATH"])
         if executable is None:
             raise PodError(f"pod {self.name}: container {launch.name!r}: {local.argv[0]} not found")
@@ -184,6 +207,7 @@ class LocalPods:
     root: Path
     pods: dict[str, LocalPod] = field(default_factory=dict)  # by Deployment name
     by_service: dict[str, LocalPod] = field(default_factory=dict)
+    hosts: dict[str, str] = field(default_factory=dict)  # shared by every pod
 
     @property
     def log_dir(self) -> Path:
@@ -203,8 +227,19 @@ class LocalPods:
             log_path=self.log_dir / f"{name}.log",
             port=free_port(),
             ready_path=readiness_path(deployment, main.name),
+            hosts=self.hosts,
         )
         self.pods[name] = pod
+        return pod
+
+    def expose(self, service: Mapping[str, Any], deployments: list[Mapping[str, Any]]) -> LocalPod:
+        """Route the Service to the pod of the Deployment it selects; returns that pod."""
+        name = service["metadata"]["name"]
+        deployment = next((d for d in deployments if selects(service, d)), None)
+        if deployment is None:
+            raise PodError(f"Service {name} selects no rendered Deployment")
+        pod = self.by_service[name] = self.pods[deployment["metadata"]["name"]]
+        self.hosts.update(build_service_hosts(service, pod.port))
         return pod
 
     async def start_all(self) -> None:

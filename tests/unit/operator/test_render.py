@@ -137,6 +137,20 @@ def test_the_butler_env_secret_reaches_the_container_but_not_the_spec() -> None:
     assert "site-env" not in render.render_spec_file(target)
 
 
+def test_with_a_switchboard_the_butler_registers_under_its_service_url() -> None:
+    url = "http://switchboard.home.svc:40100/mcp"
+    env = {e["name"]: e.get("value") for e in _container(
+        render.render_deployment(_target(), SETTINGS, "x", switchboard_url=url)
+    )["env"]}  # fmt: skip
+    assert env["BUTLERS_SWITCHBOARD_URL"] == url
+    assert env["BUTLERS_ADVERTISE_URL"] == "http://health.home.svc:40103/mcp"
+    alone = _container(render.render_deployment(_target(), SETTINGS, "x"))
+    assert not {e["name"] for e in alone["env"]} & {
+        "BUTLERS_SWITCHBOARD_URL",
+        "BUTLERS_ADVERTISE_URL",
+    }
+
+
 def test_spec_image_and_resources_override_the_defaults() -> None:
     target = _target(image="registry.local/butler:dev", resources={"limits": {"memory": "1Gi"}})
     butler = _container(render.render_deployment(target, SETTINGS, "x"))
