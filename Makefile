@@ -6,7 +6,7 @@ REGISTRY ?= ghcr.io/butlers-dev
 TAG ?= 0.1.0
 DOCKER ?= docker
 
-.PHONY: setup up test unit integration e2e test-operator lint format crd bench \
+.PHONY: setup up test unit integration e2e e2e-operator e2e-kind test-operator lint format crd bench \
 	images image-butler image-operator kind-load
 
 setup:
@@ -21,6 +21,10 @@ integration:
 	$(PY) dev.py test tests/integration
 e2e:
 	$(PY) dev.py test tests/e2e
+e2e-operator:
+	$(PY) dev.py test tests/e2e --backend operator
+e2e-kind:
+	$(PY) dev.py test tests/e2e --backend kind
 test-operator: setup
 	$(VENV_PY) -m pytest tests/unit/operator tests/integration/operator
 lint:

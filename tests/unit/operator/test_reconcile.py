@@ -8,7 +8,10 @@ from butlers_operator.reconcile import find_switchboard_url
 
 
 def _butler(name: str, **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "home"}, "spec": {"description": name, "port": 40100, **spec}}
+    return {
+        "metadata": {"name": name, "namespace": "home"},
+        "spec": {"description": name, "port": 40100, **spec},
+    }
 
 
 def test_the_butler_with_the_switchboard_module_is_the_switchboard() -> None:
