@@ -67,9 +67,13 @@ def pg_admin_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def llm_script_server() -> Iterator[ScriptServer]:
-    """The HTTP script server every `scripted` runtime of this session asks for steps."""
-    server = ScriptServer().start()
+def llm_script_server(request: pytest.FixtureRequest) -> Iterator[ScriptServer]:
+    """The HTTP script server every `scripted` runtime of this session asks for steps.
+
+    For the kind backend it listens on every interface: pods call it from the cluster.
+    """
+    on_kind = request.config.getoption("--kind") or request.config.getoption("--backend") == "kind"
+    server = ScriptServer(host="0.0.0.0" if on_kind else "127.0.0.1").start()
     try:
         yield server
     finally:

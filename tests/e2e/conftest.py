@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,19 +21,24 @@ from butlers.testing.script_server import ScriptServer
 
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import E2E_ENV
+from .harness.kind import kind_ecosystem
+from .harness.kind_commands import kind_unavailable_reason
 from .harness.local import local_ecosystem
 from .harness.operator import operator_ecosystem
 from .harness.runtime import scripted_runtime_env
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = ROOT / ".tmp" / "e2e-logs"
-BACKENDS = {"local": local_ecosystem, "operator": operator_ecosystem}
+BACKENDS: dict[str, Any] = {
+    "local": local_ecosystem,
+    "operator": operator_ecosystem,
+    "kind": kind_ecosystem,
+}
 
 
 @pytest.fixture(scope="session")
 async def butler_ecosystem(
     request: pytest.FixtureRequest,
-    pg_admin_dsn: str,
     session_tag: str,
     tmp_path_factory: pytest.TempPathFactory,
     llm_script_server: ScriptServer,
@@ -40,15 +46,26 @@ async def butler_ecosystem(
     backend = (
         "kind" if request.config.getoption("--kind") else request.config.getoption("--backend")
     )
+    options: dict[str, Any] = {}
+    if backend == "kind":
+        reason = kind_unavailable_reason()
+        if reason:
+            pytest.skip(reason)
+        options = {
+            "kube_context": request.config.getoption("--kube-context"),
+            "keep_namespace": request.config.getoption("--keep-namespace"),
+        }
     data_dir = tmp_path_factory.mktemp("ecosystem")
     start = BACKENDS[backend]
     async with start(
-        admin_dsn=pg_admin_dsn,
+        # The kind backend brings its own PostgreSQL (the chart's); the others share ours.
+        admin_dsn="" if backend == "kind" else request.getfixturevalue("pg_admin_dsn"),
         roster_dir=Path(os.environ.get("BUTLERS_E2E_ROSTER", ROOT / "roster")),
         data_dir=data_dir,
         schema_prefix=f"e2e_{session_tag}",
         keep_schemas=request.config.getoption("--keep-schemas"),
         extra_env={**scripted_runtime_env(llm_script_server.url), **E2E_ENV},
+        **options,
     ) as handle:
         try:
             yield handle

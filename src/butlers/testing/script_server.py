@@ -102,9 +102,13 @@ class Script:
 
 
 class ScriptServer:
-    """Serves one `Script` at a time on 127.0.0.1 from a background thread."""
+    """Serves one `Script` at a time from a background thread.
 
-    def __init__(self) -> None:
+    On 127.0.0.1 by default; `host="0.0.0.0"` when the runtimes calling it are not on
+    this machine's loopback (pods of a kind cluster). `url` is always the loopback one.
+    """
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.script = Script()
         server = self
 
@@ -130,7 +134,7 @@ class ScriptServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer((host, 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="llm-script-server", daemon=True

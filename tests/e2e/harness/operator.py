@@ -184,13 +184,15 @@ async def start_pods(cluster: FakeCluster, pods: LocalPods) -> dict[str, ButlerE
     }
 
 
-async def wait_registered(handle: EcosystemHandle, switchboard: str) -> None:
-    """Until the switchboard's registry lists every butler under its (local) URL."""
+async def wait_registered(
+    handle: EcosystemHandle, switchboard: str, expected: Mapping[str, str]
+) -> None:
+    """Until the switchboard's registry lists every butler (name → URL as advertised)."""
     deadline = time.monotonic() + READY_TIMEOUT
     while True:
         rows = await handle.call(switchboard, "butler_registry_list", {}) or []
         registered = {r["name"]: r["url"] for r in rows}
-        missing = {n for n, e in handle.endpoints.items() if registered.get(n) != e.url}
+        missing = {n for n, url in expected.items() if registered.get(n) != url}
         if not missing:
             return
         if time.monotonic() > deadline:
@@ -257,7 +259,9 @@ async def operator_ecosystem(
                 )
                 try:
                     if switchboards:
-                        await wait_registered(handle, switchboards[0])
+                        # Service URLs resolve to local ports here: that is what they advertise.
+                        local = {n: e.url for n, e in handle.endpoints.items()}
+                        await wait_registered(handle, switchboards[0], local)
                     yield handle
                 finally:
                     await handle.close()
