@@ -64,7 +64,11 @@ async def butler_ecosystem(
         data_dir=data_dir,
         schema_prefix=f"e2e_{session_tag}",
         keep_schemas=request.config.getoption("--keep-schemas"),
-        extra_env={**scripted_runtime_env(llm_script_server.url), **E2E_ENV},
+        extra_env={
+            **scripted_runtime_env(llm_script_server.url),
+            **E2E_ENV,
+            "BUTLERS_SPAN_DIR": str(data_dir / "spans"),
+        },
         **options,
     ) as handle:
         try:

@@ -170,6 +170,13 @@ class Spawner:
                 output = await runtime.run(request, session)
         except TimeoutError:
             error = "timeout"
+        except asyncio.CancelledError:
+            # The caller went away (e.g. a route timeout closed the request): the row
+            # must not stay `running` forever.
+            await asyncio.shield(
+                self._cancelled(session_id, started, session, runtime, trigger_source)
+            )
+            raise
         except Exception as exc:
             error = f"{exc.__class__.__name__}: {exc}"
         if error is None and not (output or "").strip():
@@ -198,6 +205,29 @@ class Spawner:
                 result.duration_ms,
             )
         return result
+
+    async def _cancelled(
+        self,
+        session_id: uuid.UUID,
+        started: float,
+        session: SessionTrace,
+        runtime: SessionRuntime,
+        trigger_source: str,
+    ) -> None:
+        result = SpawnerResult(
+            session_id=str(session_id),
+            success=False,
+            output=None,
+            error="cancelled: the caller stopped waiting",
+            duration_ms=max(0, round((time.monotonic() - started) * 1000)),
+            tool_calls=self._redactor.value(session.tool_calls),
+            input_tokens=session.input_tokens,
+            output_tokens=session.output_tokens,
+            model=runtime.model_name,
+            trigger_source=trigger_source,
+        )
+        await self._complete(session_id, result)
+        log.warning("session %s (%s) cancelled", session_id, trigger_source)
 
     async def _complete(self, session_id: uuid.UUID, result: SpawnerResult) -> None:
         await self._store.complete(

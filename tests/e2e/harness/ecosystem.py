@@ -35,6 +35,7 @@ class EcosystemHandle:
     restart: Callable[[str], Awaitable[None]]
     # Where the butlers' logs are on this machine (None: they are not, e.g. on kind).
     log_dir: Path | None = None
+    span_dir: Path | None = None  # where butlers write their spans (JSON lines)
     clients: ClientCache = field(default_factory=ClientCache)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

@@ -209,9 +209,11 @@ async def kind_ecosystem(
     try:
         await ensure_cluster(target, reuse=kube_context is not None)
         gateway = (await run(k.build_network_gateway())).strip()
+        # A span directory on this machine means nothing in a pod: no spans on kind.
         env = {
             key: k.rewrite_host(v, gateway) if key == "BUTLERS_SCRIPT_URL" else v
             for key, v in (extra_env or {}).items()
+            if key != "BUTLERS_SPAN_DIR"
         }
         await load_images(target)
         with tempfile.TemporaryDirectory(dir=data_dir) as workdir:

@@ -256,6 +256,10 @@ async def operator_ecosystem(
                     kill=lambda name: pods.by_service[name].kill(),
                     restart=lambda name: pods.by_service[name].restart(),
                     log_dir=pods.log_dir,
+                    # The pods are processes of this machine: their span files are here too.
+                    span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])
+                    if extra_env and extra_env.get("BUTLERS_SPAN_DIR")
+                    else None,
                 )
                 try:
                     if switchboards:
