@@ -181,19 +181,7 @@ class Spawner:
             error = f"{exc.__class__.__name__}: {exc}"
         if error is None and not (output or "").strip():
             error = "the runtime returned an empty answer"
-        result = SpawnerResult(
-            session_id=str(session_id),
-            success=error is None,
-            output=self._redactor.text(output) if output is not None else None,
-            error=self._redactor.text(error) if error else None,
-            duration_ms=max(0, round((time.monotonic() - started) * 1000)),
-            tool_calls=self._redactor.value(session.tool_calls),
-            input_tokens=session.input_tokens,
-            output_tokens=session.output_tokens,
-            model=runtime.model_name,
-            trigger_source=trigger_source,
-        )
-        result.cost_usd = cost_usd(result.model, result.input_tokens, result.output_tokens)
+        result = self._result(session_id, started, session, runtime, trigger_source, output, error)
         await asyncio.shield(self._complete(session_id, result))
         if error:
             log.warning("session %s (%s) failed: %s", session_id, trigger_source, result.error)
@@ -214,11 +202,27 @@ class Spawner:
         runtime: SessionRuntime,
         trigger_source: str,
     ) -> None:
+        error = "cancelled: the caller stopped waiting"
+        result = self._result(session_id, started, session, runtime, trigger_source, None, error)
+        await self._complete(session_id, result)
+        log.warning("session %s (%s) cancelled", session_id, trigger_source)
+
+    def _result(
+        self,
+        session_id: uuid.UUID,
+        started: float,
+        session: SessionTrace,
+        runtime: SessionRuntime,
+        trigger_source: str,
+        output: str | None,
+        error: str | None,
+    ) -> SpawnerResult:
+        """The redacted, priced outcome of a session (what `trigger` returns and logs)."""
         result = SpawnerResult(
             session_id=str(session_id),
-            success=False,
-            output=None,
-            error="cancelled: the caller stopped waiting",
+            success=error is None,
+            output=self._redactor.text(output) if output is not None else None,
+            error=self._redactor.text(error) if error else None,
             duration_ms=max(0, round((time.monotonic() - started) * 1000)),
             tool_calls=self._redactor.value(session.tool_calls),
             input_tokens=session.input_tokens,
@@ -226,8 +230,8 @@ class Spawner:
             model=runtime.model_name,
             trigger_source=trigger_source,
         )
-        await self._complete(session_id, result)
-        log.warning("session %s (%s) cancelled", session_id, trigger_source)
+        result.cost_usd = cost_usd(result.model, result.input_tokens, result.output_tokens)
+        return result
 
     async def _complete(self, session_id: uuid.UUID, result: SpawnerResult) -> None:
         await self._store.complete(
