@@ -44,6 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     migrate = sub.add_parser("migrate", help="provision and migrate every butler (or one)")
     ecosystem_args(migrate)
     migrate.add_argument("--spec", type=Path, help="migrate only this butler, as BUTLERS_DSN")
+    send = sub.add_parser("send", help="send a message through the running switchboard")
+    ecosystem_args(send, roster=False)
+    send.add_argument("text", help="the message, e.g. 'Log my weight: 80kg'")
+    send.add_argument("--no-wait", action="store_true", help="return once accepted")
+    send.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (600)")
     serve = sub.add_parser("serve", help="run one butler in the foreground")
     serve.add_argument("--spec", type=Path, help="the Butler YAML file (or BUTLERS_SPEC)")
     serve.add_argument("--port", type=int, help="override spec.port (or BUTLERS_PORT)")
@@ -210,10 +215,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_send(args: argparse.Namespace) -> int:
+    from butlers.ecosystem.send import send_message
+
+    settings = _ecosystem_settings(args)
+    return asyncio.run(
+        send_message(settings.data_dir, args.text, wait=not args.no_wait, timeout=args.timeout)
+    )
+
+
 COMMANDS = {
     "up": cmd_up,
     "down": cmd_down,
     "status": cmd_status,
     "migrate": cmd_migrate,
     "serve": cmd_serve,
+    "send": cmd_send,
 }

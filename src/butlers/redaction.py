@@ -11,6 +11,10 @@ MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary text
 
 
 class Redactor:
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(self._secrets)
+
     def __init__(self, secrets: Iterable[str | None]) -> None:
         # Longest first, so a secret containing another is masked whole.
         self._secrets = sorted(

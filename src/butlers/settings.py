@@ -14,6 +14,7 @@ from butlers.errors import ButlersError
 
 DEFAULT_DATA_DIR = Path(".butlers")
 DEFAULT_ROSTER_DIR = Path("roster")
+DEFAULT_HEARTBEAT_INTERVAL = 15.0
 DEFAULT_TICK_INTERVAL = 30.0
 
 
@@ -67,6 +68,13 @@ class ButlerSettings:
     # their config names here (never in os.environ).
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
     approval_timeout_seconds: float | None = None
+    # Registration with the switchboard (None: this butler does not register).
+    switchboard_url: str | None = None
+    advertise_url: str | None = None  # this butler's MCP URL as others reach it
+    heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL
+    # Tracing: OTLP/HTTP endpoint, and/or a directory of JSON-lines span files.
+    otlp_endpoint: str | None = None
+    span_dir: Path | None = None
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -110,6 +118,15 @@ class ButlerSettings:
             approval_timeout_seconds=_optional_positive_float(
                 env, "BUTLERS_APPROVAL_TIMEOUT_SECONDS"
             ),
+            switchboard_url=env.get("BUTLERS_SWITCHBOARD_URL") or None,
+            advertise_url=env.get("BUTLERS_ADVERTISE_URL") or None,
+            heartbeat_interval=_positive_float(
+                env, "BUTLERS_HEARTBEAT_INTERVAL", DEFAULT_HEARTBEAT_INTERVAL
+            ),
+            otlp_endpoint=(
+                env.get("BUTLERS_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
+            ),
+            span_dir=Path(env["BUTLERS_SPAN_DIR"]) if env.get("BUTLERS_SPAN_DIR") else None,
         )
 
 

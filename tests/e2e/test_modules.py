@@ -23,6 +23,13 @@ DOMAIN_TABLES = {
     },
     "general": {"collections", "notes", "alembic_version_general"},
     "messenger": {"deliveries", "alembic_version_messenger"},
+    "switchboard": {
+        "message_inbox",
+        "butler_registry",
+        "routing_log",
+        "fanout_execution_log",
+        "alembic_version_switchboard",
+    },
 }
 EXPECTED_MODULES = {
     "health": {"health": ("active", None)},
@@ -33,7 +40,7 @@ EXPECTED_MODULES = {
         "telegram": ("failed", "credentials"),
         "email": ("failed", "credentials"),
     },
-    "switchboard": {},
+    "switchboard": {"switchboard": ("active", None)},
 }
 
 

@@ -6,14 +6,16 @@ import asyncio
 import logging
 import os
 import socket
+from pathlib import Path
 
 import asyncpg
 import uvicorn
 
 from butlers import migrations
 from butlers.daemon.http import build_http_app
+from butlers.daemon.registration import Registrar
 from butlers.daemon.runtime import ButlerRuntime
-from butlers.daemon.server import build_server, install_schema_lookup
+from butlers.daemon.server import build_server, finalize_server
 from butlers.daemon.spawning import start_session_services
 from butlers.db.pool import create_pool
 from butlers.errors import PortInUseError
@@ -21,6 +23,7 @@ from butlers.modules.loader import module_chains, start_modules
 from butlers.roster import load_butler_file
 from butlers.settings import ButlerSettings
 from butlers.spec import schema_name
+from butlers.telemetry import configure_tracing
 
 log = logging.getLogger(__name__)
 READY_TIMEOUT = 2.0
@@ -92,10 +95,25 @@ async def serve(settings: ButlerSettings) -> None:
         mcp = build_server(runtime)
         modules = await start_modules(mcp, runtime)
         local_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+        own_url = f"http://{local_host}:{port}/mcp"
         services = await start_session_services(
-            mcp, runtime, settings, mcp_url=f"http://{local_host}:{port}/mcp"
+            mcp, runtime, settings, mcp_url=own_url, hidden_tools=modules.session_hidden_tools()
         )
-        await install_schema_lookup(mcp)
+        modules.services["spawner"] = services.spawner
+        configure_tracing(
+            name, otlp_endpoint=settings.otlp_endpoint, span_file=_span_file(settings, name)
+        )
+        await finalize_server(mcp, runtime, secrets=services.redactor.secrets)
+        registrar = (
+            Registrar(
+                runtime,
+                switchboard_url=settings.switchboard_url,
+                advertise_url=settings.advertise_url or own_url,
+                interval=settings.heartbeat_interval,
+            )
+            if settings.switchboard_url
+            else None
+        )
         chains = [migrations.CORE, *module_chains(resource.spec.modules)]
         app = build_http_app(mcp, name, make_ready_check(pool, chains))
         config = uvicorn.Config(
@@ -118,17 +136,25 @@ async def serve(settings: ButlerSettings) -> None:
             port,
             schema,
         )
+        if registrar:
+            registrar.start()
         try:
             await server.serve(sockets=[sock])
         finally:
             if watch:
                 watch.cancel()
+            if registrar:
+                await registrar.aclose()
             await services.aclose()
             await modules.stop()
     finally:
         await pool.close()
         sock.close()
         log.info("butler %s stopped", name)
+
+
+def _span_file(settings: ButlerSettings, name: str) -> Path | None:
+    return settings.span_dir / f"{name}.jsonl" if settings.span_dir else None
 
 
 async def _exit_with_parent(parent_pid: int, server: uvicorn.Server) -> None:

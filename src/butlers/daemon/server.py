@@ -7,6 +7,7 @@ from fastmcp import FastMCP
 from butlers.daemon.runtime import ButlerRuntime
 from butlers.stores.sessions import SessionStore
 from butlers.stores.state import StateStore
+from butlers.telemetry import ToolSpanMiddleware
 from butlers.tools.sessions import register_session_tools
 from butlers.tools.state import register_state_tools
 from butlers.tools.status import register_status_tool
@@ -31,3 +32,25 @@ async def install_schema_lookup(mcp: FastMCP) -> None:
     """
     schemas = {tool.name: tool.parameters for tool in await mcp.list_tools()}
     mcp._mcp_server.get_tool_input_schema = schemas.get
+
+
+async def finalize_server(
+    mcp: FastMCP, runtime: ButlerRuntime, *, secrets: tuple[str, ...] = ()
+) -> None:
+    """Once every tool is registered: the input-schema table and the tool spans."""
+    tools = await mcp.list_tools()
+    modules = {t.name: str((t.meta or {}).get("module", "core")) for t in tools}
+    sensitive: dict[str, set[str]] = {
+        t.name: set((t.meta or {}).get("sensitive_args", ())) for t in tools
+    }
+    for rule in runtime.resource.spec.approvals.rules:
+        sensitive.setdefault(rule.tool, set()).update(rule.sensitive_args)
+    mcp.add_middleware(
+        ToolSpanMiddleware(
+            runtime.name,
+            modules.get,
+            lambda name: sensitive.get(name, ()),
+            lambda: secrets,
+        )
+    )
+    await install_schema_lookup(mcp)

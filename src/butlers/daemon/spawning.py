@@ -54,6 +54,7 @@ def build_session_services(
     *,
     mcp_url: str,
     jobs: JobRegistry | None = None,
+    hidden_tools: tuple[str, ...] = (),
 ) -> SessionServices:
     """Spawner + scheduler with their tools registered on `mcp` (nothing started)."""
     spec, name = runtime.resource.spec, runtime.name
@@ -62,7 +63,7 @@ def build_session_services(
     session_runtime = (
         build_session_runtime(
             config,
-            open_toolbox=in_memory_toolbox(mcp, name, SESSION_HIDDEN_TOOLS),
+            open_toolbox=in_memory_toolbox(mcp, name, (*SESSION_HIDDEN_TOOLS, *hidden_tools)),
             mcp_url=mcp_url,
             base_env=dict(settings.environ),
         )
@@ -97,9 +98,16 @@ def build_session_services(
 
 
 async def start_session_services(
-    mcp: FastMCP, runtime: ButlerRuntime, settings: ButlerSettings, *, mcp_url: str
+    mcp: FastMCP,
+    runtime: ButlerRuntime,
+    settings: ButlerSettings,
+    *,
+    mcp_url: str,
+    hidden_tools: tuple[str, ...] = (),
 ) -> SessionServices:
-    services = build_session_services(mcp, runtime, settings, mcp_url=mcp_url)
+    services = build_session_services(
+        mcp, runtime, settings, mcp_url=mcp_url, hidden_tools=hidden_tools
+    )
     install_log_redaction(services.redactor)
     await services.scheduler.store.sync_spec(list(runtime.resource.spec.schedules))
     services.scheduler.start()

@@ -34,6 +34,7 @@ from butlers.spec import ButlerResource, schema_name
 
 log = logging.getLogger(__name__)
 READY_TIMEOUT = 60.0
+SWITCHBOARD_MODULE = "switchboard"
 STOP_TIMEOUT = 15.0
 
 
@@ -102,6 +103,7 @@ class Ecosystem:
             for butler in self.butlers.values():
                 self._spawn(butler)
             await self.wait_ready()
+            await self.wait_registered()
         except BaseException:
             await self.stop()
             raise
@@ -166,8 +168,15 @@ class Ecosystem:
             self.ports[resource.name] = port
 
     def _spawn(self, butler: ButlerProcess) -> None:
+        switchboard = self.switchboard
+        routing = (
+            {"BUTLERS_SWITCHBOARD_URL": switchboard.url, "BUTLERS_ADVERTISE_URL": butler.url}
+            if switchboard is not None
+            else {}
+        )
         env = {
             **os.environ,
+            **routing,
             **self.extra_env,
             "BUTLERS_DSN": butler.dsn,
             "BUTLERS_SCHEMA": butler.schema,
@@ -209,6 +218,37 @@ class Ecosystem:
                     raise EcosystemError(
                         f"butlers not ready after {timeout:.0f} s: {', '.join(sorted(pending))}; "
                         f"see {self.data_dir / 'logs'}"
+                    )
+                await asyncio.sleep(0.05)
+
+    @property
+    def switchboard(self) -> ButlerProcess | None:
+        """The butler that runs the switchboard module, if the roster has one."""
+        for butler in self.butlers.values():
+            if SWITCHBOARD_MODULE in butler.resource.spec.modules:
+                return butler
+        return None
+
+    async def wait_registered(self, timeout: float = READY_TIMEOUT) -> None:
+        """Until the switchboard's registry lists every butler of this ecosystem."""
+        switchboard = self.switchboard
+        if switchboard is None:
+            return
+        from fastmcp import Client
+
+        expected = set(self.butlers)
+        deadline = time.monotonic() + timeout
+        async with Client(switchboard.url, timeout=10) as client:
+            while True:
+                rows = (await client.call_tool("butler_registry_list", {})).data or []
+                registered = {r["name"]: r["url"] for r in rows}
+                missing = {n for n in expected if registered.get(n) != self.butlers[n].url}
+                if not missing:
+                    return
+                if time.monotonic() > deadline:
+                    raise EcosystemError(
+                        f"butlers not registered with the switchboard after {timeout:.0f} s: "
+                        f"{', '.join(sorted(missing))}"
                     )
                 await asyncio.sleep(0.05)
 
@@ -265,6 +305,7 @@ class Ecosystem:
         return {
             "database": self.database.describe(),
             "butlers": {name: b.describe() for name, b in sorted(self.butlers.items())},
+            "switchboard": self.switchboard.url if self.switchboard else None,
             "supervisor_pid": os.getpid(),
             "schema_prefix": self.settings.schema_prefix,
         }

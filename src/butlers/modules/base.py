@@ -86,6 +86,8 @@ class Module:
     # Started first when also enabled, used when active, never a reason to fail.
     optional_dependencies: ClassVar[tuple[str, ...]] = ()
     chain: ClassVar[Chain | None] = None
+    # Tools of this module that an LLM session of the butler must not see.
+    session_hidden_tools: ClassVar[tuple[str, ...]] = ()
 
     async def start(self, ctx: ModuleContext) -> None:
         """Check credentials, open clients; raise ModuleError to fail cleanly."""

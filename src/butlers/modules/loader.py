@@ -72,6 +72,9 @@ class ModuleSet:
     started: list[tuple[Module, ModuleContext]] = field(default_factory=list)
     services: dict[str, Any] = field(default_factory=dict)
 
+    def session_hidden_tools(self) -> tuple[str, ...]:
+        return tuple(name for module, _ctx in self.started for name in module.session_hidden_tools)
+
     def state(self, name: str) -> ModuleState | None:
         return next((m for m in self.runtime.modules if m.name == name), None)
 

@@ -7,6 +7,7 @@ from butlers.modules.email import EmailModule
 from butlers.modules.general import GeneralModule
 from butlers.modules.health import HealthModule
 from butlers.modules.messenger import MessengerModule
+from butlers.modules.switchboard import SwitchboardModule
 from butlers.modules.telegram import TelegramModule
 
 REGISTRY: dict[str, type[Module]] = {
@@ -18,6 +19,7 @@ REGISTRY: dict[str, type[Module]] = {
         GeneralModule,
         HealthModule,
         MessengerModule,
+        SwitchboardModule,
         TelegramModule,
     )
 }

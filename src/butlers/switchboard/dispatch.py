@@ -19,6 +19,14 @@ class TargetUnavailable(Exception):
     """The target butler could not be reached (not registered, down, refusing)."""
 
 
+class RouteFailed(Exception):
+    """The target answered, but its work failed; `result` is what it answered."""
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 @dataclass(frozen=True)
 class FanoutPlan:
     request_id: uuid.UUID
@@ -59,6 +67,8 @@ async def execute_plan(plan: FanoutPlan, route_one: RouteOne, timeout: float) ->
             return outcome("timeout", error=f"no answer from {entry.butler} within {timeout:g} s")
         except TargetUnavailable as exc:
             return outcome("target_unavailable", error=str(exc))
+        except RouteFailed as exc:
+            return outcome("error", result=exc.result, error=str(exc))
         except Exception as exc:
             return outcome("error", error=f"{exc.__class__.__name__}: {exc}")
         return outcome("success", result=result)

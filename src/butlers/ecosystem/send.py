@@ -1,0 +1,55 @@
+"""`butlers send`: one message through the switchboard of a running ecosystem."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from fastmcp import Client
+from fastmcp.exceptions import ToolError
+
+from butlers.ecosystem.control import PidFile
+from butlers.ecosystem.supervisor import read_state_file
+from butlers.errors import EcosystemError
+from butlers.switchboard.envelope import build_envelope
+
+
+async def send_message(data_dir: Path, text: str, *, wait: bool, timeout: float) -> int:
+    state = read_state_file(data_dir) if PidFile(data_dir).read() else None
+    if state is None:
+        raise EcosystemError(f"no ecosystem is running in {data_dir}; start one with `butlers up`")
+    url = state.get("switchboard")
+    if not url:
+        raise EcosystemError("the running roster has no butler with the switchboard module")
+    envelope = build_envelope(text, channel="cli", provider="butlers")
+    async with Client(url, timeout=timeout + 30) as client:
+        try:
+            result = await client.call_tool(
+                "ingest_v1",
+                {"envelope": envelope.model_dump(mode="json"), "wait": wait},
+            )
+        except ToolError as exc:
+            raise EcosystemError(f"the switchboard refused the message: {exc}") from None
+        answer: dict[str, Any] = result.data
+        print(f"request {answer['request_id']}: {answer['status']}")
+        if not wait:
+            return 0
+        classification = answer["classification"]
+        if classification["fallback"]:
+            print(f"classification fell back to general: {classification['reason']}")
+        failed = 0
+        for route in answer["routes"]:
+            print(
+                f"→ {route['butler']:<13} {route['status']:<18} "
+                f"session {route['session_id'] or '-'} ({route['duration_ms']} ms)"
+            )
+            print(f"    prompt: {route['prompt']}")
+            if route["tool_calls"]:
+                print(f"    tools:  {', '.join(route['tool_calls'])}")
+            if route["output"]:
+                print(f"    answer: {route['output']}")
+            if route["error"]:
+                print(f"    error:  {route['error']}", file=sys.stderr)
+                failed += 1
+        return 1 if failed else 0
