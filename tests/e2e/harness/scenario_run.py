@@ -1,7 +1,8 @@
 """Driving one declarative scenario and reading what it left behind.
 
 `run_scenario_input` is the only place that knows how a scenario's message enters
-the ecosystem; everything else reads results and rows.
+the ecosystem: as an IngestEnvelopeV1 to the switchboard's `ingest_v1`, waiting
+for classification and dispatch. Everything else reads results and rows.
 """
 
 from __future__ import annotations
@@ -13,28 +14,63 @@ from typing import Any
 
 import asyncpg
 
+from butlers.switchboard.envelope import build_envelope
+from butlers.testing.script_server import step
+
 from ..scenarios import DbAssertion, E2EScenario
 from .ecosystem import EcosystemHandle
 
-# Tables whose content is reported elsewhere (the session row has a golden file of its
-# own) or is migration bookkeeping.
-SNAPSHOT_EXCLUDED = ("sessions",)
+SWITCHBOARD = "switchboard"
+# Tables whose content is reported elsewhere (sessions have a golden file of their own)
+# or changes on its own (registry heartbeats).
+SNAPSHOT_EXCLUDED = ("sessions", "butler_registry")
 CALL_MARGIN_SECONDS = 10.0
 
 
 async def run_scenario_input(ecosystem: EcosystemHandle, scenario: E2EScenario) -> dict[str, Any]:
-    """Send the scenario's message in; returns the target butler's SpawnerResult.
-
-    Today the message goes straight to the target butler's `trigger` tool.
-    """
-    async with asyncio.timeout(scenario.timeout_seconds + CALL_MARGIN_SECONDS):
-        result = await ecosystem.call(
-            scenario.expected_butler,
-            "trigger",
-            {"prompt": scenario.input_prompt, "timeout_seconds": scenario.timeout_seconds},
+    """Send the scenario's message through the switchboard; returns the `ingest_v1`
+    answer with its classification and one route result per target butler."""
+    envelope = build_envelope(scenario.input_prompt, channel="cli", sender="e2e")
+    async with asyncio.timeout(2 * scenario.timeout_seconds + CALL_MARGIN_SECONDS):
+        answer = await ecosystem.call(
+            SWITCHBOARD,
+            "ingest_v1",
+            {
+                "envelope": envelope.model_dump(mode="json"),
+                "wait": True,
+                "route_timeout_seconds": scenario.timeout_seconds,
+            },
         )
-    assert isinstance(result, dict), f"trigger returned {result!r}"
-    return result
+    assert isinstance(answer, dict) and "routes" in answer, f"ingest_v1 answered {answer!r}"
+    return answer
+
+
+def scripted_steps(scenario: E2EScenario) -> dict[str, list[dict[str, Any]]]:
+    """The scenario's script; unless it scripts the switchboard itself, the
+    classification routes the whole message to the expected butler."""
+    steps = dict(scenario.script)
+    if SWITCHBOARD not in steps:
+        entry = {
+            "butler": scenario.expected_butler,
+            "prompt": scenario.input_prompt,
+            "segment": scenario.input_prompt,
+        }
+        steps = {SWITCHBOARD: [step(json.dumps([entry]))], **steps}
+    return steps
+
+
+def route_to(answer: dict[str, Any], butler: str) -> dict[str, Any]:
+    routes = [r for r in answer["routes"] if r["butler"] == butler]
+    assert routes, f"nothing was routed to {butler}: {answer['routes']}"
+    return routes[0]
+
+
+async def classification_session(pool: asyncpg.Pool, request_id: str) -> dict[str, Any]:
+    row = await pool.fetchrow(
+        "SELECT * FROM sessions WHERE trigger_source = $1", f"classify:{request_id}"
+    )
+    assert row is not None, f"no classification session for request {request_id}"
+    return dict(row)
 
 
 async def db_assertion_problem(pool: asyncpg.Pool, assertion: DbAssertion) -> str | None:
