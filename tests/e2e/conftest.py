@@ -50,6 +50,15 @@ def llm_script(request: pytest.FixtureRequest, llm_script: Script) -> Script:
 
 
 @pytest.fixture(scope="session")
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    """--update-golden; refused when CI is set, so a pipeline never rewrites expectations."""
+    update = bool(request.config.getoption("--update-golden"))
+    if update and os.environ.get("CI"):
+        pytest.fail("--update-golden rewrites golden files and is refused when CI is set")
+    return update
+
+
+@pytest.fixture(scope="session")
 def live_runtime(request: pytest.FixtureRequest) -> None:
     """Skips unless --live-llm is given and a real model is configured."""
     if not request.config.getoption("--live-llm"):

@@ -57,7 +57,7 @@ async def test_scripted_scenario_matches_its_declaration_and_golden_files(
     scenario: E2EScenario,
     llm_script: Script,
     butler_ecosystem: EcosystemHandle,
-    request: pytest.FixtureRequest,
+    update_golden: bool,
 ) -> None:
     for butler, steps in scripted_steps(scenario).items():
         llm_script.route(butler, *steps)
@@ -87,7 +87,7 @@ async def test_scripted_scenario_matches_its_declaration_and_golden_files(
     files = golden_files(
         scenario, answer, llm_script.requests, [classification, session], changes, routing
     )
-    problems = check_golden(scenario.id, files, update=request.config.getoption("--update-golden"))
+    problems = check_golden(scenario.id, files, update=update_golden)
     assert not problems, "\n\n".join(problems)
 
 
