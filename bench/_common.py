@@ -40,7 +40,9 @@ async def timed(fn: Callable[[], Awaitable[object]], n: int, warmup: int = 50) -
 
 
 @asynccontextmanager
-async def ecosystem(names: list[str] | None = None) -> AsyncIterator[Ecosystem]:
+async def ecosystem(
+    names: list[str] | None = None, extra_env: dict[str, str] | None = None
+) -> AsyncIterator[Ecosystem]:
     """Butlers from the roster (all, or `names`) on free ports and a throwaway server."""
     with tempfile.TemporaryDirectory(prefix="butlers-bench-") as tmp:
         data_dir = Path(tmp)
@@ -57,7 +59,7 @@ async def ecosystem(names: list[str] | None = None) -> AsyncIterator[Ecosystem]:
                 free_ports=True,
                 log_level="WARNING",
             )
-            eco = Ecosystem(settings=settings, resources=resources)
+            eco = Ecosystem(settings=settings, resources=resources, extra_env=extra_env or {})
             await eco.start()
             try:
                 yield eco

@@ -18,9 +18,11 @@ from typing import Any
 import httpx2 as httpx
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 
 log = logging.getLogger(__name__)
 OPEN_TIMEOUT = 10.0
+CONNECTION_CLOSED = -32000  # JSON-RPC code the MCP client uses for a dropped connection
 
 
 class EndpointUnavailable(ConnectionError):
@@ -106,6 +108,10 @@ class ClientCache:
                 self._clients.pop(url, None)
                 raise
 
+    @property
+    def cached_count(self) -> int:
+        return len(self._clients)
+
     async def drop(self, url: str) -> None:
         owned = self._clients.pop(url, None)
         if owned is not None:
@@ -124,9 +130,11 @@ class ClientCache:
                 return await client.call_tool(name, dict(arguments or {}), **kwargs)
             except ToolError:
                 raise
-            except (httpx.HTTPError, OSError, RuntimeError, EndpointUnavailable) as exc:
+            except (httpx.HTTPError, OSError, RuntimeError, MCPError, EndpointUnavailable) as exc:
                 await self.drop(url)
                 if attempt == 2:
+                    if isinstance(exc, MCPError) and exc.error.code != CONNECTION_CLOSED:
+                        raise  # a fresh session got a protocol error: not a transport fault
                     raise EndpointUnavailable(f"{url}: {exc.__class__.__name__}: {exc}") from exc
                 log.info("MCP client for %s is stale (%s); reopening", url, exc)
         raise AssertionError("unreachable")

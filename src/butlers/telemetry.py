@@ -16,7 +16,8 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from opentelemetry.trace import Status, StatusCode
 REDACTED = "[REDACTED]"
 SENSITIVE_KEY = re.compile(r"(pass(word)?|secret|token|api[_-]?key|credential|authorization)", re.I)
 TRACER = "butlers"
+MCP_SDK_TRACER = "mcp-python-sdk"
 
 
 def tracer() -> trace.Tracer:
@@ -108,6 +110,24 @@ def read_spans(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+class _PassThroughTracer(trace.NoOpTracer):
+    """Opens no span: whatever is current stays current (and is what gets injected)."""
+
+    @contextmanager
+    def start_as_current_span(self, *_args: Any, **_kwargs: Any) -> Iterator[trace.Span]:  # type: ignore[override]
+        yield trace.get_current_span()
+
+
+class ButlersTracerProvider(TracerProvider):
+    """The MCP SDK's per-request client spans are left out: the caller's own span
+    (e.g. the switchboard's route span) is then the parent of the callee's spans."""
+
+    def get_tracer(self, instrumenting_module_name: str, *args: Any, **kwargs: Any) -> trace.Tracer:  # type: ignore[override]
+        if instrumenting_module_name == MCP_SDK_TRACER:
+            return _PassThroughTracer()
+        return super().get_tracer(instrumenting_module_name, *args, **kwargs)
+
+
 def configure_tracing(
     service: str,
     *,
@@ -115,7 +135,16 @@ def configure_tracing(
     span_file: Path | None = None,
     exporter: SpanExporter | None = None,
 ) -> TracerProvider | None:
-    """Install a tracer provider for this process; None when nothing is configured."""
+    """Install a tracer provider for this process; None when nothing is configured.
+
+    FastMCP is switched to propagation-only: it carries trace context across MCP
+    calls but opens no spans of its own, so a target butler's tool span is a direct
+    child of the caller's span (the switchboard's route span), and each call costs
+    two spans fewer. The MCP SDK's client spans are left out for the same reason.
+    """
+    import fastmcp
+
+    fastmcp.settings.telemetry_mode = "propagation_only"
     exporters: list[tuple[SpanExporter, bool]] = []
     if otlp_endpoint:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -130,7 +159,7 @@ def configure_tracing(
         exporters.append((exporter, False))
     if not exporters:
         return None
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider = ButlersTracerProvider(resource=Resource.create({"service.name": service}))
     for item, batched in exporters:
         provider.add_span_processor(
             BatchSpanProcessor(item) if batched else SimpleSpanProcessor(item)

@@ -113,7 +113,7 @@ async def butler_ecosystem(
         data_dir=data_dir,
         schema_prefix=f"e2e_{session_tag}",
         keep_schemas=request.config.getoption("--keep-schemas"),
-        extra_env={**runtime_env, **E2E_ENV},
+        extra_env={**runtime_env, **E2E_ENV, "BUTLERS_SPAN_DIR": str(data_dir / "spans")},
     ) as handle:
         try:
             yield handle

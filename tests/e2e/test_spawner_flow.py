@@ -7,25 +7,12 @@ import asyncio
 import uuid
 from itertools import pairwise
 
+from butlers.stores.sessions import REQUIRED_SESSION_FIELDS
 from butlers.testing.script_server import Script, call, step
 
 from .harness.ecosystem import EcosystemHandle
 
-SESSION_FIELDS = (
-    "session_id",
-    "butler_name",
-    "trigger_source",
-    "prompt",
-    "model",
-    "status",
-    "created_at",
-    "completed_at",
-    "duration_ms",
-    "tool_calls",
-    "input_tokens",
-    "output_tokens",
-    "trace_id",
-)
+SESSION_FIELDS = REQUIRED_SESSION_FIELDS
 
 
 async def _windows(eco: EcosystemHandle, butler: str, session_ids: list[str]) -> list:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -159,3 +161,77 @@ def test_second_up_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
 def test_commands_on_an_empty_data_dir_say_nothing_runs(tmp_path: Path, command: str) -> None:
     result = _butlers(command, "--data-dir", str(tmp_path))
     assert "no ecosystem is running" in result.stdout
+
+
+class _FakeOpenAI(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint: classifies to health, then logs a weight."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        messages = body["messages"]
+        user = next(m["content"] for m in messages if m["role"] == "user")
+        if "Route the user's message" in user:
+            entry = {"butler": "health", "prompt": "Log weight 80 kg", "segment": "80kg"}
+            message: dict[str, object] = {"role": "assistant", "content": json.dumps([entry])}
+        elif not any(m["role"] == "tool" for m in messages):
+            arguments = json.dumps({"type": "weight", "value": 80, "unit": "kg"})
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "measurement_log", "arguments": arguments},
+                    }
+                ],
+            }
+        else:
+            message = {"role": "assistant", "content": "Logged 80 kg."}
+        data = json.dumps(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_args: object) -> None:
+        return None
+
+
+def test_send_routes_a_message_through_a_real_openai_compatible_endpoint(tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    data, roster = tmp_path / "data", _roster(tmp_path, ("switchboard", "general", "health"))
+    env = {
+        "BUTLERS_RUNTIME_ADAPTER": "openai",
+        "BUTLERS_OPENAI_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}/v1",
+        "BUTLERS_OPENAI_API_KEY": "sk-test-key",
+        "BUTLERS_MODEL": "gpt-4o-mini",
+    }
+    try:
+        up = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach", env=env)
+        assert up.returncode == 0, up.stderr
+        sent = _butlers("send", "--data-dir", str(data), "Log my weight: 80kg")
+        assert sent.returncode == 0, sent.stderr
+        assert "accepted" in sent.stdout
+        assert "health" in sent.stdout and "success" in sent.stdout
+        assert "measurement_log" in sent.stdout and "Logged 80 kg." in sent.stdout
+    finally:
+        _butlers("down", "--data-dir", str(data))
+        server.shutdown()
+
+
+def test_send_without_a_running_ecosystem_says_how_to_start_one(tmp_path: Path) -> None:
+    result = _butlers("send", "--data-dir", str(tmp_path), "hello")
+    assert result.returncode == 1
+    assert "start one with `butlers up`" in result.stderr

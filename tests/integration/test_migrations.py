@@ -6,6 +6,7 @@ import asyncpg
 
 from butlers import migrations
 from butlers.db.provision import deprovision, provision
+from butlers.stores.sessions import REQUIRED_SESSION_FIELDS
 
 
 async def _tables(dsn: str, schema: str) -> set[str]:
@@ -65,22 +66,7 @@ async def test_expected_columns_and_indexes_exist(butler_schema) -> None:  # typ
             butler_schema.schema,
         )
     }
-    assert {
-        "session_id",
-        "butler_name",
-        "trigger_source",
-        "prompt",
-        "model",
-        "status",
-        "created_at",
-        "completed_at",
-        "duration_ms",
-        "tool_calls",
-        "input_tokens",
-        "output_tokens",
-        "trace_id",
-        "error",
-    } <= columns
+    assert {*REQUIRED_SESSION_FIELDS, "error"} <= columns
     indexes = {
         r["indexname"]
         for r in await butler_schema.pool.fetch(

@@ -170,10 +170,54 @@ class Spawner:
                 output = await runtime.run(request, session)
         except TimeoutError:
             error = "timeout"
+        except asyncio.CancelledError:
+            # The caller went away (e.g. a route timeout closed the request): the row
+            # must not stay `running` forever.
+            await asyncio.shield(
+                self._cancelled(session_id, started, session, runtime, trigger_source)
+            )
+            raise
         except Exception as exc:
             error = f"{exc.__class__.__name__}: {exc}"
         if error is None and not (output or "").strip():
             error = "the runtime returned an empty answer"
+        result = self._result(session_id, started, session, runtime, trigger_source, output, error)
+        await asyncio.shield(self._complete(session_id, result))
+        if error:
+            log.warning("session %s (%s) failed: %s", session_id, trigger_source, result.error)
+        else:
+            log.info(
+                "session %s (%s) completed in %d ms",
+                session_id,
+                trigger_source,
+                result.duration_ms,
+            )
+        return result
+
+    async def _cancelled(
+        self,
+        session_id: uuid.UUID,
+        started: float,
+        session: SessionTrace,
+        runtime: SessionRuntime,
+        trigger_source: str,
+    ) -> None:
+        error = "cancelled: the caller stopped waiting"
+        result = self._result(session_id, started, session, runtime, trigger_source, None, error)
+        await self._complete(session_id, result)
+        log.warning("session %s (%s) cancelled", session_id, trigger_source)
+
+    def _result(
+        self,
+        session_id: uuid.UUID,
+        started: float,
+        session: SessionTrace,
+        runtime: SessionRuntime,
+        trigger_source: str,
+        output: str | None,
+        error: str | None,
+    ) -> SpawnerResult:
+        """The redacted, priced outcome of a session (what `trigger` returns and logs)."""
         result = SpawnerResult(
             session_id=str(session_id),
             success=error is None,
@@ -187,16 +231,6 @@ class Spawner:
             trigger_source=trigger_source,
         )
         result.cost_usd = cost_usd(result.model, result.input_tokens, result.output_tokens)
-        await asyncio.shield(self._complete(session_id, result))
-        if error:
-            log.warning("session %s (%s) failed: %s", session_id, trigger_source, result.error)
-        else:
-            log.info(
-                "session %s (%s) completed in %d ms",
-                session_id,
-                trigger_source,
-                result.duration_ms,
-            )
         return result
 
     async def _complete(self, session_id: uuid.UUID, result: SpawnerResult) -> None:

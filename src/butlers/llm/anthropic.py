@@ -6,7 +6,14 @@ from typing import Any
 
 import httpx2 as httpx
 
-from butlers.llm.types import ModelError, ModelTurn, SessionRequest, ToolCall, ToolSpec
+from butlers.llm.types import (
+    ModelError,
+    ModelTurn,
+    SessionRequest,
+    ToolCall,
+    ToolSpec,
+    post_model_request,
+)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -87,13 +94,7 @@ class AnthropicChatModel:
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
                 for t in tools
             ]
-        try:
-            response = await self._client.post(self._url, json=payload)
-        except httpx.HTTPError as exc:
-            raise ModelError(f"{self._url}: {exc.__class__.__name__}: {exc}") from None
-        if response.status_code >= 400:
-            raise ModelError(f"{self._url} answered {response.status_code}: {response.text[:300]}")
-        return parse_anthropic_response(response.json())
+        return parse_anthropic_response(await post_model_request(self._client, self._url, payload))
 
     async def aclose(self) -> None:
         await self._client.aclose()

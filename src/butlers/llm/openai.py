@@ -7,7 +7,14 @@ from typing import Any
 
 import httpx2 as httpx
 
-from butlers.llm.types import ModelError, ModelTurn, SessionRequest, ToolCall, ToolSpec
+from butlers.llm.types import (
+    ModelError,
+    ModelTurn,
+    SessionRequest,
+    ToolCall,
+    ToolSpec,
+    post_model_request,
+)
 
 
 def to_openai_messages(system: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -97,13 +104,7 @@ class OpenAIChatModel:
         }
         if tools:
             payload["tools"] = to_openai_tools(tools)
-        try:
-            response = await self._client.post(self._url, json=payload)
-        except httpx.HTTPError as exc:
-            raise ModelError(f"{self._url}: {exc.__class__.__name__}: {exc}") from None
-        if response.status_code >= 400:
-            raise ModelError(f"{self._url} answered {response.status_code}: {response.text[:300]}")
-        return parse_openai_response(response.json())
+        return parse_openai_response(await post_model_request(self._client, self._url, payload))
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -113,3 +113,16 @@ def first_user_text(request: SessionRequest) -> str:
         return request.prompt
 
     return f"{request.prompt}\n\nContext:\n{json.dumps(request.context, ensure_ascii=False)}"
+
+
+async def post_model_request(client: Any, url: str, payload: dict[str, Any]) -> Any:
+    """POST a model request; transport failures and HTTP errors become `ModelError`."""
+    import httpx2 as httpx
+
+    try:
+        response = await client.post(url, json=payload)
+    except httpx.HTTPError as exc:
+        raise ModelError(f"{url}: {exc.__class__.__name__}: {exc}") from None
+    if response.status_code >= 400:
+        raise ModelError(f"{url} answered {response.status_code}: {response.text[:300]}")
+    return response.json()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -32,6 +33,7 @@ class EcosystemHandle:
     admin_dsn: str
     kill: Callable[[str], Awaitable[None]]
     restart: Callable[[str], Awaitable[None]]
+    span_dir: Path | None = None  # where butlers write their spans (JSON lines)
     clients: ClientCache = field(default_factory=ClientCache)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

@@ -53,6 +53,9 @@ async def local_ecosystem(
             admin_dsn=admin_dsn,
             kill=ecosystem.kill_butler,
             restart=ecosystem.restart_butler,
+            span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])
+            if extra_env and "BUTLERS_SPAN_DIR" in extra_env
+            else None,
         )
         handle.ecosystem = ecosystem  # type: ignore[attr-defined]
         try:

@@ -9,25 +9,12 @@ from itertools import pairwise
 import pytest
 from fastmcp.exceptions import ToolError
 
+from butlers.stores.sessions import REQUIRED_SESSION_FIELDS
 from butlers.testing.script_server import Script, call, step
 
 from .conftest import make_resource, make_settings
 
-SESSION_FIELDS = (
-    "session_id",
-    "butler_name",
-    "trigger_source",
-    "prompt",
-    "model",
-    "status",
-    "created_at",
-    "completed_at",
-    "duration_ms",
-    "tool_calls",
-    "input_tokens",
-    "output_tokens",
-    "trace_id",
-)
+SESSION_FIELDS = REQUIRED_SESSION_FIELDS
 
 
 async def _count_session_writes(pool) -> None:  # type: ignore[no-untyped-def]

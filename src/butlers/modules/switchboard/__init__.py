@@ -81,6 +81,7 @@ class SwitchboardModule(Module):
                 bool, Field(description="Return only after classification and dispatch.")
             ] = False,
             route_timeout_seconds: Seconds | None = None,
+            classification_timeout_seconds: Seconds | None = None,
         ) -> JsonValue:
             """Accept a message: persisted once per idempotency key, then classified and routed.
 
@@ -91,7 +92,12 @@ class SwitchboardModule(Module):
                 parsed = parse_envelope(envelope)
             except ValidationError as exc:
                 raise ToolError(_validation_message(exc)) from None
-            return await pipeline.ingest(parsed, wait=wait, route_timeout=route_timeout_seconds)  # type: ignore[return-value]
+            return await pipeline.ingest(  # type: ignore[return-value]
+                parsed,
+                wait=wait,
+                route_timeout=route_timeout_seconds,
+                classification_timeout=classification_timeout_seconds,
+            )
 
         @mcp.tool(meta=meta)
         async def classify_message(
@@ -142,6 +148,11 @@ class SwitchboardModule(Module):
             """Routing decisions and their outcomes, newest first."""
             key = _uuid(request_id) if request_id else None
             return to_json(await store.routes(key, limit))  # type: ignore[no-any-return]
+
+        @mcp.tool(meta=meta, annotations=read)
+        async def switchboard_stats() -> JsonValue:
+            """MCP clients opened so far and cached now, and messages being processed."""
+            return pipeline.stats()  # type: ignore[return-value]
 
         @mcp.tool(meta=meta, annotations=read)
         async def message_get(request_id: str) -> JsonValue:

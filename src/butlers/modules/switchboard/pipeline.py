@@ -67,7 +67,12 @@ class Pipeline:
     # -- entry points -------------------------------------------------------------
 
     async def ingest(
-        self, envelope: IngestEnvelopeV1, *, wait: bool, route_timeout: float | None
+        self,
+        envelope: IngestEnvelopeV1,
+        *,
+        wait: bool,
+        route_timeout: float | None = None,
+        classification_timeout: float | None = None,
     ) -> dict[str, Any]:
         with tracer().start_as_current_span(
             "switchboard.ingest",
@@ -82,7 +87,9 @@ class Pipeline:
             }
             if duplicate:
                 return accepted
-            work = self._process(request_id, envelope.payload.text, route_timeout)
+            work = self._process(
+                request_id, envelope.payload.text, route_timeout, classification_timeout
+            )
             if wait:
                 return accepted | await work
         task = asyncio.create_task(work, name=f"switchboard {request_id}")
@@ -90,9 +97,11 @@ class Pipeline:
         task.add_done_callback(self._tasks.discard)
         return accepted
 
-    async def classify(self, text: str, request_id: uuid.UUID | None = None) -> Classification:
+    async def classify(
+        self, text: str, request_id: uuid.UUID | None = None, timeout: float | None = None
+    ) -> Classification:
         with tracer().start_as_current_span("switchboard.classify") as span:
-            result = await self._classify(text, request_id)
+            result = await self._classify(text, request_id, timeout or self._classification_timeout)
             span.set_attributes(
                 {
                     "classification.fallback": result.fallback,
@@ -119,10 +128,21 @@ class Pipeline:
 
     # -- steps ---------------------------------------------------------------------
 
+    def stats(self) -> dict[str, int]:
+        return {
+            "mcp_clients_opened": self._clients.opened_count,
+            "mcp_clients_cached": self._clients.cached_count,
+            "messages_in_progress": len(self._tasks),
+        }
+
     async def _process(
-        self, request_id: uuid.UUID, text: str, route_timeout: float | None
+        self,
+        request_id: uuid.UUID,
+        text: str,
+        route_timeout: float | None,
+        classification_timeout: float | None,
     ) -> dict[str, Any]:
-        classification = await self.classify(text, request_id)
+        classification = await self.classify(text, request_id, classification_timeout)
         await self._store.classified(request_id, _classification_json(classification))
         started = time.monotonic()
         plan = FanoutPlan(request_id, classification.entries)
@@ -151,7 +171,9 @@ class Pipeline:
             "routes": [_outcome_json(o) for o in outcomes],
         }
 
-    async def _classify(self, text: str, request_id: uuid.UUID | None) -> Classification:
+    async def _classify(
+        self, text: str, request_id: uuid.UUID | None, timeout: float
+    ) -> Classification:
         profiles = await self._profiles()
         known = {p.name for p in profiles}
         spawner = self._spawner()
@@ -162,7 +184,7 @@ class Pipeline:
             result = await spawner.trigger(
                 build_classification_prompt(text, profiles),
                 trigger_source=source,
-                timeout_seconds=self._classification_timeout,
+                timeout_seconds=timeout,
             )
         except Exception as exc:
             return fallback(text, f"classification failed: {exc.__class__.__name__}: {exc}")

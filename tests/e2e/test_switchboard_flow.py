@@ -1,0 +1,371 @@
+"""The switchboard pipeline end to end: ingest → classify → dispatch → target session → rows.
+
+The model is scripted: the switchboard's classification session answers with a JSON
+array, each target's session calls its domain tool and answers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from butlers.switchboard.envelope import build_envelope
+from butlers.testing.script_server import Script, call, step
+
+from .harness.ecosystem import EcosystemHandle
+
+
+def classify_as(*entries: tuple[str, str, str]) -> dict[str, Any]:
+    """The switchboard model's answer: one {butler, prompt, segment} per entry."""
+    return step(json.dumps([{"butler": b, "prompt": p, "segment": s} for b, p, s in entries]))
+
+
+async def ingest(
+    handle: EcosystemHandle, text: str, *, key: str | None = None, **options: Any
+) -> dict[str, Any]:
+    envelope = build_envelope(text, channel="telegram", provider="telegram", idempotency_key=key)
+    return await handle.call(
+        "switchboard",
+        "ingest_v1",
+        {"envelope": envelope.model_dump(mode="json"), "wait": True, **options},
+    )
+
+
+async def switchboard_rows(handle: EcosystemHandle, sql: str, *args: Any) -> list[dict[str, Any]]:
+    pool = await handle.pool("switchboard")
+    return [dict(r) for r in await pool.fetch(sql, *args)]
+
+
+# -- registry ----------------------------------------------------------------------
+
+
+async def test_every_butler_is_registered_and_alive(butler_ecosystem: EcosystemHandle) -> None:
+    rows = await butler_ecosystem.call("switchboard", "butler_registry_list")
+    registry = {r["name"]: r for r in rows}
+    assert set(registry) == set(butler_ecosystem.names)
+    for name, row in registry.items():
+        assert row["url"] == butler_ecosystem[name].url
+        assert row["alive"] is True
+    assert "health" in registry["health"]["modules"]
+
+
+async def test_heartbeats_keep_last_seen_moving(butler_ecosystem: EcosystemHandle) -> None:
+    async def last_seen() -> str:
+        rows = await butler_ecosystem.call("switchboard", "butler_registry_list")
+        return next(r["last_seen_at"] for r in rows if r["name"] == "general")
+
+    first = await last_seen()
+    deadline = time.monotonic() + 10
+    while await last_seen() == first:
+        assert time.monotonic() < deadline, "no heartbeat within 10 s (interval is 1 s)"
+        await _pause()
+
+
+# -- single and multi-domain flows ----------------------------------------------------
+
+
+async def test_health_message_is_routed_and_logged(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    text = "Log my weight: 80kg"
+    llm_script.route("switchboard", classify_as(("health", "Log the user's weight: 80 kg", text)))
+    llm_script.route(
+        "health",
+        step(tool_calls=[call("measurement_log", type="weight", value=80, unit="kg")]),
+        step("Logged 80 kg."),
+    )
+    result = await ingest(butler_ecosystem, text)
+    assert result["status"] == "accepted" and result["duplicate"] is False
+    assert result["fanout_status"] == "completed"
+    [route] = result["routes"]
+    assert (route["butler"], route["status"], route["tool_calls"]) == (
+        "health",
+        "success",
+        ["measurement_log"],
+    )
+    [log_row] = await switchboard_rows(
+        butler_ecosystem,
+        "SELECT butler, status, session_id::text AS session_id FROM routing_log "
+        "WHERE request_id = $1::uuid",
+        result["request_id"],
+    )
+    assert log_row == {"butler": "health", "status": "success", "session_id": route["session_id"]}
+    [inbox] = await switchboard_rows(
+        butler_ecosystem,
+        "SELECT status, text FROM message_inbox WHERE request_id = $1::uuid",
+        result["request_id"],
+    )
+    assert inbox == {"status": "dispatched", "text": text}
+    health = await butler_ecosystem.pool("health")
+    session = await health.fetchrow(
+        "SELECT status, trigger_source FROM sessions WHERE session_id = $1::uuid",
+        route["session_id"],
+    )
+    assert session["status"] == "completed"
+    assert session["trigger_source"] == f"switchboard:{result['request_id']}"
+    assert await health.fetchval(
+        "SELECT count(*) FROM measurements WHERE type ILIKE '%weight%' AND value = '80'::jsonb"
+    )
+
+
+async def test_compound_message_is_decomposed_into_self_contained_prompts(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    text = "I saw Dr. Smith today and need to send her a thank-you card"
+    llm_script.route(
+        "switchboard",
+        classify_as(
+            ("health", "Record a doctor visit with Dr. Smith today", "I saw Dr. Smith today"),
+            (
+                "relationship",
+                "Add a note to send Dr. Smith a thank-you card",
+                "need to send her a thank-you card",
+            ),
+        ),
+    )
+    llm_script.route(
+        "health",
+        step(
+            tool_calls=[
+                {"name": "symptom_log", "arguments": {"name": "doctor visit", "notes": "Dr. Smith"}}
+            ]
+        ),
+        step("Recorded the visit."),
+    )
+    llm_script.route(
+        "relationship",
+        step(tool_calls=[{"name": "contact_add", "arguments": {"name": "Dr. Smith"}}]),
+        step("Added Dr. Smith; remember the card."),
+    )
+    result = await ingest(butler_ecosystem, text)
+    assert {r["butler"]: r["status"] for r in result["routes"]} == {
+        "health": "success",
+        "relationship": "success",
+    }
+    prompts = {r["butler"]: r["prompt"] for r in result["routes"]}
+    assert "Dr. Smith" in prompts["health"] and "Dr. Smith" in prompts["relationship"]
+    [fanout] = await switchboard_rows(
+        butler_ecosystem,
+        "SELECT status, target_count, success_count FROM fanout_execution_log "
+        "WHERE request_id = $1::uuid",
+        result["request_id"],
+    )
+    assert fanout == {"status": "completed", "target_count": 2, "success_count": 2}
+    rel = await butler_ecosystem.pool("relationship")
+    assert await rel.fetchval("SELECT count(*) FROM contacts WHERE name ILIKE '%smith%'") >= 1
+
+
+async def test_duplicate_idempotency_key_returns_the_same_request(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    llm_script.route("switchboard", classify_as(("general", "Note: buy milk", "buy milk")))
+    llm_script.route("general", step("Noted."))
+    first = await ingest(butler_ecosystem, "buy milk", key="dup-key-1")
+    again = await ingest(butler_ecosystem, "buy milk", key="dup-key-1")
+    assert again == {"status": "accepted", "request_id": first["request_id"], "duplicate": True}
+    rows = await switchboard_rows(
+        butler_ecosystem, "SELECT 1 FROM message_inbox WHERE idempotency_key = 'dup-key-1'"
+    )
+    assert len(rows) == 1
+
+
+async def test_invalid_envelope_is_rejected_naming_the_field(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    envelope = build_envelope("hello").model_dump(mode="json")
+    envelope["event"]["observed_at"] = "2026-11-22T10:00:00"
+    result = await butler_ecosystem.call_raw("switchboard", "ingest_v1", {"envelope": envelope})
+    assert result.is_error
+    assert "event.observed_at" in result.content[0].text
+
+
+# -- classification fallback ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [step("I think this is about groceries."), step("[]"), step(error="model overloaded")],
+    ids=["unparseable", "empty-array", "model-error"],
+)
+async def test_unusable_classification_routes_everything_to_general(
+    butler_ecosystem: EcosystemHandle, llm_script: Script, answer: dict[str, Any]
+) -> None:
+    text = "Remember to water the plants on Friday"
+    llm_script.route("switchboard", answer)
+    llm_script.route("general", step("Noted."))
+    result = await ingest(butler_ecosystem, text)
+    assert result["classification"]["fallback"] is True
+    [route] = result["routes"]
+    assert (route["butler"], route["prompt"], route["status"]) == ("general", text, "success")
+
+
+async def test_classification_timeout_falls_back_to_general(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    text = "What's on my list?"
+    llm_script.route("switchboard", step("[]", delay=3.0))
+    llm_script.route("general", step("Nothing yet."))
+    result = await ingest(butler_ecosystem, text, classification_timeout_seconds=0.5)
+    assert result["classification"]["fallback"] is True
+    assert "timeout" in result["classification"]["reason"]
+    assert result["routes"][0]["butler"] == "general"
+    await _switchboard_idle(butler_ecosystem)
+
+
+async def test_unknown_butler_in_classification_is_skipped(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    llm_script.route(
+        "switchboard",
+        classify_as(("astrology", "Read my stars", "stars"), ("general", "Note: stars", "stars")),
+    )
+    llm_script.route("general", step("Noted."))
+    result = await ingest(butler_ecosystem, "Read my stars")
+    assert [r["butler"] for r in result["routes"]] == ["general"]
+    assert "unknown butler 'astrology'" in result["classification"]["reason"]
+
+
+# -- resilience ----------------------------------------------------------------------------
+
+
+async def test_route_timeout_is_logged_and_other_targets_continue(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    llm_script.route(
+        "switchboard",
+        classify_as(("general", "Slow note", "slow"), ("health", "Log weight 81 kg", "81kg")),
+    )
+    llm_script.route("general", step("Slow answer.", delay=3.0))
+    llm_script.route(
+        "health",
+        step(tool_calls=[call("measurement_log", type="weight", value=81, unit="kg")]),
+        step("Logged."),
+    )
+    result = await ingest(butler_ecosystem, "slow note, and 81kg", route_timeout_seconds=1.5)
+    statuses = {r["butler"]: r["status"] for r in result["routes"]}
+    assert statuses == {"general": "timeout", "health": "success"}
+    assert result["fanout_status"] == "partial"
+    [row] = await switchboard_rows(
+        butler_ecosystem,
+        "SELECT status, error FROM routing_log WHERE request_id = $1::uuid AND butler = 'general'",
+        result["request_id"],
+    )
+    assert row["status"] == "timeout" and "1.5 s" in row["error"]
+    await _sessions_done(butler_ecosystem, "general")
+
+
+async def test_killed_butler_is_unavailable_others_unaffected_then_recovers(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    await butler_ecosystem.kill("relationship")
+    try:
+        llm_script.route(
+            "switchboard",
+            classify_as(
+                ("relationship", "Add Tom as a contact", "add Tom"),
+                ("health", "Log weight 79 kg", "79kg"),
+            ),
+        )
+        llm_script.route(
+            "health",
+            step(tool_calls=[call("measurement_log", type="weight", value=79, unit="kg")]),
+            step("Logged."),
+        )
+        result = await ingest(butler_ecosystem, "add Tom, and 79kg")
+        statuses = {r["butler"]: r["status"] for r in result["routes"]}
+        assert statuses == {"relationship": "target_unavailable", "health": "success"}
+        [fanout] = await switchboard_rows(
+            butler_ecosystem,
+            "SELECT status, failures FROM fanout_execution_log WHERE request_id = $1::uuid",
+            result["request_id"],
+        )
+        assert fanout["status"] == "partial"
+        assert fanout["failures"][0]["butler"] == "relationship"
+    finally:
+        await butler_ecosystem.restart("relationship")
+    llm_script.route("switchboard", classify_as(("relationship", "Add Tom", "add Tom")))
+    llm_script.route(
+        "relationship",
+        step(tool_calls=[{"name": "contact_add", "arguments": {"name": "Tom"}}]),
+        step("Added Tom."),
+    )
+    again = await ingest(butler_ecosystem, "add Tom")
+    assert again["routes"][0]["status"] == "success"
+
+
+async def test_mcp_client_is_cached_and_replaced_after_a_restart(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    async def route_to_general() -> dict[str, Any]:
+        llm_script.route("general", step("ok"))
+        return await butler_ecosystem.call(
+            "switchboard", "route", {"butler": "general", "prompt": "ping"}
+        )
+
+    await route_to_general()
+    before = await butler_ecosystem.call("switchboard", "switchboard_stats")
+    assert (await route_to_general())["status"] == "success"
+    cached = await butler_ecosystem.call("switchboard", "switchboard_stats")
+    assert cached["mcp_clients_opened"] == before["mcp_clients_opened"]
+
+    # After a restart the cached client either reconnects transparently (streamable HTTP
+    # keeps no connection state) or is replaced once; routing never fails for it.
+    await butler_ecosystem.restart("general")
+    assert (await route_to_general())["status"] == "success"
+    after = await butler_ecosystem.call("switchboard", "switchboard_stats")
+    assert after["mcp_clients_opened"] - before["mcp_clients_opened"] in (0, 1)
+    assert after["mcp_clients_cached"] == cached["mcp_clients_cached"]
+
+
+async def test_switchboard_only_tools_are_absent_elsewhere(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    from fastmcp import Client
+
+    for name in butler_ecosystem.names:
+        async with Client(butler_ecosystem[name].url) as client:
+            tools = {t.name for t in await client.list_tools()}
+        has = {"ingest_v1", "classify_message", "route"} & tools
+        assert has == (has if name == "switchboard" else set())
+        if name == "switchboard":
+            assert has == {"ingest_v1", "classify_message", "route"}
+
+
+async def _pause() -> None:
+    import asyncio
+
+    await asyncio.sleep(0.1)
+
+
+async def _sessions_done(handle: EcosystemHandle, butler: str, timeout: float = 15) -> None:
+    """Until no session of `butler` is still running (a timed-out route's session goes on)."""
+    pool = await handle.pool(butler)
+    deadline = time.monotonic() + timeout
+    while await pool.fetchval("SELECT count(*) FROM sessions WHERE status = 'running'"):
+        assert time.monotonic() < deadline, f"{butler} still has running sessions"
+        await _pause()
+
+
+async def _switchboard_idle(handle: EcosystemHandle) -> None:
+    await _sessions_done(handle, "switchboard")
+
+
+async def test_stale_client_after_a_kill_is_replaced_on_the_next_route(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    llm_script.route("general", step("ok"))
+    await butler_ecosystem.call("switchboard", "route", {"butler": "general", "prompt": "a"})
+    await butler_ecosystem.kill("general")
+    try:
+        down = await butler_ecosystem.call(
+            "switchboard", "route", {"butler": "general", "prompt": "b"}
+        )
+        assert down["status"] == "target_unavailable"
+    finally:
+        await butler_ecosystem.restart("general")
+    llm_script.route("general", step("ok again"))
+    up = await butler_ecosystem.call("switchboard", "route", {"butler": "general", "prompt": "c"})
+    assert up["status"] == "success"
