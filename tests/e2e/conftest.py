@@ -6,26 +6,31 @@ sessions can share one PostgreSQL server. `operator` runs the real operator
 against kmock's Kubernetes emulator and starts each Deployment it renders as
 local processes (harness/operator.py). `kind` (`--kind`) installs the charts
 into a kind cluster (harness/kind.py).
+
+Butlers run the scripted model; with `--live-llm` they run the real model configured
+in the environment (see `harness.runtime.live_runtime_problem`), and `cost_tracker`
+adds up what it cost.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from butlers.testing.script_server import ScriptServer
+from butlers.testing.script_server import Script, ScriptServer
 
+from .harness.cost import CostTracker
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import E2E_ENV
 from .harness.kind import kind_ecosystem
 from .harness.kind_commands import kind_unavailable_reason
 from .harness.local import local_ecosystem
 from .harness.operator import operator_ecosystem
-from .harness.runtime import scripted_runtime_env
+from .harness.runtime import live_runtime_env, live_runtime_problem, scripted_runtime_env
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = ROOT / ".tmp" / "e2e-logs"
@@ -34,6 +39,62 @@ BACKENDS: dict[str, Any] = {
     "operator": operator_ecosystem,
     "kind": kind_ecosystem,
 }
+COST_TRACKER = pytest.StashKey[CostTracker]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Scenario tags become keywords, so `-k smoke` selects tagged scenarios."""
+    for item in items:
+        scenario = getattr(getattr(item, "callspec", None), "params", {}).get("scenario")
+        tags = getattr(scenario, "tags", None)
+        if tags:
+            item.extra_keyword_matches.update(tags)
+
+
+@pytest.fixture
+def llm_script(request: pytest.FixtureRequest, llm_script: Script) -> Script:
+    """The test-wide `llm_script`; e2e tests that script the model skip with --live-llm."""
+    if request.config.getoption("--live-llm"):
+        pytest.skip("scripted model steps do not apply with --live-llm (butlers use a real model)")
+    return llm_script
+
+
+@pytest.fixture(scope="session")
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    """--update-golden; refused when CI is set, so a pipeline never rewrites expectations."""
+    update = bool(request.config.getoption("--update-golden"))
+    if update and os.environ.get("CI"):
+        pytest.fail("--update-golden rewrites golden files and is refused when CI is set")
+    return update
+
+
+@pytest.fixture(scope="session")
+def live_runtime(request: pytest.FixtureRequest) -> None:
+    """Skips unless --live-llm is given and a real model is configured."""
+    if not request.config.getoption("--live-llm"):
+        pytest.skip("needs a real model: run with --live-llm")
+    problem = live_runtime_problem(os.environ)
+    if problem:
+        pytest.skip(problem)
+
+
+@pytest.fixture(scope="session")
+def cost_tracker(request: pytest.FixtureRequest) -> Iterator[CostTracker]:
+    """Tokens and cost of the live-model sessions; fails the run past $0.20."""
+    tracker = request.config.stash.setdefault(COST_TRACKER, CostTracker())
+    yield tracker
+    problem = tracker.total_problem()
+    if problem:
+        pytest.fail(problem, pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    tracker = config.stash.get(COST_TRACKER, None)
+    if tracker is not None and tracker.scenarios:
+        terminalreporter.section("live LLM cost")
+        for line in tracker.summary():
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -55,6 +116,13 @@ async def butler_ecosystem(
             "kube_context": request.config.getoption("--kube-context"),
             "keep_namespace": request.config.getoption("--keep-namespace"),
         }
+    if request.config.getoption("--live-llm"):
+        problem = live_runtime_problem(os.environ)
+        if problem:
+            pytest.skip(problem)
+        runtime_env = live_runtime_env(os.environ)
+    else:
+        runtime_env = scripted_runtime_env(llm_script_server.url)
     data_dir = tmp_path_factory.mktemp("ecosystem")
     start = BACKENDS[backend]
     async with start(
@@ -64,11 +132,7 @@ async def butler_ecosystem(
         data_dir=data_dir,
         schema_prefix=f"e2e_{session_tag}",
         keep_schemas=request.config.getoption("--keep-schemas"),
-        extra_env={
-            **scripted_runtime_env(llm_script_server.url),
-            **E2E_ENV,
-            "BUTLERS_SPAN_DIR": str(data_dir / "spans"),
-        },
+        extra_env={**runtime_env, **E2E_ENV, "BUTLERS_SPAN_DIR": str(data_dir / "spans")},
         **options,
     ) as handle:
         try:
