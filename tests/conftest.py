@@ -11,6 +11,7 @@ import pytest
 
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.testing.mock_spawner import MockSpawner
+from butlers.testing.scratch import scratch_dir
 from butlers.testing.script_server import Script, ScriptServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,18 +53,19 @@ def session_tag() -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_admin_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_admin_dsn() -> Iterator[str]:
     """Superuser DSN of this session's PostgreSQL: BUTLERS_DATABASE_URL, else embedded."""
     url = os.environ.get("BUTLERS_DATABASE_URL")
     if url:
         yield url
         return
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "postgres", fsync=False)
-    server.start()
-    try:
-        yield server.admin_dsn()
-    finally:
-        server.stop()
+    with scratch_dir("butlers-test-pg-") as root:
+        server = EmbeddedPostgres(root / "postgres", fsync=False)
+        server.start()
+        try:
+            yield server.admin_dsn()
+        finally:
+            server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,17 @@ import yaml
 from fastmcp import Client
 
 from butlers.db.embedded import free_port
+from butlers.testing.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 BUTLERS = [sys.executable, "-m", "butlers"]
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """Data directories outside pytest's 0700 base: the embedded server runs as another user."""
+    with scratch_dir("butlers-cli-test-") as root:
+        yield root
 
 
 def _roster(tmp_path: Path, names: tuple[str, ...] = ("health", "relationship")) -> Path:

@@ -7,14 +7,10 @@ against kmock's Kubernetes emulator, which serves from the test's loop.
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
-import shutil
-import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -22,7 +18,6 @@ import kmock
 import pytest
 from kopf.testing import KopfRunner
 
-from butlers.db.embedded import EmbeddedPostgres
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 
@@ -32,22 +27,9 @@ DEADLINE = 30.0
 
 
 @pytest.fixture(scope="session")
-def operator_admin_dsn() -> Iterator[str]:
-    """A superuser DSN: BUTLERS_DATABASE_URL, or an embedded server for this session."""
-    url = os.environ.get("BUTLERS_DATABASE_URL")
-    if url:
-        yield url
-        return
-    # Not under pytest's 0700 tmp dirs: PostgreSQL may run as another user (when root).
-    root = Path(tempfile.mkdtemp(prefix="butlers-operator-pg-"))
-    root.chmod(0o755)
-    server = EmbeddedPostgres(root / "postgres", fsync=False)
-    server.start()
-    try:
-        yield server.admin_dsn()
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+def operator_admin_dsn(pg_admin_dsn: str) -> str:
+    """The operator's admin database: the session's PostgreSQL."""
+    return pg_admin_dsn
 
 
 @pytest.fixture
