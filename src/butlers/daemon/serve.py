@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import socket
 from pathlib import Path
+from types import FrameType
 
 import asyncpg
 import uvicorn
@@ -123,7 +125,7 @@ async def serve(settings: ButlerSettings) -> None:
             lifespan="on",
             timeout_graceful_shutdown=10,
         )
-        server = uvicorn.Server(config)
+        server = _GracefulServer(config)
         watch = (
             asyncio.create_task(_exit_with_parent(settings.parent_pid, server))
             if settings.parent_pid
@@ -151,6 +153,18 @@ async def serve(settings: ButlerSettings) -> None:
         await pool.close()
         sock.close()
         log.info("butler %s stopped", name)
+
+
+class _GracefulServer(uvicorn.Server):
+    """SIGTERM/SIGINT stop serving gracefully and return, so the butler can then stop its
+    scheduler, sessions, modules and pool (uvicorn would otherwise re-raise the signal
+    once it stopped serving, killing the process before any of that ran)."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        else:
+            self.should_exit = True
 
 
 def _span_file(settings: ButlerSettings, name: str) -> Path | None:

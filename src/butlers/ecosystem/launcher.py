@@ -22,7 +22,19 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-PRELOAD = ["butlers.daemon.serve", "butlers.cli"]
+PRELOAD = [
+    "butlers.daemon.serve",
+    "butlers.cli",
+    "alembic.script",  # `/ready` reads migration heads
+    "alembic.runtime.migration",
+    # Imported lazily by FastMCP while tools register and clients open.
+    "griffe",
+    "jsonref",
+    "jsonschema",
+    "requests",
+    "httpcore2",
+    "fastmcp.client.transports",
+]
 _context: multiprocessing.context.ForkServerContext | None = None
 
 

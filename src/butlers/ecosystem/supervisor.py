@@ -28,7 +28,6 @@ from butlers.db.provision import Credentials, provision
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.ecosystem.launcher import ButlerChild, warm_up
 from butlers.errors import EcosystemError, PortInUseError
-from butlers.modules.loader import module_chains
 from butlers.settings import EcosystemSettings
 from butlers.spec import ButlerResource, schema_name
 
@@ -103,6 +102,7 @@ class Ecosystem:
             for butler in self.butlers.values():
                 self._spawn(butler)
             await self.wait_ready()
+            log.info("butlers ready %.2f s after start", time.monotonic() - started)
             await self.wait_registered()
         except BaseException:
             await self.stop()
@@ -116,12 +116,15 @@ class Ecosystem:
         """Database up, every butler provisioned and migrated (nothing started)."""
         (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
         (self.data_dir / "specs").mkdir(parents=True, exist_ok=True)
+        phase = time.monotonic()
         if self.database is None:
             warm = asyncio.gather(asyncio.to_thread(warm_up), asyncio.to_thread(_import_alembic))
             self.database = await asyncio.to_thread(
                 open_database, self.data_dir, self.settings.database_url, fsync=self.fsync
             )
             await warm
+        log.info("database ready in %.2f s", time.monotonic() - phase)
+        phase = time.monotonic()
         admin_dsn = self.database.admin_dsn
         store = CredentialFile(self.data_dir / "credentials.json")
         known = store.load()
@@ -148,12 +151,15 @@ class Ecosystem:
                 spec_path=spec_path,
                 log_path=self.data_dir / "logs" / f"{name}.log",
             )
+        log.info("provisioned %d schemas in %.2f s", len(provisioned), time.monotonic() - phase)
+        phase = time.monotonic()
         await asyncio.gather(
             *(
                 migrations.upgrade(b.dsn, b.schema, chains_for(b.resource))
                 for b in self.butlers.values()
             )
         )
+        log.info("migrations at head in %.2f s", time.monotonic() - phase)
 
     def _plan_ports(self) -> None:
         for resource in self.resources:
@@ -324,6 +330,10 @@ def _import_alembic() -> None:
 
 def chains_for(resource: ButlerResource) -> list[migrations.Chain]:
     """The migration chains of a butler: core, then its modules' chains."""
+    # Imported here: the module registry pulls in FastMCP, which `down`, `status` and the
+    # `--detach` parent never need.
+    from butlers.modules.loader import module_chains
+
     return [migrations.CORE, *module_chains(resource.spec.modules)]
 
 
