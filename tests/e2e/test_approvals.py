@@ -6,6 +6,8 @@ from typing import Any
 
 from fastmcp import Client
 
+from butlers.testing.script_server import Script, step
+
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import APPROVAL_TIMEOUT_SECONDS
 
@@ -142,3 +144,23 @@ async def test_approval_rows_keep_the_audit_trail(butler_ecosystem: EcosystemHan
     assert decided["decided_at"] >= decided["requested_at"]
     listed = await butler_ecosystem.call("relationship", "approval_list", {"status": "approved"})
     assert str(row["id"]) in {r["id"] for r in listed}
+
+
+async def test_gated_call_from_a_session_is_audited_with_that_session(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    contact_id = await _contact(butler_ecosystem, "Gated From Session")
+    llm_script.route(
+        "relationship",
+        step(tool_calls=[{"name": "contact_delete", "arguments": {"contact_id": contact_id}}]),
+        step("Deleted."),
+    )
+    session = asyncio.create_task(
+        butler_ecosystem.call("relationship", "trigger", {"prompt": "Delete that contact"})
+    )
+    row = await _pending_row(butler_ecosystem, contact_id)
+    await _decide(butler_ecosystem, row["id"], "approve")
+    result = await session
+    assert result["success"] is True
+    assert str(row["session_id"]) == result["session_id"]
+    assert not await _contact_exists(butler_ecosystem, contact_id)

@@ -27,7 +27,7 @@ class Toolbox(Protocol):
         ...
 
 
-ToolboxFactory = Any  # () -> AbstractAsyncContextManager[Toolbox]
+ToolboxFactory = Any  # (session_id) -> AbstractAsyncContextManager[Toolbox]
 
 
 async def run_agent_loop(
@@ -81,11 +81,12 @@ class LoopRuntime:
         model_name: str | None,
     ) -> None:
         self._model = model
-        self._open_toolbox = open_toolbox  # () -> async context manager yielding a Toolbox
+        # (session_id) -> async context manager yielding a Toolbox
+        self._open_toolbox = open_toolbox
         self.model_name = model_name
 
     async def run(self, request: SessionRequest, trace: SessionTrace) -> str:
-        toolbox_cm: AbstractAsyncContextManager[Toolbox] = self._open_toolbox()
+        toolbox_cm: AbstractAsyncContextManager[Toolbox] = self._open_toolbox(request.session_id)
         async with toolbox_cm as toolbox:
             return await run_agent_loop(self._model, toolbox, request, trace)
 

@@ -12,12 +12,22 @@ from fastmcp import Client
 
 from butlers.llm.types import ToolSpec
 
-CALL_TIMEOUT = 60.0
+# Tool calls are bounded by the session's own timeout (the spawner's); this is only a
+# backstop that must outlast any approval wait a gated tool may hold the call for.
+CALL_TIMEOUT = 24 * 3600.0
+SESSION_META_KEY = "butlers/session_id"  # tells tools (e.g. the approval gate) whose call it is
 
 
 class McpToolbox:
-    def __init__(self, client: Client[Any], butler: str, hidden: Collection[str]) -> None:
+    def __init__(
+        self,
+        client: Client[Any],
+        butler: str,
+        hidden: Collection[str],
+        session_id: str | None = None,
+    ) -> None:
         self._client = client
+        self._meta = {SESSION_META_KEY: session_id} if session_id else None
         self._butler = butler
         self._hidden = frozenset(hidden)
         self._allowed: set[str] = set()
@@ -40,7 +50,7 @@ class McpToolbox:
             )
             return text, text, True
         result = await self._client.call_tool(
-            name, arguments, raise_on_error=False, timeout=CALL_TIMEOUT
+            name, arguments, raise_on_error=False, timeout=CALL_TIMEOUT, meta=self._meta
         )
         text = "\n".join(getattr(block, "text", "") for block in result.content)
         if result.is_error:
@@ -58,8 +68,8 @@ def in_memory_toolbox(server: Any, butler: str, hidden: Collection[str]) -> Call
     """A factory of toolboxes over an in-memory client of the butler's own FastMCP server."""
 
     @asynccontextmanager
-    async def open_toolbox() -> AsyncIterator[McpToolbox]:
+    async def open_toolbox(session_id: str | None = None) -> AsyncIterator[McpToolbox]:
         async with Client(server, timeout=CALL_TIMEOUT) as client:
-            yield McpToolbox(client, butler, hidden)
+            yield McpToolbox(client, butler, hidden, session_id)
 
     return open_toolbox

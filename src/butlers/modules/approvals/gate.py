@@ -15,6 +15,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
+from butlers.llm.toolbox import SESSION_META_KEY
 from butlers.modules.approvals.store import ApprovalStore
 from butlers.spec import ApprovalsSpec
 
@@ -107,10 +108,25 @@ class ApprovalGate(Middleware):
 
 
 def _session_id(context: MiddlewareContext) -> str | None:
+    """The spawner's session making the call (from the request's `_meta`), else the MCP
+    session of a direct caller."""
     ctx = context.fastmcp_context
     if ctx is None:
         return None
     try:
+        meta = ctx.request_context.meta if ctx.request_context is not None else None
+    except (AttributeError, RuntimeError):
+        meta = None
+    session = _meta_value(meta, SESSION_META_KEY)
+    if session:
+        return str(session)
+    try:
         return str(ctx.session_id)
     except RuntimeError:
         return None
+
+
+def _meta_value(meta: object, key: str) -> object:
+    if isinstance(meta, dict):
+        return meta.get(key)
+    return getattr(meta, "model_extra", {}).get(key) if meta is not None else None
