@@ -13,6 +13,7 @@ in-memory for in-process tests.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
@@ -33,6 +34,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import Status, StatusCode
 
+log = logging.getLogger("butlers.tool_span")
 REDACTED = "[REDACTED]"
 SENSITIVE_KEY = re.compile(r"(pass(word)?|secret|token|api[_-]?key|credential|authorization)", re.I)
 TRACER = "butlers"
@@ -202,11 +204,16 @@ class ToolSpanMiddleware(Middleware):
             except Exception as exc:
                 span.set_attribute("tool.result.status", "error")
                 span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
+                log.info("call_tool %s error: %s", name, exc.__class__.__name__)
                 raise
             finally:
                 span.set_attribute(
                     "tool.duration_ms", round((time.perf_counter() - start) * 1000, 3)
                 )
             is_error = bool(getattr(result, "is_error", False) or getattr(result, "isError", False))
-            span.set_attribute("tool.result.status", "error" if is_error else "ok")
+            status = "error" if is_error else "ok"
+            span.set_attribute("tool.result.status", status)
+            log.info(
+                "call_tool %s %s in %.1f ms", name, status, (time.perf_counter() - start) * 1000
+            )
             return result

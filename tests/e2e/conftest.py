@@ -138,7 +138,8 @@ async def butler_ecosystem(
         try:
             yield handle
         finally:
-            _collect_logs(data_dir / "logs")
+            if handle.log_dir is not None:
+                _collect_logs(handle.log_dir)
 
 
 def _collect_logs(log_dir: Path) -> None:

@@ -144,6 +144,12 @@ class Spawner:
     ) -> SpawnerResult:
         session_id = uuid.uuid4()
         started = time.monotonic()
+        log.info(
+            "spawner trigger: session %s (%s) started on %s",
+            session_id,
+            trigger_source,
+            runtime.model_name,
+        )
         await self._store.create(
             session_id,
             butler_name=self.butler,

@@ -100,7 +100,7 @@ async def start_modules(mcp: FastMCP, runtime: ButlerRuntime) -> ModuleSet:
         runtime.modules.append(state)
         if state.status != "active":
             log.warning(
-                "module %s %s (phase %s): %s", state.name, state.status, state.phase, state.error
+                "Module %s %s (phase %s): %s", state.name, state.status, state.phase, state.error
             )
 
     for name in enabled:
