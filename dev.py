@@ -32,7 +32,7 @@ def _fingerprint() -> str:
 
 
 def ensure_env() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 (dev.py may run on an older python3)
         sys.exit(f"Python 3.11 or newer is needed; this is {sys.version.split()[0]}")
     if not PY.exists():
         print(f"creating {VENV.relative_to(ROOT)}/", flush=True)
