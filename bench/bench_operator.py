@@ -30,6 +30,7 @@ from kopf.testing import KopfRunner
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.provision import deprovision
 from butlers_operator import handlers
+from butlers_operator.emulator import declare_cluster
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 
@@ -50,23 +51,6 @@ DEADLINE = 120.0
 def say(*parts: object) -> None:
     """Print past KopfRunner, which captures sys.stdout while the operator runs."""
     print(*parts, file=sys.__stdout__, flush=True)
-
-
-def declare_cluster(server: kmock.KubernetesEmulator) -> None:
-    server.resources["v1/namespaces"] = kmock.ResourceInfo(kind="Namespace", namespaced=False)
-    server.resources[BUTLERS] = kmock.ResourceInfo(
-        kind="Butler",
-        namespaced=True,
-        singular="butler",
-        subresources={"status"},
-        verbs={"list", "watch", "get", "patch", "create", "delete"},
-    )
-    for key in [*OWNED, "v1/events"]:
-        server.resources[key] = kmock.ResourceInfo(namespaced=True)
-    server.objects["v1/namespaces", None, NAMESPACE] = {
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": NAMESPACE, "resourceVersion": "1"},
-    }  # fmt: skip
 
 
 def _present(server: kmock.KubernetesEmulator, key: tuple[str, str | None, str]) -> Any:
@@ -132,7 +116,7 @@ class ReconcileClock:
 async def operator_on_emulator(admin_dsn: str, prefix: str) -> AsyncIterator[Any]:
     """A fresh emulator and a fresh operator: every measurement starts from an empty API."""
     async with kmock.KubernetesEmulator() as server, kmock.Server(server):
-        declare_cluster(server)
+        declare_cluster(server, NAMESPACE)
         settings = OperatorSettings(
             namespaces=(NAMESPACE,),
             admin_dsn=admin_dsn,

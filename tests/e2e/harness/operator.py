@@ -27,6 +27,7 @@ from kopf.testing import KopfRunner
 from butlers.db.provision import deprovision
 from butlers.roster import load_roster
 from butlers.spec import schema_name
+from butlers_operator.emulator import declare_cluster
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 
@@ -42,33 +43,6 @@ SWITCHBOARD = "switchboard"  # the module that makes a butler the switchboard
 
 class OperatorBackendError(RuntimeError):
     """The operator did not get the roster to a startable state."""
-
-
-def declare_cluster(server: kmock.KubernetesEmulator, namespace: str) -> None:
-    """The resources the operator discovers, watches and writes, and one namespace."""
-    server.resources["v1/namespaces"] = kmock.ResourceInfo(kind="Namespace", namespaced=False)
-    server.resources[BUTLERS] = kmock.ResourceInfo(
-        kind="Butler",
-        namespaced=True,
-        singular="butler",
-        subresources={"status"},
-        verbs={"list", "watch", "get", "patch", "create", "delete"},
-    )
-    for key, kind in [
-        ("v1/secrets", "Secret"),
-        ("v1/configmaps", "ConfigMap"),
-        ("v1/services", "Service"),
-        ("v1/serviceaccounts", "ServiceAccount"),
-        ("v1/events", "Event"),
-        ("apps/v1/deployments", "Deployment"),
-        ("networking.k8s.io/v1/networkpolicies", "NetworkPolicy"),
-    ]:
-        server.resources[key] = kmock.ResourceInfo(kind=kind, namespaced=True)
-    server.objects["v1/namespaces", None, namespace] = {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": namespace, "resourceVersion": "1"},
-    }
 
 
 def build_env_secret(namespace: str, env: Mapping[str, str]) -> dict[str, Any]:

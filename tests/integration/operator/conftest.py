@@ -18,6 +18,7 @@ import kmock
 import pytest
 from kopf.testing import KopfRunner
 
+from butlers_operator.emulator import declare_cluster
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 
@@ -53,32 +54,6 @@ async def eventually(
         await asyncio.sleep(0.05)
 
 
-def declare_cluster(server: kmock.KubernetesEmulator) -> None:
-    """The resources the operator discovers, watches and writes."""
-    server.resources["v1/namespaces"] = kmock.ResourceInfo(kind="Namespace", namespaced=False)
-    server.resources[BUTLERS] = kmock.ResourceInfo(
-        kind="Butler",
-        namespaced=True,
-        singular="butler",
-        subresources={"status"},
-        verbs={"list", "watch", "get", "patch", "create", "delete"},
-    )
-    for key, kind in [
-        ("v1/secrets", "Secret"),
-        ("v1/configmaps", "ConfigMap"),
-        ("v1/services", "Service"),
-        ("v1/serviceaccounts", "ServiceAccount"),
-        ("v1/events", "Event"),
-        ("apps/v1/deployments", "Deployment"),
-        ("networking.k8s.io/v1/networkpolicies", "NetworkPolicy"),
-    ]:
-        server.resources[key] = kmock.ResourceInfo(kind=kind, namespaced=True)
-    server.objects["v1/namespaces", None, NAMESPACE] = {
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": NAMESPACE, "resourceVersion": "1"},
-    }  # fmt: skip
-
-
 @asynccontextmanager
 async def running_operator(settings: OperatorSettings) -> AsyncIterator[KopfRunner]:
     """The real operator, watching NAMESPACE, stopped (off this loop) on exit."""
@@ -99,7 +74,7 @@ async def running_operator(settings: OperatorSettings) -> AsyncIterator[KopfRunn
 def make_settings(
     kmock: kmock.KubernetesEmulator, operator_admin_dsn: str, schema_prefix: str
 ) -> Callable[..., OperatorSettings]:
-    declare_cluster(kmock)
+    declare_cluster(kmock, NAMESPACE)
 
     def make(**overrides: Any) -> OperatorSettings:
         values: dict[str, Any] = {
