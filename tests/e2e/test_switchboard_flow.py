@@ -369,3 +369,25 @@ async def test_stale_client_after_a_kill_is_replaced_on_the_next_route(
     llm_script.route("general", step("ok again"))
     up = await butler_ecosystem.call("switchboard", "route", {"butler": "general", "prompt": "c"})
     assert up["status"] == "success"
+
+
+async def test_ingest_without_wait_accepts_at_once_and_routes_in_the_background(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    llm_script.route("switchboard", classify_as(("general", "Note: call mum", "call mum")))
+    llm_script.route("general", step("Noted."))
+    envelope = build_envelope("call mum", channel="telegram", provider="telegram")
+    accepted = await butler_ecosystem.call(
+        "switchboard", "ingest_v1", {"envelope": envelope.model_dump(mode="json")}
+    )
+    assert set(accepted) == {"status", "request_id", "duplicate"}
+    deadline = time.monotonic() + 15
+    while True:
+        message = await butler_ecosystem.call(
+            "switchboard", "message_get", {"request_id": accepted["request_id"]}
+        )
+        if message["status"] == "dispatched":
+            break
+        assert time.monotonic() < deadline, f"still {message['status']}"
+        await _pause()
+    assert [(r["butler"], r["status"]) for r in message["routes"]] == [("general", "success")]

@@ -92,10 +92,16 @@ class Pipeline:
             )
             if wait:
                 return accepted | await work
-        task = asyncio.create_task(work, name=f"switchboard {request_id}")
+            # Created inside the span, so the background work joins this message's trace.
+            task = asyncio.create_task(work, name=f"switchboard {request_id}")
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._done)
         return accepted
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("processing %s failed", task.get_name(), exc_info=task.exception())
 
     async def classify(
         self, text: str, request_id: uuid.UUID | None = None, timeout: float | None = None
