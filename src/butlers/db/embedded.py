@@ -54,6 +54,23 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
         return True
 
 
+def port_held_only_by_closing_connections(port: int) -> bool:
+    """True when every socket on `port` is in TIME_WAIT (Linux): an outgoing connection
+    that happened to use it as its ephemeral port is closing, and the port frees itself
+    within a minute. Roster ports (40100-40104) lie in Linux's default ephemeral range."""
+    states: list[str] = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                states.append(fields[3])
+    return bool(states) and all(state == "06" for state in states)
+
+
 @dataclass
 class EmbeddedPostgres:
     """A PostgreSQL cluster under `root` (normally `<data-dir>/postgres`)."""

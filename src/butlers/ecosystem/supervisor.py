@@ -23,7 +23,7 @@ import httpx2 as httpx
 import yaml
 
 from butlers import migrations
-from butlers.db.embedded import free_port, port_is_free
+from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
 from butlers.db.provision import Credentials, provision
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.ecosystem.launcher import ButlerChild, warm_up
@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT = 60.0
 SWITCHBOARD_MODULE = "switchboard"
 STOP_TIMEOUT = 15.0
+TIME_WAIT_LIMIT = 65.0  # Linux keeps TIME_WAIT for 60 s
 
 
 @dataclass
@@ -166,7 +167,7 @@ class Ecosystem:
             port = resource.spec.port
             if self.settings.free_ports:
                 port = free_port()
-            elif not port_is_free(port):
+            elif not port_is_free(port) and not _wait_for_closing_connections(port):
                 raise PortInUseError(
                     f"butler {resource.name!r}: port {port} is already in use; stop whatever "
                     f"listens there or change spec.port in its roster file"
@@ -326,6 +327,19 @@ class Ecosystem:
 def _import_alembic() -> None:
     import alembic.command  # noqa: F401  (warm the import while the database starts)
     import sqlalchemy.ext.asyncio  # noqa: F401
+
+
+def _wait_for_closing_connections(port: int, timeout: float = TIME_WAIT_LIMIT) -> bool:
+    """When only closing connections hold `port`, wait (bounded) until it is free."""
+    if not port_held_only_by_closing_connections(port):
+        return False
+    log.info("port %d is held by closing connections (TIME_WAIT); waiting for it", port)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_is_free(port):
+            return True
+        time.sleep(0.25)
+    return port_is_free(port)
 
 
 def chains_for(resource: ButlerResource) -> list[migrations.Chain]:
