@@ -49,7 +49,13 @@ def run(*args: str) -> int:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(VENV)
-    return subprocess.call(list(args), cwd=ROOT, env=env)
+    child = subprocess.Popen(list(args), cwd=ROOT, env=env)
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            # Ctrl-C reaches the child too (same process group); let it shut down cleanly.
+            continue
 
 
 def main(argv: list[str]) -> int:
