@@ -6,21 +6,11 @@ from typing import Any
 
 from fastmcp import Client
 
+from butlers.modules.approvals.store import AUDIT_FIELDS
 from butlers.testing.script_server import Script, step
 
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import APPROVAL_TIMEOUT_SECONDS
-
-AUDIT_FIELDS = {
-    "tool_name",
-    "tool_args",
-    "session_id",
-    "status",
-    "requested_at",
-    "decided_at",
-    "decided_by",
-    "reason",
-}
 
 
 async def _contact(handle: EcosystemHandle, name: str) -> str:
@@ -132,7 +122,7 @@ async def test_approval_rows_keep_the_audit_trail(butler_ecosystem: EcosystemHan
         butler_ecosystem.call("relationship", "contact_delete", {"contact_id": contact_id})
     )
     row = await _pending_row(butler_ecosystem, contact_id)
-    assert set(row) >= AUDIT_FIELDS
+    assert set(row) >= set(AUDIT_FIELDS)
     assert row["session_id"] and row["decided_at"] is None
     decided = await _decide(butler_ecosystem, row["id"], "approve", reason="cleanup")
     await asyncio.wait_for(call, 10)
