@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import shutil
 import socket
@@ -36,7 +37,25 @@ def _bin_dir() -> Path:
     return Path(POSTGRES_BIN_PATH)
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port free now and outside the kernel's ephemeral range, so an outgoing connection
+    cannot take it between this call and the server binding it."""
+    low, high = _ephemeral_range()
+    candidates = [p for p in (random.randrange(20000, low) for _ in range(50)) if p < low]
+    candidates += [
+        p for p in (random.randrange(high + 1, 65536) for _ in range(50)) if high < 65535
+    ]
+    for port in candidates:
+        if port_is_free(port, host):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
