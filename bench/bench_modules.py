@@ -16,14 +16,13 @@ from typing import Any
 import asyncpg
 from fastmcp import Client
 
-from butlers.core.context import ButlerContext
-from butlers.daemon.server import build_server, install_schema_lookup
+from butlers.daemon.butler import build_butler
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.pool import create_pool, dumps
 from butlers.ecosystem.supervisor import ButlerProcess, Ecosystem
-from butlers.modules.loader import start_modules
 from butlers.roster import load_roster
 from butlers.settings import EcosystemSettings
+from tests.support.butlers import make_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 500
@@ -58,14 +57,13 @@ async def _time_mcp(url: Any, tool: str) -> list[float]:
 async def _time_in_memory(butler: ButlerProcess) -> list[float]:
     """The same tool through an in-process FastMCP server: tool cost without HTTP."""
     pool = await create_pool(butler.dsn, butler.schema)
-    context = ButlerContext(resource=butler.resource, schema=butler.schema, pool=pool)
-    mcp = build_server(context)
-    modules = await start_modules(mcp, context)
-    await install_schema_lookup(mcp)
+    built = await build_butler(
+        butler.resource, pool, make_settings(), schema=butler.schema, mcp_url=butler.url
+    )
     try:
-        return await _time_mcp(mcp, "measurement_log")
+        return await _time_mcp(built.server, "measurement_log")
     finally:
-        await modules.stop()
+        await built.aclose()
         await pool.close()
 
 

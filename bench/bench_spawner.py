@@ -21,15 +21,12 @@ from pathlib import Path
 from fastmcp import Client
 
 from butlers import migrations
-from butlers.core.context import ButlerContext
-from butlers.core.services import build_session_services
-from butlers.daemon.server import build_server, register_session_service_tools
+from butlers.daemon.butler import build_butler
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
-from butlers.settings import ButlerSettings, RuntimeOverrides
-from butlers.spec import ButlerResource
 from butlers.testing.script_server import ScriptServer, call, step
+from tests.support.butlers import UNUSED_MCP_URL, make_resource, make_settings
 
 ITERATIONS = int(os.environ.get("BENCH_ITERATIONS", "200"))
 WARMUP = 20
@@ -47,29 +44,11 @@ async def _measure(admin_dsn: str) -> None:
     await migrations.upgrade(dsn, schema, [migrations.CORE])
     pool = await create_pool(dsn, schema)
     scripts = ScriptServer().start()
-    resource = ButlerResource.model_validate(
-        {
-            "apiVersion": "butlers.dev/v1alpha1",
-            "kind": "Butler",
-            "metadata": {"name": "bench"},
-            "spec": {"description": "benchmark butler", "port": 41999},
-        }
-    )
-    settings = ButlerSettings(
-        spec_path=Path("bench.yaml"),
-        dsn=dsn,
-        schema=schema,
-        host="127.0.0.1",
-        port=41999,
-        runtime=RuntimeOverrides(adapter="scripted", script_url=scripts.url),
-        tick_interval=3600,
-    )
-    butler = ButlerContext(resource=resource, schema=schema, pool=pool)
-    mcp = build_server(butler)
-    services = build_session_services(mcp, butler, settings, mcp_url="http://127.0.0.1:1/mcp")
-    register_session_service_tools(mcp, services)
+    resource = make_resource("bench", description="benchmark butler")
+    settings = make_settings(adapter="scripted", script_url=scripts.url)
+    butler = await build_butler(resource, pool, settings, schema=schema, mcp_url=UNUSED_MCP_URL)
     try:
-        async with Client(mcp, timeout=30) as client:
+        async with Client(butler.server, timeout=30) as client:
             baseline: list[float] = []
             session: list[float] = []
             for i in range(WARMUP + ITERATIONS):
@@ -87,7 +66,7 @@ async def _measure(admin_dsn: str) -> None:
                     session.append((time.perf_counter() - started) * 1000)
                 assert result.data["success"], result.data
     finally:
-        await services.aclose()
+        await butler.aclose()
         scripts.stop()
         await pool.close()
         await deprovision(admin_dsn, schema)

@@ -2,13 +2,15 @@
 
 `build_session_services` resolves the runtime from the spec and settings and builds
 the spawner and the scheduler (nothing started, no tool registered: the daemon
-registers `trigger`, `tick` and the schedule tools over them). `start()` syncs the
-spec's schedules and starts the scheduler loop; `aclose()` stops everything.
+registers `trigger`, `tick` and the schedule tools over them). `sync_schedules()`
+upserts the spec's schedules, `start()` starts the scheduler loop, `aclose()` stops
+everything.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -30,6 +32,7 @@ from butlers.redaction import Redactor, install_log_redaction
 from butlers.scheduling.cron import next_due
 from butlers.scheduling.jobs import JobRegistry, builtin_jobs
 from butlers.settings import ButlerSettings
+from butlers.spec import ScheduleSpec
 from butlers.stores.schedules import ScheduleStore
 from butlers.stores.sessions import SessionStore
 
@@ -45,10 +48,13 @@ class SessionServices:
     redactor: Redactor
     jobs: JobRegistry
 
-    async def start(self, butler: ButlerContext) -> None:
-        """Mask secrets in logs, sync the spec's schedules, start the scheduler loop."""
+    async def sync_schedules(self, schedules: Sequence[ScheduleSpec]) -> None:
+        """Upsert the spec's schedules into `scheduled_tasks` (idempotent)."""
+        await self.scheduler.store.sync_spec(list(schedules))
+
+    def start(self) -> None:
+        """Mask secrets in this process's logs and start the scheduler loop."""
         install_log_redaction(self.redactor)
-        await self.scheduler.store.sync_spec(list(butler.resource.spec.schedules))
         self.scheduler.start()
 
     async def aclose(self) -> None:

@@ -15,15 +15,13 @@ import asyncpg
 import uvicorn
 
 from butlers import migrations
-from butlers.core.context import ButlerContext
-from butlers.core.services import build_session_services
+from butlers.daemon.butler import Butler, build_butler
 from butlers.daemon.http import build_http_app
 from butlers.daemon.registration import Registrar
-from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.db.pool import create_pool
 from butlers.errors import ButlersError, PortInUseError
 from butlers.logs import configure_logging
-from butlers.modules.loader import module_chains, start_modules
+from butlers.modules.loader import module_chains
 from butlers.roster import load_butler_file
 from butlers.settings import ButlerSettings
 from butlers.spec import schema_name
@@ -106,74 +104,64 @@ async def serve(settings: ButlerSettings) -> None:
     sock = bind_socket(settings.host, port, name)
     pool = await create_pool(settings.dsn, schema, application_name=f"butler:{name}")
     try:
-        butler = ButlerContext(
-            resource=resource,
-            schema=schema,
-            pool=pool,
-            environ=settings.environ,
-            approval_timeout_seconds=settings.approval_timeout_seconds,
-        )
-        mcp = build_server(butler)
-        modules = await start_modules(mcp, butler)
-        local_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
-        own_url = f"http://{local_host}:{port}/mcp"
-        services = build_session_services(
-            mcp, butler, settings, mcp_url=own_url, hidden_tools=modules.session_hidden_tools()
-        )
-        register_session_service_tools(mcp, services)
-        await services.start(butler)
-        modules.services["spawner"] = services.spawner
         configure_tracing(
             name, otlp_endpoint=settings.otlp_endpoint, span_file=_span_file(settings, name)
         )
-        await finalize_server(mcp, butler, secrets=services.redactor.secrets)
-        registrar = (
-            Registrar(
-                butler,
-                switchboard_url=settings.switchboard_url,
-                advertise_url=settings.advertise_url or own_url,
-                interval=settings.heartbeat_interval,
-            )
-            if settings.switchboard_url
-            else None
-        )
-        chains = [migrations.CORE, *module_chains(resource.spec.modules)]
-        app = build_http_app(mcp, name, make_ready_check(pool, chains))
-        config = uvicorn.Config(
-            app,
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=10,
-        )
-        server = _GracefulServer(config)
-        watch = (
-            asyncio.create_task(_exit_with_parent(settings.parent_pid, server))
-            if settings.parent_pid
-            else None
-        )
-        log.info(
-            "butler %s serving MCP on http://%s:%d/mcp (schema %s)",
-            name,
-            settings.host,
-            port,
-            schema,
-        )
-        if registrar:
-            registrar.start()
+        local_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+        own_url = f"http://{local_host}:{port}/mcp"
+        butler = await build_butler(resource, pool, settings, schema=schema, mcp_url=own_url)
         try:
-            await server.serve(sockets=[sock])
+            await _serve_http(butler, settings, sock, own_url, port)
         finally:
-            if watch:
-                watch.cancel()
-            if registrar:
-                await registrar.aclose()
-            await services.aclose()
-            await modules.stop()
+            await butler.aclose()
     finally:
         await pool.close()
         sock.close()
         log.info("butler %s stopped", name)
+
+
+async def _serve_http(
+    butler: Butler, settings: ButlerSettings, sock: socket.socket, own_url: str, port: int
+) -> None:
+    """Start the butler's background work and serve HTTP on `sock` until asked to stop."""
+    await butler.start()
+    registrar = (
+        Registrar(
+            butler.context,
+            switchboard_url=settings.switchboard_url,
+            advertise_url=settings.advertise_url or own_url,
+            interval=settings.heartbeat_interval,
+        )
+        if settings.switchboard_url
+        else None
+    )
+    chains = [migrations.CORE, *module_chains(butler.context.resource.spec.modules)]
+    app = build_http_app(butler.server, butler.name, make_ready_check(butler.context.pool, chains))
+    config = uvicorn.Config(
+        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10
+    )
+    server = _GracefulServer(config)
+    watch = (
+        asyncio.create_task(_exit_with_parent(settings.parent_pid, server))
+        if settings.parent_pid
+        else None
+    )
+    log.info(
+        "butler %s serving MCP on http://%s:%d/mcp (schema %s)",
+        butler.name,
+        settings.host,
+        port,
+        butler.context.schema,
+    )
+    if registrar:
+        registrar.start()
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        if watch:
+            watch.cancel()
+        if registrar:
+            await registrar.aclose()
 
 
 class _GracefulServer(uvicorn.Server):

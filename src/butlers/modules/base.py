@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from butlers.core.context import ButlerContext
+from butlers.core.spawner import Spawner
 from butlers.migrations import Chain
+from butlers.modules.channels import Channel
 
 ApprovalMode = Literal["always", "conditional", "never"]
 
@@ -33,13 +35,26 @@ class ModuleConfig(BaseModel):
 
 
 @dataclass
+class ModuleServices:
+    """What the modules of one butler share.
+
+    `spawner` runs the butler's LLM sessions (it exists before any module starts);
+    `channels` holds each delivery channel that started (filled by `telegram` and
+    `email`, used by `messenger`).
+    """
+
+    spawner: Spawner
+    channels: dict[str, Channel] = field(default_factory=dict)
+
+
+@dataclass
 class ModuleContext:
     """What a module may use: its config, the butler's pool, credentials, shared services."""
 
     name: str
     butler: ButlerContext
     config: Any
-    services: dict[str, Any] = field(default_factory=dict)
+    services: ModuleServices
 
     @property
     def pool(self) -> asyncpg.Pool:

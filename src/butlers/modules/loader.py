@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from butlers.core.context import ButlerContext, ModuleState
 from butlers.migrations import Chain
-from butlers.modules.base import Module, ModuleContext, ModuleError
+from butlers.modules.base import Module, ModuleContext, ModuleError, ModuleServices
 from butlers.modules.registry import REGISTRY
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,16 @@ def module_chains(enabled: Mapping[str, Any]) -> list[Chain]:
     return [chain for name in names if (chain := REGISTRY[name].chain) is not None]
 
 
+def session_hidden_tools(enabled: Mapping[str, Any]) -> tuple[str, ...]:
+    """Tools of the enabled modules that the butler's LLM sessions must not see."""
+    return tuple(
+        tool
+        for name in sorted(enabled)
+        if name in REGISTRY
+        for tool in REGISTRY[name].session_hidden_tools
+    )
+
+
 def _config_error(name: str, exc: ValidationError) -> str:
     problems = "; ".join(
         f"{'.'.join(str(p) for p in err['loc']) or '(config)'}: {err['msg']}"
@@ -69,11 +79,8 @@ class ModuleSet:
     """The started modules of one butler; owns their shutdown."""
 
     butler: ButlerContext
+    services: ModuleServices
     started: list[tuple[Module, ModuleContext]] = field(default_factory=list)
-    services: dict[str, Any] = field(default_factory=dict)
-
-    def session_hidden_tools(self) -> tuple[str, ...]:
-        return tuple(name for module, _ctx in self.started for name in module.session_hidden_tools)
 
     async def stop(self) -> None:
         for module, ctx in reversed(self.started):
@@ -85,11 +92,10 @@ class ModuleSet:
         self.started.clear()
 
 
-async def start_modules(mcp: FastMCP, butler: ButlerContext) -> ModuleSet:
+async def start_modules(mcp: FastMCP, butler: ButlerContext, services: ModuleServices) -> ModuleSet:
     """Start every enabled module; record each outcome in `butler.modules`."""
     enabled = butler.resource.spec.modules
-    modules = ModuleSet(butler=butler)
-    modules.services["module_states"] = butler.modules
+    modules = ModuleSet(butler=butler, services=services)
     states: dict[str, ModuleState] = {}
 
     def record(state: ModuleState) -> None:

@@ -152,5 +152,5 @@ async def test_telegram_polling_collects_updates(module_butler: ButlerFactory) -
         while not updates and asyncio.get_running_loop().time() < deadline:
             updates = await butler.call("telegram_updates", {})
             await asyncio.sleep(0.02)
-        await butler.module_set.stop()
+        await butler.built.modules.stop()
     assert updates == [{"update_id": 7, "message": {"text": "hi bot"}}]

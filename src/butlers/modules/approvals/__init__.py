@@ -34,7 +34,6 @@ class ApprovalsModule(Module):
         timeout = ctx.butler.approval_timeout_seconds or spec.timeout_seconds
         self.store = ApprovalStore(ctx.pool)
         self.gate = ApprovalGate(self.store, timeout)
-        ctx.services["approval_gate"] = self.gate
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         store = self.store

@@ -19,7 +19,7 @@ from pydantic import Field, JsonValue
 
 from butlers.jsonutil import to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, tool_meta
-from butlers.modules.channels import ChannelError, channel_registry
+from butlers.modules.channels import ChannelError
 from butlers.spec import ENV_NAME_PATTERN
 
 NAME = "email"
@@ -143,7 +143,7 @@ class EmailModule(Module):
         default_to = ctx.environ.get(config.default_to_env) if config.default_to_env else None
         self.mailbox = Mailbox(config, username, password, default_to or None)
         await self.mailbox.check_login()
-        channel_registry(ctx.services)[NAME] = self.mailbox
+        ctx.services.channels[NAME] = self.mailbox
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         mailbox = self.mailbox

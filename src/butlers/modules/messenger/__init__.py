@@ -12,7 +12,7 @@ from pydantic import Field, JsonValue
 
 from butlers.jsonutil import to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
-from butlers.modules.channels import ChannelError, channel_registry
+from butlers.modules.channels import ChannelError
 
 NAME = "messenger"
 CHANNEL_MODULES = ("telegram", "email")
@@ -32,7 +32,7 @@ class MessengerModule(Module):
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         pool = ctx.pool
         config: MessengerConfig = ctx.config
-        channels = channel_registry(ctx.services)
+        channels = ctx.services.channels
         states = ctx.butler.modules
         meta = tool_meta(NAME)
 

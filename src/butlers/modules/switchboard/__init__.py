@@ -51,12 +51,11 @@ class SwitchboardModule(Module):
 
     async def start(self, ctx: ModuleContext) -> None:
         config: SwitchboardConfig = ctx.config
-        services = ctx.services
         self._pipeline = Pipeline(
             butler=ctx.butler.name,
             store=SwitchboardStore(ctx.pool),
             clients=ClientCache(timeout=config.route_timeout_seconds + 30),
-            spawner=lambda: services.get("spawner"),
+            spawner=ctx.services.spawner,
             classification_timeout=config.classification_timeout_seconds,
             route_timeout=config.route_timeout_seconds,
             stale_after=config.heartbeat_stale_seconds,

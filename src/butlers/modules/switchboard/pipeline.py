@@ -13,6 +13,7 @@ from typing import Any
 from fastmcp.exceptions import ToolError
 from opentelemetry import trace
 
+from butlers.core.spawner import Spawner
 from butlers.jsonutil import to_json
 from butlers.mcp_clients import ClientCache, EndpointUnavailable
 from butlers.modules.switchboard.store import SwitchboardStore
@@ -50,7 +51,7 @@ class Pipeline:
         butler: str,
         store: SwitchboardStore,
         clients: ClientCache,
-        spawner: Callable[[], Any],
+        spawner: Spawner,
         classification_timeout: float,
         route_timeout: float,
         stale_after: float,
@@ -182,8 +183,8 @@ class Pipeline:
     ) -> Classification:
         profiles = await self._profiles()
         known = {p.name for p in profiles}
-        spawner = self._spawner()
-        if spawner is None or not spawner.configured:
+        spawner = self._spawner
+        if not spawner.configured:
             return fallback(text, "no runtime configured for classification")
         source = f"classify:{request_id}" if request_id else "classify"
         try:

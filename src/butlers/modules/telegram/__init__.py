@@ -16,7 +16,7 @@ from pydantic import Field, JsonValue
 
 from butlers.jsonutil import to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, tool_meta
-from butlers.modules.channels import ChannelError, channel_registry
+from butlers.modules.channels import ChannelError
 from butlers.spec import ENV_NAME_PATTERN
 
 NAME = "telegram"
@@ -103,7 +103,7 @@ class TelegramModule(Module):
         except ChannelError as exc:
             raise ModuleError("credentials", f"telegram rejected the bot token: {exc}") from None
         log.info("telegram bot @%s ready", me.get("username"))
-        channel_registry(ctx.services)[NAME] = self.bot
+        ctx.services.channels[NAME] = self.bot
         if config.poll:
             self._poller = asyncio.create_task(self._poll_forever(), name="telegram-poll")
 

@@ -5,9 +5,17 @@ from typing import Any
 from fastmcp import Client
 
 from butlers.core.context import ButlerContext
+from butlers.core.spawner import Spawner
 from butlers.daemon.server import build_server
-from butlers.modules.loader import dependency_order, module_chains, start_modules
+from butlers.modules.base import ModuleServices
+from butlers.modules.loader import (
+    dependency_order,
+    module_chains,
+    session_hidden_tools,
+    start_modules,
+)
 from butlers.spec import ButlerResource
+from butlers.stores.sessions import SessionStore
 
 
 def _butler(modules: dict[str, Any]) -> ButlerContext:
@@ -22,10 +30,18 @@ def _butler(modules: dict[str, Any]) -> ButlerContext:
     return ButlerContext(resource=resource, schema="probe", pool=None)  # type: ignore[arg-type]
 
 
+def _services() -> ModuleServices:
+    """A spawner without a runtime and without a database: modules only hold on to it."""
+    store = SessionStore(None)  # type: ignore[arg-type]
+    return ModuleServices(
+        spawner=Spawner(butler="probe", store=store, runtime=None, not_configured="-")
+    )
+
+
 async def _start(modules: dict[str, Any]) -> tuple[ButlerContext, set[str], dict[str, Any]]:
     butler = _butler(modules)
     mcp = build_server(butler)
-    started = await start_modules(mcp, butler)
+    started = await start_modules(mcp, butler, _services())
     await started.stop()
     async with Client(mcp) as client:
         tools = {t.name: t for t in await client.list_tools()}
@@ -85,6 +101,15 @@ async def test_unknown_module_is_reported_not_fatal() -> None:
 async def test_module_tools_carry_their_module_in_meta() -> None:
     butler = _butler({"health": {}})
     mcp = build_server(butler)
-    await start_modules(mcp, butler)
+    await start_modules(mcp, butler, _services())
     tool = await mcp.get_tool("measurement_log")
     assert tool is not None and (tool.meta or {})["module"] == "health"
+
+
+def test_session_hidden_tools_come_from_the_enabled_modules() -> None:
+    assert session_hidden_tools({"switchboard": {}, "health": {}}) == (
+        "ingest_v1",
+        "classify_message",
+        "route",
+    )
+    assert session_hidden_tools({"health": {}, "nope": {}}) == ()

@@ -1,0 +1,92 @@
+"""Building one butler in this process: the only place its parts are wired together.
+
+`build_butler` is used by `butlers serve`, the integration fixtures and the
+benchmarks, so each of them runs the same butler: its context, a FastMCP server
+with the core tools, the session services (the spawner exists before any module
+starts, so modules get it as a typed service), the modules in dependency order,
+then `trigger`/`tick`/schedule tools, tool spans and the input-schema table.
+Nothing runs in the background until `Butler.start()`; `aclose()` stops it all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+from fastmcp import FastMCP
+
+from butlers.core.context import ButlerContext
+from butlers.core.services import SessionServices, build_session_services
+from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
+from butlers.modules.base import ModuleServices
+from butlers.modules.loader import ModuleSet, session_hidden_tools, start_modules
+from butlers.scheduling.jobs import JobRegistry
+from butlers.settings import ButlerSettings
+from butlers.spec import ButlerResource
+
+
+@dataclass
+class Butler:
+    """A built butler: what `serve` exposes over HTTP and tests reach in memory."""
+
+    context: ButlerContext
+    server: FastMCP
+    services: SessionServices
+    modules: ModuleSet
+
+    @property
+    def name(self) -> str:
+        return self.context.name
+
+    async def start(self) -> None:
+        """Background work: secrets masked in this process's logs, the scheduler loop."""
+        self.services.start()
+
+    async def aclose(self) -> None:
+        """Stop the scheduler and sessions first (they call module tools), then modules."""
+        try:
+            await self.services.aclose()
+        finally:
+            await self.modules.stop()
+
+
+async def build_butler(
+    resource: ButlerResource,
+    pool: asyncpg.Pool,
+    settings: ButlerSettings,
+    *,
+    schema: str,
+    mcp_url: str,
+    jobs: JobRegistry | None = None,
+) -> Butler:
+    """Every part of one butler on `pool` (its schema at head), nothing started yet.
+
+    `mcp_url` is the butler's own MCP endpoint, for runtimes that call back over HTTP
+    (`claude-code`); the spec's schedules are synced into `scheduled_tasks`.
+    """
+    context = ButlerContext(
+        resource=resource,
+        schema=schema,
+        pool=pool,
+        environ=settings.environ,
+        approval_timeout_seconds=settings.approval_timeout_seconds,
+    )
+    server = build_server(context)
+    services = build_session_services(
+        server,
+        context,
+        settings,
+        mcp_url=mcp_url,
+        jobs=jobs,
+        hidden_tools=session_hidden_tools(resource.spec.modules),
+    )
+    modules = await start_modules(server, context, ModuleServices(spawner=services.spawner))
+    butler = Butler(context=context, server=server, services=services, modules=modules)
+    try:
+        register_session_service_tools(server, services)
+        await services.sync_schedules(resource.spec.schedules)
+        await finalize_server(server, context, secrets=services.redactor.secrets)
+    except BaseException:
+        await butler.aclose()
+        raise
+    return butler
