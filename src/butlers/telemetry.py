@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,39 +33,15 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import Status, StatusCode
 
+from butlers.redaction import Redactor
+
 log = logging.getLogger("butlers.tool_span")
-REDACTED = "[REDACTED]"
-SENSITIVE_KEY = re.compile(r"(pass(word)?|secret|token|api[_-]?key|credential|authorization)", re.I)
 TRACER = "butlers"
 MCP_SDK_TRACER = "mcp-python-sdk"
 
 
 def tracer() -> trace.Tracer:
     return trace.get_tracer(TRACER)
-
-
-# -- redaction ---------------------------------------------------------------------
-
-
-def redact(value: Any, sensitive: Iterable[str] = (), secrets: Iterable[str] = ()) -> Any:
-    """A copy of `value` with sensitive keys and known secret strings replaced."""
-    names = set(sensitive)
-    known = [s for s in secrets if s and len(s) >= 4]
-
-    def walk(item: Any, key: str | None = None) -> Any:
-        if key is not None and (key in names or SENSITIVE_KEY.search(key)):
-            return REDACTED
-        if isinstance(item, Mapping):
-            return {str(k): walk(v, str(k)) for k, v in item.items()}
-        if isinstance(item, list | tuple):
-            return [walk(v) for v in item]
-        if isinstance(item, str):
-            for secret in known:
-                if secret in item:
-                    item = item.replace(secret, REDACTED)
-        return item
-
-    return walk(value)
 
 
 # -- exporters ----------------------------------------------------------------------
@@ -168,19 +143,15 @@ def configure_tracing(
 
 
 class ToolSpanMiddleware(Middleware):
-    """One span per tool call: name, butler, module, redacted args, status, duration."""
+    """One span per tool call: name, butler, module, args (redacted by the butler's one
+    policy, `butlers.redaction`), status, duration."""
 
     def __init__(
-        self,
-        butler: str,
-        modules: Callable[[str], str | None],
-        sensitive_args: Callable[[str], Iterable[str]] = lambda _name: (),
-        secrets: Callable[[], Iterable[str]] = lambda: (),
+        self, butler: str, modules: Callable[[str], str | None], redactor: Redactor
     ) -> None:
         self._butler = butler
         self._modules = modules
-        self._sensitive = sensitive_args
-        self._secrets = secrets
+        self._redactor = redactor
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         message = context.message
@@ -191,7 +162,7 @@ class ToolSpanMiddleware(Middleware):
             span.set_attribute("tool.name", name)
             span.set_attribute("tool.butler", self._butler)
             span.set_attribute("tool.module", self._modules(name) or "unknown")
-            args = redact(arguments, self._sensitive(name), self._secrets())
+            args = self._redactor.arguments(name, arguments)
             span.set_attribute("tool.args", json.dumps(args, default=str, ensure_ascii=False))
             try:
                 result = await call_next(context)

@@ -7,6 +7,7 @@ from typing import Any
 from fastmcp import Client
 
 from butlers.testing.script_server import Script, step
+from butlers.waiting import wait_until
 from tests.support.contracts import AUDIT_FIELDS
 
 from .harness.ecosystem import EcosystemHandle
@@ -20,16 +21,16 @@ async def _contact(handle: EcosystemHandle, name: str) -> str:
 async def _pending_row(handle: EcosystemHandle, contact_id: str) -> dict[str, Any]:
     """The pending approval for this contact, read from the table (deadline-bound)."""
     pool = await handle.pool("relationship")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        row = await pool.fetchrow(
+    row = await wait_until(
+        lambda: pool.fetchrow(
             "SELECT * FROM approvals WHERE status = 'pending' AND tool_args->>'contact_id' = $1",
             contact_id,
-        )
-        if row is not None:
-            return dict(row)
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"no pending approval for contact {contact_id}")
+        ),
+        timeout=10,
+        interval=0.02,
+        message=f"no pending approval for contact {contact_id}",
+    )
+    return dict(row)
 
 
 async def _contact_exists(handle: EcosystemHandle, contact_id: str) -> bool:

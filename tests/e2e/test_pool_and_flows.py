@@ -1,9 +1,9 @@
 """Pool exhaustion queues and recovers; health and relationship flows through `trigger`."""
 
 import asyncio
-import time
 
 from butlers.testing.script_server import Script, call, step
+from butlers.waiting import wait_until
 
 from .harness.ecosystem import EcosystemHandle
 
@@ -28,16 +28,17 @@ async def test_calls_queue_on_an_exhausted_pool_and_all_succeed(
             )
             for i in range(CALLS)
         ]
-        deadline = time.monotonic() + 15
         waiting = 0
-        while time.monotonic() < deadline:
+
+        async def pool_exhausted() -> bool:
+            nonlocal waiting
             waiting = await watcher.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'butler:health' "
                 "AND wait_event_type = 'Lock'"
             )
-            if waiting >= 10:
-                break
-            await asyncio.sleep(0.05)
+            return waiting >= 10
+
+        await wait_until(pool_exhausted, timeout=15, message="the pool never filled up")
         assert waiting == 10, "every pooled connection should be busy, the rest queued"
         assert not any(call.done() for call in calls)
         await tx.rollback()

@@ -4,7 +4,6 @@ interleaving with external triggers, CRUD over MCP, idempotent ticks, staggering
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime
 from itertools import pairwise
 
@@ -13,6 +12,7 @@ from fastmcp.exceptions import ToolError
 
 from butlers.scheduling.cron import MAX_STAGGER, stagger_offset
 from butlers.testing.script_server import Script, step
+from butlers.waiting import wait_until
 
 from .harness.ecosystem import EcosystemHandle
 
@@ -66,10 +66,12 @@ async def test_due_prompt_task_goes_pending_running_completed_and_rearms(
     assert (await _task(butler_ecosystem, "health", "e2e-checkin"))["status"] == "pending"
     await _make_due(butler_ecosystem, "health", "e2e-checkin")
     tick = asyncio.create_task(butler_ecosystem.call("health", "tick"))
-    deadline = time.monotonic() + 10
-    while (await _task(butler_ecosystem, "health", "e2e-checkin"))["status"] != "running":
-        assert time.monotonic() < deadline and not tick.done(), "task never seen running"
-        await asyncio.sleep(0.02)
+
+    async def running() -> bool:
+        assert not tick.done(), "task never seen running"
+        return (await _task(butler_ecosystem, "health", "e2e-checkin"))["status"] == "running"
+
+    await wait_until(running, timeout=10, interval=0.02, message="task never seen running")
     ran = (await tick)["ran"]
     task = await _task(butler_ecosystem, "health", "e2e-checkin")
     assert [(r["name"], r["status"]) for r in ran] == [("e2e-checkin", "completed")]

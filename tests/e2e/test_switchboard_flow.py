@@ -7,13 +7,13 @@ array, each target's session calls its domain tool and answers.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
 
 from butlers.switchboard.envelope import build_envelope
 from butlers.testing.script_server import Script, call, step
+from butlers.waiting import wait_until
 
 from .harness.ecosystem import EcosystemHandle
 
@@ -58,10 +58,13 @@ async def test_heartbeats_keep_last_seen_moving(butler_ecosystem: EcosystemHandl
         return next(r["last_seen_at"] for r in rows if r["name"] == "general")
 
     first = await last_seen()
-    deadline = time.monotonic() + 10
-    while await last_seen() == first:
-        assert time.monotonic() < deadline, "no heartbeat within 10 s (interval is 1 s)"
-        await _pause()
+
+    async def moved() -> bool:
+        return await last_seen() != first
+
+    await wait_until(
+        moved, timeout=10, interval=0.1, message="no heartbeat within 10 s (interval is 1 s)"
+    )
 
 
 # -- single and multi-domain flows ----------------------------------------------------
@@ -334,19 +337,16 @@ async def test_switchboard_only_tools_are_absent_elsewhere(
             assert has == {"ingest_v1", "classify_message", "route"}
 
 
-async def _pause() -> None:
-    import asyncio
-
-    await asyncio.sleep(0.1)
-
-
 async def _sessions_done(handle: EcosystemHandle, butler: str, timeout: float = 15) -> None:
     """Until no session of `butler` is still running (a timed-out route's session goes on)."""
     pool = await handle.pool(butler)
-    deadline = time.monotonic() + timeout
-    while await pool.fetchval("SELECT count(*) FROM sessions WHERE status = 'running'"):
-        assert time.monotonic() < deadline, f"{butler} still has running sessions"
-        await _pause()
+
+    async def none_running() -> bool:
+        return not await pool.fetchval("SELECT count(*) FROM sessions WHERE status = 'running'")
+
+    await wait_until(
+        none_running, timeout=timeout, interval=0.1, message=f"{butler} still has running sessions"
+    )
 
 
 async def _switchboard_idle(handle: EcosystemHandle) -> None:
@@ -381,13 +381,17 @@ async def test_ingest_without_wait_accepts_at_once_and_routes_in_the_background(
         "switchboard", "ingest_v1", {"envelope": envelope.model_dump(mode="json")}
     )
     assert set(accepted) == {"status", "request_id", "duplicate"}
-    deadline = time.monotonic() + 15
-    while True:
-        message = await butler_ecosystem.call(
-            "switchboard", "message_get", {"request_id": accepted["request_id"]}
+    message: dict = {}
+
+    async def dispatched() -> bool:
+        message.update(
+            await butler_ecosystem.call(
+                "switchboard", "message_get", {"request_id": accepted["request_id"]}
+            )
         )
-        if message["status"] == "dispatched":
-            break
-        assert time.monotonic() < deadline, f"still {message['status']}"
-        await _pause()
+        return bool(message["status"] == "dispatched")
+
+    await wait_until(
+        dispatched, timeout=15, interval=0.1, message=lambda: f"still {message['status']}"
+    )
     assert [(r["butler"], r["status"]) for r in message["routes"]] == [("general", "success")]

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import yaml
 from fastmcp import Client
 
 from butlers.db.embedded import free_port
+from butlers.waiting import WaitTimeout, wait_until_blocking
 from tests.support.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,13 +64,12 @@ def _alive(pid: int) -> bool:
 
 
 def _wait_gone(pids: list[int], timeout: float = 20.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        alive = [pid for pid in pids if _alive(pid)]
-        if not alive:
-            return []
-        time.sleep(0.05)
-    return alive
+    """The pids still alive after `timeout` seconds (none, once they have all exited)."""
+    try:
+        wait_until_blocking(lambda: not any(_alive(pid) for pid in pids), timeout=timeout)
+    except WaitTimeout:
+        return [pid for pid in pids if _alive(pid)]
+    return []
 
 
 async def test_up_detach_serves_and_down_leaves_no_process_and_data_survives(
@@ -115,11 +114,12 @@ def test_ctrl_c_stops_everything_cleanly(tmp_path: Path) -> None:
         [*BUTLERS, "up", "--data-dir", str(data), "--roster", str(roster)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not (data / "ecosystem.json").exists():
+
+    def ready() -> bool:
         assert process.poll() is None, process.stdout.read() if process.stdout else ""
-        assert time.monotonic() < deadline, "butlers up never became ready"
-        time.sleep(0.05)
+        return (data / "ecosystem.json").exists()
+
+    wait_until_blocking(ready, timeout=60, message="butlers up never became ready")
     state = json.loads((data / "ecosystem.json").read_text())
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=60) == 0

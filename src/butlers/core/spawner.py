@@ -230,7 +230,7 @@ class Spawner:
             output=self._redactor.text(output) if output is not None else None,
             error=self._redactor.text(error) if error else None,
             duration_ms=max(0, round((time.monotonic() - started) * 1000)),
-            tool_calls=self._redactor.value(session.tool_calls),
+            tool_calls=self._redactor.tool_calls(session.tool_calls),
             input_tokens=session.input_tokens,
             output_tokens=session.output_tokens,
             model=runtime.model_name,

@@ -80,12 +80,13 @@ async def build_butler(
         jobs=jobs,
         hidden_tools=session_hidden_tools(resource.spec.modules),
     )
-    modules = await start_modules(server, context, ModuleServices(spawner=services.spawner))
+    shared = ModuleServices(spawner=services.spawner, redactor=services.redactor)
+    modules = await start_modules(server, context, shared)
     butler = Butler(context=context, server=server, services=services, modules=modules)
     try:
         register_session_service_tools(server, services)
         await services.sync_schedules(resource.spec.schedules)
-        await finalize_server(server, context, secrets=services.redactor.secrets)
+        await finalize_server(server, context, services.redactor)
     except BaseException:
         await butler.aclose()
         raise

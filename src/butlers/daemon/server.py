@@ -9,6 +9,7 @@ from fastmcp.tools import Tool
 
 from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices
+from butlers.redaction import Redactor
 from butlers.stores.sessions import SessionStore
 from butlers.stores.state import StateStore
 from butlers.telemetry import ToolSpanMiddleware
@@ -47,10 +48,9 @@ async def install_schema_lookup(mcp: FastMCP, tools: Sequence[Tool] | None = Non
     mcp._mcp_server.get_tool_input_schema = schemas.get
 
 
-async def finalize_server(
-    mcp: FastMCP, butler: ButlerContext, *, secrets: tuple[str, ...] = ()
-) -> None:
-    """Once every tool is registered: the input-schema table and the tool spans."""
+async def finalize_server(mcp: FastMCP, butler: ButlerContext, redactor: Redactor) -> None:
+    """Once every tool is registered: the input-schema table, the tools' declared sensitive
+    arguments given to the redaction policy, and the tool spans."""
     tools = await mcp.list_tools()
     modules = {t.name: str((t.meta or {}).get("module", "core")) for t in tools}
     sensitive: dict[str, set[str]] = {
@@ -58,12 +58,6 @@ async def finalize_server(
     }
     for rule in butler.resource.spec.approvals.rules:
         sensitive.setdefault(rule.tool, set()).update(rule.sensitive_args)
-    mcp.add_middleware(
-        ToolSpanMiddleware(
-            butler.name,
-            modules.get,
-            lambda name: sensitive.get(name, ()),
-            lambda: secrets,
-        )
-    )
+    redactor.declare_sensitive_args(sensitive)
+    mcp.add_middleware(ToolSpanMiddleware(butler.name, modules.get, redactor))
     await install_schema_lookup(mcp, tools)

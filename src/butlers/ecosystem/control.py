@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import httpx2 as httpx
 from butlers.ecosystem.supervisor import read_state_file
 from butlers.errors import EcosystemError
 from butlers.settings import EcosystemSettings
+from butlers.waiting import wait_until_blocking
 
 DETACH_TIMEOUT = 120.0
 DOWN_TIMEOUT = 60.0
@@ -83,16 +83,20 @@ def start_detached(settings: EcosystemSettings, program: str) -> dict[str, Any]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    deadline = time.monotonic() + DETACH_TIMEOUT
-    while time.monotonic() < deadline:
+
+    def started() -> dict[str, Any] | None:
         if process.poll() is not None:
             tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
             raise EcosystemError(f"`butlers up` exited with code {process.returncode}:\n{tail}")
         state = read_state_file(settings.data_dir)
-        if state is not None and state.get("supervisor_pid") == process.pid:
-            return state
-        time.sleep(0.05)
-    raise EcosystemError(f"not ready after {DETACH_TIMEOUT:.0f} s; see {log_path}")
+        return state if state is not None and state.get("supervisor_pid") == process.pid else None
+
+    return wait_until_blocking(
+        started,
+        timeout=DETACH_TIMEOUT,
+        message=f"not ready after {DETACH_TIMEOUT:.0f} s; see {log_path}",
+        error=EcosystemError,
+    )
 
 
 def stop_running(data_dir: Path, timeout: float = DOWN_TIMEOUT) -> bool:
@@ -103,11 +107,12 @@ def stop_running(data_dir: Path, timeout: float = DOWN_TIMEOUT) -> bool:
         pid_file.remove()
         return False
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while _alive(pid):
-        if time.monotonic() > deadline:
-            raise EcosystemError(f"the supervisor (pid {pid}) did not stop within {timeout:.0f} s")
-        time.sleep(0.05)
+    wait_until_blocking(
+        lambda: not _alive(pid),
+        timeout=timeout,
+        message=f"the supervisor (pid {pid}) did not stop within {timeout:.0f} s",
+        error=EcosystemError,
+    )
     return True
 
 

@@ -30,6 +30,7 @@ from butlers.ecosystem.launcher import ButlerChild, warm_up
 from butlers.errors import EcosystemError, PortInUseError
 from butlers.settings import EcosystemSettings
 from butlers.spec import ButlerResource, schema_name
+from butlers.waiting import WaitTimeout, wait_until
 
 log = logging.getLogger(__name__)
 READY_TIMEOUT = 60.0
@@ -201,11 +202,10 @@ class Ecosystem:
     async def wait_ready(
         self, names: list[str] | None = None, timeout: float = READY_TIMEOUT
     ) -> None:
-        targets = [self.butlers[n] for n in (names or list(self.butlers))]
-        deadline = time.monotonic() + timeout
+        pending = {b.name: b for b in (self.butlers[n] for n in (names or list(self.butlers)))}
         async with httpx.AsyncClient(timeout=2.0) as client:
-            pending = {b.name: b for b in targets}
-            while pending:
+
+            async def all_ready() -> bool:
                 for name, butler in list(pending.items()):
                     if butler.process is not None and butler.process.poll() is not None:
                         raise EcosystemError(
@@ -219,14 +219,17 @@ class Ecosystem:
                         continue
                     if response.status_code == 200:
                         del pending[name]
-                if not pending:
-                    break
-                if time.monotonic() > deadline:
-                    raise EcosystemError(
-                        f"butlers not ready after {timeout:.0f} s: {', '.join(sorted(pending))}; "
-                        f"see {self.data_dir / 'logs'}"
-                    )
-                await asyncio.sleep(0.05)
+                return not pending
+
+            await wait_until(
+                all_ready,
+                timeout=timeout,
+                message=lambda: (
+                    f"butlers not ready after {timeout:.0f} s: {', '.join(sorted(pending))}; "
+                    f"see {self.data_dir / 'logs'}"
+                ),
+                error=EcosystemError,
+            )
 
     @property
     def switchboard(self) -> ButlerProcess | None:
@@ -243,21 +246,26 @@ class Ecosystem:
             return
         from fastmcp import Client
 
-        expected = set(self.butlers)
-        deadline = time.monotonic() + timeout
+        missing = set(self.butlers)
         async with Client(switchboard.url, timeout=10) as client:
-            while True:
+
+            async def all_registered() -> bool:
                 rows = (await client.call_tool("butler_registry_list", {})).data or []
                 registered = {r["name"]: r["url"] for r in rows}
-                missing = {n for n in expected if registered.get(n) != self.butlers[n].url}
-                if not missing:
-                    return
-                if time.monotonic() > deadline:
-                    raise EcosystemError(
-                        f"butlers not registered with the switchboard after {timeout:.0f} s: "
-                        f"{', '.join(sorted(missing))}"
-                    )
-                await asyncio.sleep(0.05)
+                missing.intersection_update(
+                    {n for n in self.butlers if registered.get(n) != self.butlers[n].url}
+                )
+                return not missing
+
+            await wait_until(
+                all_registered,
+                timeout=timeout,
+                message=lambda: (
+                    f"butlers not registered with the switchboard after {timeout:.0f} s: "
+                    f"{', '.join(sorted(missing))}"
+                ),
+                error=EcosystemError,
+            )
 
     # -- running -------------------------------------------------------------
 
@@ -334,12 +342,11 @@ async def _wait_for_closing_connections(port: int, timeout: float = TIME_WAIT_LI
     if not port_held_only_by_closing_connections(port):
         return False
     log.info("port %d is held by closing connections (TIME_WAIT); waiting for it", port)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if port_is_free(port):
-            return True
-        await asyncio.sleep(0.25)  # the loop stays free: Ctrl-C still works
-    return port_is_free(port)
+    try:
+        # Polls on the event loop, which stays free: Ctrl-C still works.
+        return await wait_until(lambda: port_is_free(port), timeout=timeout, interval=0.25)
+    except WaitTimeout:
+        return False
 
 
 def chains_for(resource: ButlerResource) -> list[migrations.Chain]:

@@ -14,6 +14,7 @@ from butlers.core.context import ButlerContext
 from butlers.core.spawner import Spawner
 from butlers.migrations import Chain
 from butlers.modules.channels import Channel
+from butlers.redaction import Redactor
 
 ApprovalMode = Literal["always", "conditional", "never"]
 
@@ -39,11 +40,13 @@ class ModuleServices:
     """What the modules of one butler share.
 
     `spawner` runs the butler's LLM sessions (it exists before any module starts);
+    `redactor` is the butler's one redaction policy (for anything a module records);
     `channels` holds each delivery channel that started (filled by `telegram` and
     `email`, used by `messenger`).
     """
 
     spawner: Spawner
+    redactor: Redactor
     channels: dict[str, Channel] = field(default_factory=dict)
 
 

@@ -19,7 +19,6 @@ import secrets
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,6 +30,7 @@ import yaml
 from butlers.db.embedded import free_port
 from butlers.roster import load_roster
 from butlers.spec import ButlerResource
+from butlers.waiting import wait_until
 
 from . import kind_commands as k
 from .ecosystem import ButlerEndpoint, EcosystemHandle
@@ -90,19 +90,24 @@ class PortForwards:
         return local
 
     async def _wait_listening(self, service: str, port: int) -> None:
-        deadline = time.monotonic() + 30
-        while True:
+        async def listening() -> bool:
             if self.processes[service].returncode is not None:
                 raise KindError(f"kubectl port-forward to service/{service} exited")
             try:
                 _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                await writer.wait_closed()
-                return
             except OSError:
-                if time.monotonic() > deadline:
-                    raise KindError(f"port-forward to service/{service} never listened") from None
-                await asyncio.sleep(0.1)
+                return False
+            writer.close()
+            await writer.wait_closed()
+            return True
+
+        await wait_until(
+            listening,
+            timeout=30,
+            interval=0.1,
+            message=f"port-forward to service/{service} never listened",
+            error=KindError,
+        )
 
     async def close(self, service: str) -> None:
         process = self.processes.pop(service, None)
@@ -177,17 +182,21 @@ async def read_secret(target: k.KindTarget, name: str) -> dict[str, str]:
 
 
 async def wait_ready_http(url: str, timeout: float = READY_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
     async with httpx.AsyncClient(timeout=2.0) as client:
-        while True:
+
+        async def ready() -> bool:
             try:
-                if (await client.get(url)).status_code == 200:
-                    return
+                return (await client.get(url)).status_code == 200
             except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise KindError(f"{url} not ready after {timeout:.0f} s")
-            await asyncio.sleep(0.1)
+                return False
+
+        await wait_until(
+            ready,
+            timeout=timeout,
+            interval=0.1,
+            message=f"{url} not ready after {timeout:.0f} s",
+            error=KindError,
+        )
 
 
 @asynccontextmanager

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,6 +26,7 @@ from kopf.testing import KopfRunner
 from butlers.db.provision import deprovision
 from butlers.roster import load_roster
 from butlers.spec import schema_name
+from butlers.waiting import wait_until
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 from tests.support.kube_emulator import declare_cluster
@@ -68,6 +68,11 @@ def build_butler_object(manifest: Mapping[str, Any], namespace: str) -> dict[str
     return document
 
 
+def _database_ready(butlers: list[dict[str, Any]]) -> set[str]:
+    ready = (b for b in butlers if condition(b, "DatabaseReady").get("status") == "True")
+    return {b["metadata"]["name"] for b in ready}
+
+
 def condition(butler: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
     conditions = (butler.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == kind), {})
@@ -92,26 +97,20 @@ class FakeCluster:
             return list((await response.json()).get("items") or [])
 
     async def wait_database_ready(self, names: set[str], timeout: float = READY_TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            butlers = await self.items("butlers.dev/v1alpha1", "butlers")
-            ready = {
-                b["metadata"]["name"]
-                for b in butlers
-                if condition(b, "DatabaseReady").get("status") == "True"
+        butlers: list[dict[str, Any]] = []
+
+        async def all_ready() -> bool:
+            butlers[:] = await self.items("butlers.dev/v1alpha1", "butlers")
+            return names <= _database_ready(butlers)
+
+        def problem() -> str:
+            reasons = {
+                b["metadata"]["name"]: condition(b, "DatabaseReady").get("message") for b in butlers
             }
-            if names <= ready:
-                return
-            if time.monotonic() > deadline:
-                reasons = {
-                    b["metadata"]["name"]: condition(b, "DatabaseReady").get("message")
-                    for b in butlers
-                }
-                raise OperatorBackendError(
-                    f"DatabaseReady not True after {timeout:.0f} s for "
-                    f"{sorted(names - ready)}: {reasons}"
-                )
-            await asyncio.sleep(0.05)
+            missing = sorted(names - _database_ready(butlers))
+            return f"DatabaseReady not True after {timeout:.0f} s for {missing}: {reasons}"
+
+        await wait_until(all_ready, timeout=timeout, message=problem, error=OperatorBackendError)
 
 
 @asynccontextmanager
@@ -162,19 +161,26 @@ async def wait_registered(
     handle: EcosystemHandle, switchboard: str, expected: Mapping[str, str]
 ) -> None:
     """Until the switchboard's registry lists every butler (name → URL as advertised)."""
-    deadline = time.monotonic() + READY_TIMEOUT
-    while True:
+    registered: dict[str, str] = {}
+
+    def missing() -> list[str]:
+        return sorted(n for n, url in expected.items() if registered.get(n) != url)
+
+    async def all_registered() -> bool:
         rows = await handle.call(switchboard, "butler_registry_list", {}) or []
-        registered = {r["name"]: r["url"] for r in rows}
-        missing = {n for n, url in expected.items() if registered.get(n) != url}
-        if not missing:
-            return
-        if time.monotonic() > deadline:
-            raise OperatorBackendError(
-                f"not registered with the switchboard after {READY_TIMEOUT:.0f} s: "
-                f"{sorted(missing)} (registered: {registered})"
-            )
-        await asyncio.sleep(0.05)
+        registered.clear()
+        registered.update({r["name"]: r["url"] for r in rows})
+        return not missing()
+
+    await wait_until(
+        all_registered,
+        timeout=READY_TIMEOUT,
+        message=lambda: (
+            f"not registered with the switchboard after {READY_TIMEOUT:.0f} s: "
+            f"{missing()} (registered: {registered})"
+        ),
+        error=OperatorBackendError,
+    )
 
 
 @asynccontextmanager

@@ -15,7 +15,6 @@ import re
 import shutil
 import signal
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import httpx2 as httpx
 
 from butlers.db.embedded import free_port
+from butlers.waiting import wait_until
 
 from .localrun import ContainerLaunch, Objects, build_pod_launches
 
@@ -157,9 +157,9 @@ class LocalPod:
         await self.wait_ready()
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
-        deadline = time.monotonic() + timeout
         async with httpx.AsyncClient(timeout=2.0) as client:
-            while True:
+
+            async def ready() -> bool:
                 if self.process is not None and self.process.returncode is not None:
                     raise PodError(
                         f"pod {self.name}: container exited with {self.process.returncode} "
@@ -167,15 +167,16 @@ class LocalPod:
                     )
                 try:
                     response = await client.get(self.base_url + self.ready_path)
-                    if response.status_code == 200:
-                        return
                 except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise PodError(
-                        f"pod {self.name}: not ready after {timeout:.0f} s; see {self.log_path}"
-                    )
-                await asyncio.sleep(0.05)
+                    return False
+                return response.status_code == 200
+
+            await wait_until(
+                ready,
+                timeout=timeout,
+                message=f"pod {self.name}: not ready after {timeout:.0f} s; see {self.log_path}",
+                error=PodError,
+            )
 
     async def kill(self) -> None:
         """SIGKILL the container, as a crash would."""

@@ -1,9 +1,9 @@
 """The approval gate: held calls, decisions, expiry, conditional policies, spec overrides."""
 
 import asyncio
-import time
 from typing import Any
 
+from butlers.waiting import wait_until
 from tests.support.contracts import AUDIT_FIELDS
 
 from .conftest import ButlerFactory, ModuleButler
@@ -12,14 +12,16 @@ RELATIONSHIP = {"approvals": {}, "contacts": {}}
 
 
 async def _pending(butler: ModuleButler, tool: str, within: float = 10.0) -> dict[str, Any]:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+    async def pending() -> dict[str, Any] | None:
         rows = await butler.call("approval_list", {"status": "pending"})
-        for row in rows:
-            if row["tool_name"] == tool:
-                return row  # type: ignore[no-any-return]
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"no pending approval for {tool} within {within} s")
+        return next((row for row in rows if row["tool_name"] == tool), None)
+
+    return await wait_until(
+        pending,
+        timeout=within,
+        interval=0.02,
+        message=f"no pending approval for {tool} within {within} s",
+    )
 
 
 async def test_approved_delete_runs_with_the_original_arguments(
@@ -131,3 +133,23 @@ async def test_audit_row_has_every_field(module_butler: ButlerFactory) -> None:
         "ops",
         "ok",
     )
+
+
+async def test_approval_row_masks_credentials_but_the_approved_call_gets_them(
+    module_butler: ButlerFactory,
+) -> None:
+    """The approval row follows the butler's one redaction policy; the held call does not."""
+    butler = await module_butler(
+        {"approvals": {}}, approvals={"rules": [{"tool": "state_set", "mode": "always"}]}
+    )
+    login = {"user": "ann", "password": "hunter2-correct-horse"}
+    call = asyncio.create_task(butler.call("state_set", {"key": "login", "value": login}))
+    row = await _pending(butler, "state_set")
+    assert row["tool_args"] == {"key": "login", "value": {"user": "ann", "password": "[REDACTED]"}}
+    await butler.call(
+        "approval_decide", {"approval_id": row["id"], "decision": "approved", "decided_by": "me"}
+    )
+    await asyncio.wait_for(call, 10)
+    assert await butler.call("state_get", {"key": "login"}) == login
+    stored = await butler.call("approval_list", {"status": "approved"})
+    assert "hunter2-correct-horse" not in str(stored)

@@ -1,8 +1,8 @@
 """Channel modules against local fakes, and the messenger's delivery log through them."""
 
-import asyncio
-
 import pytest
+
+from butlers.waiting import wait_until
 
 from .conftest import ButlerFactory
 from .fakes.imap import fake_imap
@@ -147,10 +147,11 @@ async def test_telegram_polling_collects_updates(module_butler: ButlerFactory) -
             {"telegram": {"apiBase": fake.url, "poll": True, "pollTimeoutSeconds": 0}},
             environ={"TELEGRAM_BOT_TOKEN": TOKEN},
         )
-        deadline = asyncio.get_running_loop().time() + 10
-        updates: list = []
-        while not updates and asyncio.get_running_loop().time() < deadline:
-            updates = await butler.call("telegram_updates", {})
-            await asyncio.sleep(0.02)
+        updates = await wait_until(
+            lambda: butler.call("telegram_updates", {}),
+            timeout=10,
+            interval=0.02,
+            message="no update polled within 10 s",
+        )
         await butler.built.modules.stop()
     assert updates == [{"update_id": 7, "message": {"text": "hi bot"}}]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,6 +17,7 @@ import kmock
 import pytest
 from kopf.testing import KopfRunner
 
+from butlers.waiting import wait_until
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 from tests.support.kube_emulator import declare_cluster
@@ -42,16 +42,12 @@ async def eventually(
     check: Callable[[], Any | Awaitable[Any]], what: str, deadline: float = DEADLINE
 ) -> Any:
     """Poll `check` until it returns something truthy, or fail after `deadline` seconds."""
-    stop = time.monotonic() + deadline
-    while True:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if time.monotonic() > stop:
-            pytest.fail(f"timed out after {deadline} s waiting for {what}")
-        await asyncio.sleep(0.05)
+    return await wait_until(
+        check,
+        timeout=deadline,
+        message=f"timed out after {deadline} s waiting for {what}",
+        error=AssertionError,
+    )
 
 
 @asynccontextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -12,6 +11,7 @@ from fastmcp.exceptions import ToolError
 from butlers.core.scheduler import Scheduler
 from butlers.scheduling.jobs import builtin_jobs
 from butlers.testing.script_server import Script, step
+from butlers.waiting import wait_until
 
 from .conftest import make_resource
 
@@ -146,10 +146,14 @@ async def test_background_loop_runs_due_tasks(make_app):
     )
     scheduler.start()
     try:
-        deadline = time.monotonic() + 10
-        while (await app.services.scheduler.store.get("snapshot"))["status"] != "completed":
-            assert time.monotonic() < deadline, "the loop never ran the due task"
-            await asyncio.sleep(0.02)
+
+        async def completed() -> bool:
+            task = await app.services.scheduler.store.get("snapshot")
+            return bool(task["status"] == "completed")
+
+        await wait_until(
+            completed, timeout=10, interval=0.02, message="the loop never ran the due task"
+        )
     finally:
         await scheduler.aclose()
 

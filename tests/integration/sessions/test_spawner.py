@@ -155,3 +155,22 @@ async def test_secrets_are_redacted_from_tool_calls_and_output(make_app, llm_scr
     assert secret not in row["calls"] and "[REDACTED]" in row["calls"]
     assert secret not in row["output"] and secret not in str(result)
     assert llm_script.requests[0]["env"] == ["HEALTH_TOKEN"]
+
+
+async def test_sensitive_arguments_are_masked_in_session_rows_as_in_spans(
+    make_app, llm_script: Script
+):
+    """One redaction policy: an argument named like a credential never reaches the row."""
+    login = {"user": "ann", "password": "hunter2-correct-horse"}
+    llm_script.add(step(tool_calls=[call("state_set", key="login", value=login)]), step("ok"))
+    app = await make_app()
+    result = await app.call("trigger", {"prompt": "remember my login"})
+    row = await app.call("sessions_get", {"session_id": result["session_id"]})
+    [stored] = row["tool_calls"]
+    assert stored["arguments"] == {
+        "key": "login",
+        "value": {"user": "ann", "password": "[REDACTED]"},
+    }
+    assert "hunter2-correct-horse" not in str(row) and "hunter2-correct-horse" not in str(result)
+    # Redaction is of the record only: the tool itself got the real value.
+    assert await app.call("state_get", {"key": "login"}) == login

@@ -1,4 +1,4 @@
-"""Masking secret values in text, JSON values and log records."""
+"""The one redaction policy: secrets, credential-named keys and declared sensitive arguments."""
 
 from __future__ import annotations
 
@@ -35,3 +35,50 @@ def test_tracebacks_in_log_records_are_masked() -> None:
         record = logging.LogRecord("n", logging.ERROR, "f", 1, "failed", None, sys.exc_info())
     RedactingFilter(Redactor(["sk-abc123"])).filter(record)
     assert "sk-abc123" not in (record.exc_text or "") and MASK in (record.exc_text or "")
+
+
+def test_known_secret_values_are_masked_anywhere() -> None:
+    value = {"note": "my key is sk-secret-123", "items": ["sk-secret-123"], "token": "x"}
+    assert Redactor(["sk-secret-123"]).value(value) == {
+        "note": f"my key is {MASK}",
+        "items": [MASK],
+        "token": MASK,
+    }
+
+
+def test_credential_named_keys_are_masked_at_any_depth() -> None:
+    value = {"login": {"user": "ann", "Password": "p", "apiKey": "k"}, "list": [{"token": 1}]}
+    assert Redactor().value(value) == {
+        "login": {"user": "ann", "Password": MASK, "apiKey": MASK},
+        "list": [{"token": MASK}],
+    }
+
+
+def test_declared_sensitive_arguments_are_masked_only_for_their_tool() -> None:
+    redactor = Redactor(sensitive_args={"contact_update": ["email"]})
+    assert redactor.arguments("contact_update", {"email": "a@b.c", "name": "Ann"}) == {
+        "email": MASK,
+        "name": "Ann",
+    }
+    assert redactor.arguments("contact_add", {"email": "a@b.c"}) == {"email": "a@b.c"}
+    assert redactor.value({"email": "a@b.c"}) == {"email": "a@b.c"}
+
+
+def test_session_tool_calls_are_recorded_like_spans() -> None:
+    redactor = Redactor(["sk-secret-123"], sensitive_args={"login": ["user"]})
+    calls = [
+        {
+            "name": "login",
+            "arguments": {"user": "ann", "password": "hunter2"},
+            "result": "welcome, key sk-secret-123",
+            "is_error": False,
+        }
+    ]
+    assert redactor.tool_calls(calls) == [
+        {
+            "name": "login",
+            "arguments": {"user": MASK, "password": MASK},
+            "result": f"welcome, key {MASK}",
+            "is_error": False,
+        }
+    ]

@@ -10,12 +10,12 @@ from fastmcp import Client, FastMCP
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from butlers.redaction import MASK as REDACTED
+from butlers.redaction import Redactor
 from butlers.telemetry import (
-    REDACTED,
     JsonLinesSpanExporter,
     ToolSpanMiddleware,
     configure_tracing,
-    redact,
     tracer,
 )
 from tests.support.spans import read_spans
@@ -46,11 +46,8 @@ def _server() -> FastMCP:
     def fail() -> str:
         raise ValueError("nope")
 
-    mcp.add_middleware(
-        ToolSpanMiddleware(
-            "health", {"login": "auth"}.get, lambda n: ["user"] if n == "login" else []
-        )
-    )
+    redactor = Redactor(sensitive_args={"login": ["user"]})
+    mcp.add_middleware(ToolSpanMiddleware("health", {"login": "auth"}.get, redactor))
     return mcp
 
 
@@ -85,15 +82,6 @@ async def test_trace_context_crosses_into_the_server() -> None:
             await client.call_tool("login", {"user": "a", "password": "b"})
     [span] = _tool_spans()
     assert span.context.trace_id == parent.get_span_context().trace_id
-
-
-def test_redact_replaces_known_secret_values_anywhere() -> None:
-    value = {"note": "my key is sk-secret-123", "items": ["sk-secret-123"], "token": "x"}
-    assert redact(value, secrets=["sk-secret-123"]) == {
-        "note": f"my key is {REDACTED}",
-        "items": [REDACTED],
-        "token": REDACTED,
-    }
 
 
 def test_json_lines_exporter_writes_readable_spans(tmp_path: Path) -> None:

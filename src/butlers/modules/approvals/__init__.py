@@ -33,7 +33,7 @@ class ApprovalsModule(Module):
         spec = ctx.butler.resource.spec.approvals
         timeout = ctx.butler.approval_timeout_seconds or spec.timeout_seconds
         self.store = ApprovalStore(ctx.pool)
-        self.gate = ApprovalGate(self.store, timeout)
+        self.gate = ApprovalGate(self.store, timeout, ctx.services.redactor)
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         store = self.store

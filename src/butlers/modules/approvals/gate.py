@@ -5,9 +5,7 @@ overridden by `spec.approvals.rules`. A held call keeps no database connection: 
 polls its `approvals` row briefly and often until the deadline.
 """
 
-import asyncio
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +15,9 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from butlers.llm.toolbox import SESSION_META_KEY
 from butlers.modules.approvals.store import ApprovalStore
+from butlers.redaction import Redactor
 from butlers.spec import ApprovalsSpec
+from butlers.waiting import WaitTimeout, wait_until
 
 log = logging.getLogger(__name__)
 POLL_INTERVAL = 0.05
@@ -64,9 +64,10 @@ def build_policies(tools: list[Any], spec: ApprovalsSpec) -> dict[str, Policy]:
 
 
 class ApprovalGate(Middleware):
-    def __init__(self, store: ApprovalStore, timeout: float) -> None:
+    def __init__(self, store: ApprovalStore, timeout: float, redactor: Redactor) -> None:
         self._store = store
         self._timeout = timeout
+        self._redactor = redactor
         self.policies: dict[str, Policy] = {}
 
     async def refresh(self, mcp: FastMCP, spec: ApprovalsSpec) -> None:
@@ -79,7 +80,10 @@ class ApprovalGate(Middleware):
         if policy is None or not policy.requires_approval(arguments):
             return await call_next(context)
         session_id = _session_id(context)
-        approval_id = await self._store.request(name, arguments, session_id, self._timeout)
+        # The row shows the approver the call (secrets and credentials masked); the call
+        # itself runs with the real arguments.
+        recorded = self._redactor.value(arguments)
+        approval_id = await self._store.request(name, recorded, session_id, self._timeout)
         log.info("holding %s for approval %s", name, approval_id)
         status = await self._wait(approval_id)
         if status == "approved":
@@ -96,12 +100,14 @@ class ApprovalGate(Middleware):
         )
 
     async def _wait(self, approval_id: Any) -> str:
-        deadline = time.monotonic() + self._timeout
-        while time.monotonic() < deadline:
+        async def decided() -> str | None:
             status = await self._store.status(approval_id)
-            if status != "pending":
-                return status
-            await asyncio.sleep(min(POLL_INTERVAL, max(0.0, deadline - time.monotonic())))
+            return None if status == "pending" else status
+
+        try:
+            return await wait_until(decided, timeout=self._timeout, interval=POLL_INTERVAL)
+        except WaitTimeout:
+            pass
         if await self._store.expire(approval_id):
             return "expired"
         return await self._store.status(approval_id)

@@ -14,6 +14,7 @@ from butlers.modules.loader import (
     session_hidden_tools,
     start_modules,
 )
+from butlers.redaction import Redactor
 from butlers.spec import ButlerResource
 from butlers.stores.sessions import SessionStore
 
@@ -33,9 +34,8 @@ def _butler(modules: dict[str, Any]) -> ButlerContext:
 def _services() -> ModuleServices:
     """A spawner without a runtime and without a database: modules only hold on to it."""
     store = SessionStore(None)  # type: ignore[arg-type]
-    return ModuleServices(
-        spawner=Spawner(butler="probe", store=store, runtime=None, not_configured="-")
-    )
+    spawner = Spawner(butler="probe", store=store, runtime=None, not_configured="-")
+    return ModuleServices(spawner=spawner, redactor=Redactor())
 
 
 async def _start(modules: dict[str, Any]) -> tuple[ButlerContext, set[str], dict[str, Any]]:

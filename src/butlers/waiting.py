@@ -1,0 +1,94 @@
+"""Waiting for a condition with a deadline: the one polling loop of the code base.
+
+`wait_until` (async) and `wait_until_blocking` (for synchronous callers) call
+`condition` until it returns something truthy, and return that value; after
+`timeout` seconds they make one last check, then raise `error(message)`. The
+condition decides what counts as "not yet" (return a falsy value); any exception
+it raises ends the wait at once. Sleeps never overrun the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, overload
+
+T = TypeVar("T")
+DEFAULT_INTERVAL = 0.05
+
+
+class WaitTimeout(TimeoutError):
+    """A condition did not come true before its deadline."""
+
+
+Message = str | Callable[[], str]
+
+
+def _message(message: Message) -> str:
+    return message() if callable(message) else message
+
+
+@overload
+async def wait_until(
+    condition: Callable[[], Awaitable[T | None]],
+    *,
+    timeout: float,
+    interval: float = ...,
+    message: Message = ...,
+    error: Callable[[str], BaseException] = ...,
+) -> T: ...
+
+
+@overload
+async def wait_until(
+    condition: Callable[[], T | None],
+    *,
+    timeout: float,
+    interval: float = ...,
+    message: Message = ...,
+    error: Callable[[str], BaseException] = ...,
+) -> T: ...
+
+
+async def wait_until(
+    condition: Callable[[], Any],
+    *,
+    timeout: float,
+    interval: float = DEFAULT_INTERVAL,
+    message: Message = "condition not met",
+    error: Callable[[str], BaseException] = WaitTimeout,
+) -> Any:
+    """The first truthy value of `condition()` (sync or async) within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise error(_message(message))
+        await asyncio.sleep(min(interval, remaining))
+
+
+def wait_until_blocking(
+    condition: Callable[[], T | None],
+    *,
+    timeout: float,
+    interval: float = DEFAULT_INTERVAL,
+    message: Message = "condition not met",
+    error: Callable[[str], BaseException] = WaitTimeout,
+) -> T:
+    """`wait_until` for synchronous code: blocks the calling thread between checks."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise error(_message(message))
+        time.sleep(min(interval, remaining))
