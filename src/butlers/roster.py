@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,10 @@ from pydantic import ValidationError
 
 from butlers.errors import RosterError
 from butlers.spec import ButlerResource
+
+# The module that makes a butler the switchboard: `butlers up`, the e2e backends and
+# registration all find the switchboard by it.
+SWITCHBOARD_MODULE = "switchboard"
 
 
 def format_validation_error(source: str, error: ValidationError) -> str:
@@ -26,6 +31,17 @@ def format_validation_error(source: str, error: ValidationError) -> str:
             suffix = f" (got {got!r})"
         lines.append(f"{source}: {path}: {reason}{suffix}")
     return "\n".join(lines)
+
+
+def is_switchboard(resource: ButlerResource) -> bool:
+    """Whether this butler is the switchboard: it enables the switchboard module (never by
+    name: any butler may be called anything)."""
+    return SWITCHBOARD_MODULE in resource.spec.modules
+
+
+def find_switchboard(resources: Iterable[ButlerResource]) -> ButlerResource | None:
+    """The roster's switchboard, if it has one (a roster has at most one)."""
+    return next((r for r in resources if is_switchboard(r)), None)
 
 
 def parse_butler(document: Any, source: str) -> ButlerResource:
@@ -78,3 +94,9 @@ def _check_unique(butlers: list[ButlerResource], files: list[Path]) -> None:
             )
         names[butler.name] = path
         ports[butler.spec.port] = path
+    switchboards = [p for b, p in zip(butlers, files, strict=True) if is_switchboard(b)]
+    if len(switchboards) > 1:
+        raise RosterError(
+            f"{switchboards[1]}: spec.modules.{SWITCHBOARD_MODULE}: only one butler may run the "
+            f"switchboard; {switchboards[0]} already does"
+        )

@@ -31,6 +31,7 @@ from butlers.llm.toolbox import in_memory_toolbox
 from butlers.redaction import Redactor, install_log_redaction
 from butlers.scheduling.cron import next_due
 from butlers.scheduling.jobs import JobRegistry, builtin_jobs
+from butlers.scheduling.validation import check_jobs
 from butlers.settings import ButlerSettings
 from butlers.spec import ScheduleSpec
 from butlers.stores.schedules import ScheduleStore
@@ -49,7 +50,9 @@ class SessionServices:
     jobs: JobRegistry
 
     async def sync_schedules(self, schedules: Sequence[ScheduleSpec]) -> None:
-        """Upsert the spec's schedules into `scheduled_tasks` (idempotent)."""
+        """Upsert the spec's schedules into `scheduled_tasks` (idempotent); a `job` schedule
+        naming no registered job is a `ScheduleError` naming it (nothing is written)."""
+        check_jobs(schedules, self.jobs, source="spec.schedules")
         await self.scheduler.store.sync_spec(list(schedules))
 
     def start(self) -> None:

@@ -28,13 +28,13 @@ from butlers.db.provision import Credentials, provision
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.ecosystem.launcher import ButlerChild, warm_up
 from butlers.errors import EcosystemError, PortInUseError
+from butlers.roster import find_switchboard
 from butlers.settings import EcosystemSettings
 from butlers.spec import ButlerResource, schema_name
 from butlers.waiting import WaitTimeout, wait_until
 
 log = logging.getLogger(__name__)
 READY_TIMEOUT = 60.0
-SWITCHBOARD_MODULE = "switchboard"
 STOP_TIMEOUT = 15.0
 TIME_WAIT_LIMIT = 65.0  # Linux keeps TIME_WAIT for 60 s
 
@@ -234,10 +234,8 @@ class Ecosystem:
     @property
     def switchboard(self) -> ButlerProcess | None:
         """The butler that runs the switchboard module, if the roster has one."""
-        for butler in self.butlers.values():
-            if SWITCHBOARD_MODULE in butler.resource.spec.modules:
-                return butler
-        return None
+        switchboard = find_switchboard(b.resource for b in self.butlers.values())
+        return None if switchboard is None else self.butlers[switchboard.name]
 
     async def wait_registered(self, timeout: float = READY_TIMEOUT) -> None:
         """Until the switchboard's registry lists every butler of this ecosystem."""

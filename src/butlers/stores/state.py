@@ -8,16 +8,13 @@ from typing import Any
 import asyncpg
 
 from butlers.db.pool import dumps
+from butlers.db.sql import like_prefix
 
 MAX_KEY_LENGTH = 1024
 
 
 class StateValueError(ValueError):
     """A key or value the store cannot keep; nothing was written."""
-
-
-def _escape_like(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def check_key(key: str) -> None:
@@ -69,7 +66,7 @@ class StateStore:
             rows = await self._pool.fetch(
                 "SELECT key, value, created_at, updated_at FROM state "
                 "WHERE key LIKE $1 ESCAPE '\\' ORDER BY key",
-                _escape_like(prefix) + "%",
+                like_prefix(prefix),
             )
         else:
             rows = await self._pool.fetch(

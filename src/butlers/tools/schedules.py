@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from croniter import croniter
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
 from butlers.jsonutil import to_json
 from butlers.scheduling.jobs import JobRegistry
+from butlers.scheduling.validation import ScheduleError, validate_schedule
 from butlers.spec import SCHEDULE_NAME_PATTERN
 from butlers.stores.schedules import DuplicateSchedule, ScheduleStore
 
@@ -20,9 +20,11 @@ Name = Annotated[str, Field(pattern=SCHEDULE_NAME_PATTERN, description="Schedule
 Cron = Annotated[str, Field(description="Five-field cron expression, UTC.")]
 
 
-def _check_cron(cron: str) -> None:
-    if len(cron.split()) != 5 or not croniter.is_valid(cron):
-        raise ToolError(f"cron {cron!r} is not a five-field cron expression (e.g. '0 8 * * *')")
+def _validated(values: dict[str, Any], jobs: JobRegistry) -> None:
+    try:
+        validate_schedule(values, jobs)
+    except ScheduleError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _found(row: dict[str, Any] | None, name: str) -> JsonValue:
@@ -44,14 +46,8 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         enabled: bool = True,
     ) -> JsonValue:
         """Create a schedule running a prompt (LLM session) or a job; names are unique."""
-        _check_cron(cron)
-        if (prompt is None) == (job is None):
-            raise ToolError("a schedule needs exactly one of 'prompt' or 'job'")
-        if job is not None:
-            try:
-                jobs.get(job)
-            except LookupError as exc:
-                raise ToolError(str(exc)) from None
+        values = {"name": name, "cron": cron, "prompt": prompt, "job": job, "enabled": enabled}
+        _validated({**values, "job_args": dict(job_args or {})}, jobs)
         try:
             row = await store.create(
                 name=name,
@@ -79,8 +75,13 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         job_args: dict[str, JsonValue] | None = None,
     ) -> JsonValue:
         """Change a schedule's cron (re-arming it), prompt, job arguments or enabled flag."""
-        if cron is not None:
-            _check_cron(cron)
+        current = await store.get(name)
+        if current is None:
+            raise ToolError(f"no schedule named {name!r} on this butler")
+        changes = {"cron": cron, "prompt": prompt, "enabled": enabled, "job_args": job_args}
+        updated = {key: current[key] for key in ("name", "cron", "prompt", "enabled", "job_args")}
+        updated |= {key: value for key, value in changes.items() if value is not None}
+        _validated({**updated, "job": current["job_name"]}, jobs)
         row = await store.update(name, cron=cron, prompt=prompt, enabled=enabled, job_args=job_args)
         return _found(row, name)
 

@@ -28,13 +28,9 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
         return to_json(rows)  # type: ignore[no-any-return]
 
     @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
-    async def sessions_get(session_id: str) -> JsonValue:
+    async def sessions_get(session_id: uuid.UUID) -> JsonValue:
         """One session with its prompt, output, tool calls, tokens and error."""
-        try:
-            key = uuid.UUID(session_id)
-        except ValueError:
-            raise ToolError(f"session_id {session_id!r} is not a UUID") from None
-        row = await store.get(key)
+        row = await store.get(session_id)
         if row is None:
             raise ToolError(f"no session {session_id} on this butler")
         return to_json(row)  # type: ignore[no-any-return]

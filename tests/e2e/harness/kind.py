@@ -28,13 +28,13 @@ import httpx2 as httpx
 import yaml
 
 from butlers.db.embedded import free_port
-from butlers.roster import load_roster
+from butlers.roster import is_switchboard, load_roster
 from butlers.spec import ButlerResource
 from butlers.waiting import wait_until
 
 from . import kind_commands as k
 from .ecosystem import ButlerEndpoint, EcosystemHandle
-from .operator import SWITCHBOARD, wait_registered
+from .operator import wait_registered
 
 ROOT = Path(__file__).resolve().parents[3]
 COMMAND_TIMEOUT = 900.0  # image builds are the slow part
@@ -265,7 +265,7 @@ async def kind_ecosystem(
             backend="kind", endpoints=endpoints, admin_dsn=admin, kill=kill, restart=restart
         )
         try:
-            switchboards = [r.name for r in resources if SWITCHBOARD in r.spec.modules]
+            switchboards = [r.name for r in resources if is_switchboard(r)]
             if switchboards:
                 advertised = {
                     n: f"http://{n}.{target.namespace}.svc:{remotes[n]}/mcp" for n in names

@@ -24,7 +24,7 @@ import kmock
 from kopf.testing import KopfRunner
 
 from butlers.db.provision import deprovision
-from butlers.roster import load_roster
+from butlers.roster import is_switchboard, load_roster
 from butlers.spec import schema_name
 from butlers.waiting import wait_until
 from butlers_operator.handlers import build_kopf_settings, build_registry
@@ -38,7 +38,6 @@ BUTLERS = "butlers.dev/v1alpha1/butlers"
 NAMESPACE = "butlers-e2e"
 ENV_SECRET = "butlers-e2e-env"
 READY_TIMEOUT = 60.0
-SWITCHBOARD = "switchboard"  # the module that makes a butler the switchboard
 
 
 class OperatorBackendError(RuntimeError):
@@ -223,12 +222,12 @@ async def operator_ecosystem(
                 )
                 # The switchboard first, so every other butler's first rendering names it
                 # (otherwise they would only pick it up at the next resync).
-                for resource in sorted(resources, key=lambda r: SWITCHBOARD not in r.spec.modules):
+                for resource in sorted(resources, key=lambda r: not is_switchboard(r)):
                     await cluster.create(
                         butlers_path, build_butler_object(resource.to_manifest(), NAMESPACE)
                     )
                 await cluster.wait_database_ready({r.name for r in resources})
-                switchboards = [r.name for r in resources if SWITCHBOARD in r.spec.modules]
+                switchboards = [r.name for r in resources if is_switchboard(r)]
                 handle = EcosystemHandle(
                     backend="operator",
                     endpoints=await start_pods(cluster, pods),

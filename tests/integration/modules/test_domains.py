@@ -75,3 +75,42 @@ async def test_notes_are_filed_in_collections(module_butler: ButlerFactory) -> N
     ]
     names = {c["name"]: c["notes"] for c in await butler.call("collection_list", {})}
     assert names == {"groceries": 1, "inbox": 1}
+
+
+async def test_note_search_matches_percent_and_underscore_literally(
+    module_butler: ButlerFactory,
+) -> None:
+    butler = await module_butler({"general": {}})
+    for title, body in (("sale", "50% off"), ("plain", "nothing special"), ("id", "a_b")):
+        await butler.call("note_add", {"title": title, "body": body})
+    await butler.call("note_add", {"title": "axb", "body": ""})
+
+    async def titles(query: str) -> set[str]:
+        return {n["title"] for n in await butler.call("note_list", {"query": query})}
+
+    assert await titles("%") == {"sale"}
+    assert await titles("a_b") == {"id"}
+    assert await titles("_") == {"id"}
+    assert await titles("SPECIAL") == {"plain"}
+
+
+async def test_contact_search_matches_wildcards_literally(module_butler: ButlerFactory) -> None:
+    butler = await module_butler({"approvals": {}, "contacts": {}})
+    await butler.call("contact_add", {"name": "Ann_Lee"})
+    await butler.call("contact_add", {"name": "Annxlee"})
+    assert [c["name"] for c in await butler.call("contact_search", {"query": "n_l"})] == ["Ann_Lee"]
+    assert await butler.call("contact_search", {"query": "%"}) == []
+
+
+async def test_ids_that_are_not_uuids_are_refused_naming_the_argument(
+    module_butler: ButlerFactory,
+) -> None:
+    butler = await module_butler({"general": {}, "health": {}})
+    for tool, argument in (
+        ("note_delete", "note_id"),
+        ("medication_log_dose", "medication_id"),
+        ("sessions_get", "session_id"),
+    ):
+        result = await butler.call_raw(tool, {argument: "not-a-uuid"})
+        assert result.is_error, tool
+        assert argument in result.content[0].text and "UUID" in result.content[0].text

@@ -10,6 +10,7 @@ from fastmcp.exceptions import ToolError
 
 from butlers.core.scheduler import Scheduler
 from butlers.scheduling.jobs import builtin_jobs
+from butlers.scheduling.validation import ScheduleError
 from butlers.testing.script_server import Script, step
 from butlers.waiting import wait_until
 
@@ -131,6 +132,27 @@ async def test_unknown_job_and_bad_cron_are_rejected(make_app):
         await app.call("schedule_create", {"name": "j", "cron": "0 7 * * *", "job": "nope"})
     with pytest.raises(ToolError, match="five-field"):
         await app.call("schedule_create", {"name": "c", "cron": "every day", "prompt": "x"})
+
+
+async def test_updates_are_validated_like_the_spec(make_app):
+    """One validation: an update that would make an invalid schedule changes nothing."""
+    app = await make_app(resource=make_resource(schedules=SCHEDULES))
+    with pytest.raises(ToolError, match="cron: .*five-field"):
+        await app.call("schedule_update", {"name": "morning", "cron": "61 * * * *"})
+    with pytest.raises(ToolError, match="exactly one of 'prompt' or 'job'"):
+        await app.call("schedule_update", {"name": "snapshot", "prompt": "be an LLM now"})
+    with pytest.raises(ToolError, match="no schedule named 'nope'"):
+        await app.call("schedule_update", {"name": "nope", "enabled": False})
+    assert [(t["name"], t["cron"], t["prompt"]) for t in await app.call("schedule_list")] == [
+        ("morning", "0 8 * * *", "Good morning"),
+        ("snapshot", "*/5 * * * *", None),
+    ]
+
+
+async def test_a_spec_schedule_naming_an_unknown_job_stops_the_butler_with_its_name(make_app):
+    bad = [*SCHEDULES, {"name": "typo", "cron": "0 3 * * *", "job": "prune_sesions"}]
+    with pytest.raises(ScheduleError, match=r"spec\.schedules\[2\]\.job: no job 'prune_sesions'"):
+        await make_app(resource=make_resource(schedules=bad))
 
 
 async def test_background_loop_runs_due_tasks(make_app):

@@ -15,13 +15,6 @@ from butlers.modules.base import Module, ModuleContext, migration_chain, tool_me
 NAME = "approvals"
 
 
-def _uuid(value: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        raise ToolError(f"approval_id {value!r} is not a UUID") from None
-
-
 class ApprovalsModule(Module):
     name = NAME
     chain = migration_chain(NAME, __file__)
@@ -51,17 +44,16 @@ class ApprovalsModule(Module):
 
         @mcp.tool(meta=meta)
         async def approval_decide(
-            approval_id: str,
+            approval_id: uuid.UUID,
             decision: Literal["approved", "denied", "approve", "deny"],
             decided_by: Annotated[str, Field(min_length=1, max_length=200)],
             reason: str | None = None,
         ) -> JsonValue:
             """Approve (the held call runs) or deny (the caller gets an error) a pending request."""
-            key = _uuid(approval_id)
             status = "approved" if decision.startswith("approve") else "denied"
-            row = await store.decide(key, status, decided_by, reason)
+            row = await store.decide(approval_id, status, decided_by, reason)
             if row is None:
-                current = await store.get(key)
+                current = await store.get(approval_id)
                 if current is None:
                     raise ToolError(f"no approval {approval_id} on this butler")
                 raise ToolError(

@@ -20,14 +20,7 @@ NAME = "contacts"
 Name = Annotated[str, Field(min_length=1, max_length=300)]
 
 
-def _uuid(value: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        raise ToolError(f"contact_id {value!r} is not a UUID") from None
-
-
-def _found(row: dict[str, Any] | None, contact_id: str) -> JsonValue:
+def _found(row: dict[str, Any] | None, contact_id: uuid.UUID) -> JsonValue:
     if row is None:
         raise ToolError(f"no contact {contact_id}; find one with contact_search")
     return to_json(row)  # type: ignore[no-any-return]
@@ -62,7 +55,7 @@ class ContactsModule(Module):
             annotations={"idempotentHint": True},
         )
         async def contact_update(
-            contact_id: str,
+            contact_id: uuid.UUID,
             name: Name | None = None,
             email: str | None = None,
             phone: str | None = None,
@@ -80,7 +73,7 @@ class ContactsModule(Module):
             changes = {key: value for key, value in given.items() if value is not None}
             if not changes:
                 raise ToolError("nothing to update: pass at least one field")
-            return _found(await store.update(_uuid(contact_id), changes), contact_id)
+            return _found(await store.update(contact_id, changes), contact_id)
 
         @mcp.tool(meta=meta, annotations=read)
         async def contact_search(
@@ -91,32 +84,32 @@ class ContactsModule(Module):
             return to_json(await store.search(query, limit))  # type: ignore[no-any-return]
 
         @mcp.tool(meta=meta, annotations=read)
-        async def contact_get(contact_id: str) -> JsonValue:
+        async def contact_get(contact_id: uuid.UUID) -> JsonValue:
             """One contact with its notes and interactions."""
-            return _found(await store.get(_uuid(contact_id)), contact_id)
+            return _found(await store.get(contact_id), contact_id)
 
         @mcp.tool(meta=tool_meta(NAME, "always"), annotations={"destructiveHint": True})
-        async def contact_delete(contact_id: str) -> JsonValue:
+        async def contact_delete(contact_id: uuid.UUID) -> JsonValue:
             """Delete a contact with its notes and interactions (needs approval)."""
-            deleted = await store.delete(_uuid(contact_id))
+            deleted = await store.delete(contact_id)
             if not deleted:
                 raise ToolError(f"no contact {contact_id}")
-            return {"contact_id": contact_id, "deleted": True}
+            return {"contact_id": str(contact_id), "deleted": True}
 
         @mcp.tool(meta=meta)
         async def contact_note_add(
-            contact_id: str, body: Annotated[str, Field(min_length=1)]
+            contact_id: uuid.UUID, body: Annotated[str, Field(min_length=1)]
         ) -> JsonValue:
             """Attach a note to a contact."""
-            return _found(await store.add_note(_uuid(contact_id), body), contact_id)
+            return _found(await store.add_note(contact_id, body), contact_id)
 
         @mcp.tool(meta=meta)
         async def interaction_log(
-            contact_id: str,
+            contact_id: uuid.UUID,
             kind: Annotated[str, Field(min_length=1, description="call, meeting, message, ...")],
             summary: str | None = None,
             occurred_at: datetime | None = None,
         ) -> JsonValue:
             """Record an interaction with a contact."""
-            row = await store.log_interaction(_uuid(contact_id), kind, summary, occurred_at)
+            row = await store.log_interaction(contact_id, kind, summary, occurred_at)
             return _found(row, contact_id)

@@ -7,6 +7,7 @@ from typing import Any
 import asyncpg
 
 from butlers.db.pool import dumps
+from butlers.db.sql import like_contains
 
 CONTACT = "id, name, email, phone, birthday, details, created_at, updated_at"
 EDITABLE = ("name", "email", "phone", "birthday", "details")
@@ -51,11 +52,11 @@ class ContactStore:
         return dict(row) if row else None
 
     async def search(self, query: str, limit: int) -> list[dict[str, Any]]:
-        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         rows = await self._pool.fetch(
-            f"SELECT {CONTACT} FROM contacts WHERE name ILIKE $1 OR email ILIKE $1 "
-            f"OR phone ILIKE $1 ORDER BY lower(name) LIMIT $2",
-            pattern,
+            f"SELECT {CONTACT} FROM contacts WHERE name ILIKE $1 ESCAPE '\\' "
+            "OR email ILIKE $1 ESCAPE '\\' OR phone ILIKE $1 ESCAPE '\\' "
+            "ORDER BY lower(name) LIMIT $2",
+            like_contains(query),
             limit,
         )
         return [dict(row) for row in rows]

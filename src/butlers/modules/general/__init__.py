@@ -4,10 +4,10 @@ import uuid
 from typing import Annotated
 
 from fastmcp import FastMCP
-from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
 from butlers.db.pool import dumps
+from butlers.db.sql import like_contains
 from butlers.jsonutil import to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 
@@ -87,21 +87,17 @@ class GeneralModule(Module):
                 f"SELECT {NOTE} FROM notes n JOIN collections c ON c.id = n.collection_id "
                 "WHERE ($1::text IS NULL OR c.name = $1) "
                 "AND ($2::text IS NULL OR $2 = ANY(n.tags)) "
-                "AND ($3::text IS NULL OR n.title ILIKE '%' || $3 || '%' "
-                "OR n.body ILIKE '%' || $3 || '%') ORDER BY n.created_at DESC LIMIT $4",
+                "AND ($3::text IS NULL OR n.title ILIKE $3 ESCAPE '\\' "
+                "OR n.body ILIKE $3 ESCAPE '\\') ORDER BY n.created_at DESC LIMIT $4",
                 collection,
                 tag,
-                query,
+                None if query is None else like_contains(query),
                 limit,
             )
             return to_json([dict(r) for r in rows])  # type: ignore[no-any-return]
 
         @mcp.tool(meta=meta, annotations={"destructiveHint": True})
-        async def note_delete(note_id: str) -> JsonValue:
+        async def note_delete(note_id: uuid.UUID) -> JsonValue:
             """Delete one note."""
-            try:
-                key = uuid.UUID(note_id)
-            except ValueError:
-                raise ToolError(f"note_id {note_id!r} is not a UUID") from None
-            status = await pool.execute("DELETE FROM notes WHERE id = $1", key)
-            return {"note_id": note_id, "deleted": status != "DELETE 0"}
+            status = await pool.execute("DELETE FROM notes WHERE id = $1", note_id)
+            return {"note_id": str(note_id), "deleted": status != "DELETE 0"}

@@ -86,14 +86,10 @@ class HealthModule(Module):
 
         @mcp.tool(meta=meta)
         async def medication_log_dose(
-            medication_id: str, taken_at: datetime | None = None, notes: str | None = None
+            medication_id: uuid.UUID, taken_at: datetime | None = None, notes: str | None = None
         ) -> JsonValue:
             """Record that a dose of a medication was taken."""
-            try:
-                key = uuid.UUID(medication_id)
-            except ValueError:
-                raise ToolError(f"medication_id {medication_id!r} is not a UUID") from None
-            row = await store.log_dose(key, taken_at, notes)
+            row = await store.log_dose(medication_id, taken_at, notes)
             if row is None:
                 raise ToolError(f"no medication {medication_id}; see medication_list")
             return to_json(row)  # type: ignore[no-any-return]

@@ -17,10 +17,11 @@ from butlers.mcp_clients import ClientCache
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.switchboard.pipeline import Pipeline, _classification_json, _outcome_json
 from butlers.modules.switchboard.store import SwitchboardStore
+from butlers.roster import SWITCHBOARD_MODULE
 from butlers.switchboard.classification import RouteEntry
 from butlers.switchboard.envelope import parse_envelope
 
-NAME = "switchboard"
+NAME = SWITCHBOARD_MODULE
 Seconds = Annotated[float, Field(gt=0, le=3600)]
 
 
@@ -142,11 +143,10 @@ class SwitchboardModule(Module):
 
         @mcp.tool(meta=meta, annotations=read)
         async def routing_log_list(
-            request_id: str | None = None, limit: Annotated[int, Field(ge=1, le=500)] = 50
+            request_id: uuid.UUID | None = None, limit: Annotated[int, Field(ge=1, le=500)] = 50
         ) -> JsonValue:
             """Routing decisions and their outcomes, newest first."""
-            key = _uuid(request_id) if request_id else None
-            return to_json(await store.routes(key, limit))  # type: ignore[no-any-return]
+            return to_json(await store.routes(request_id, limit))  # type: ignore[no-any-return]
 
         @mcp.tool(meta=meta, annotations=read)
         async def switchboard_stats() -> JsonValue:
@@ -154,17 +154,9 @@ class SwitchboardModule(Module):
             return pipeline.stats()  # type: ignore[return-value]
 
         @mcp.tool(meta=meta, annotations=read)
-        async def message_get(request_id: str) -> JsonValue:
+        async def message_get(request_id: uuid.UUID) -> JsonValue:
             """One ingested message with its status, classification and routes."""
-            key = _uuid(request_id)
-            message = await store.message(key)
+            message = await store.message(request_id)
             if message is None:
                 raise ToolError(f"no message with request_id {request_id}")
-            return to_json(message | {"routes": await store.routes(key, 100)})  # type: ignore[no-any-return]
-
-
-def _uuid(value: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        raise ToolError(f"{value!r} is not a UUID") from None
+            return to_json(message | {"routes": await store.routes(request_id, 100)})  # type: ignore[no-any-return]
