@@ -19,7 +19,7 @@ from typing import Any
 
 from opentelemetry import trace
 
-from butlers.llm.types import SessionRequest, SessionRuntime, SessionTrace
+from butlers.llm.types import SessionFailure, SessionRequest, SessionRuntime, SessionTrace
 from butlers.pricing import cost_usd
 from butlers.redaction import Redactor
 from butlers.stores.sessions import SessionStore
@@ -183,8 +183,11 @@ class Spawner:
                 self._cancelled(session_id, started, session, runtime, trigger_source)
             )
             raise
-        except Exception as exc:
+        except SessionFailure as exc:  # the model failed: expected, no traceback needed
             error = f"{exc.__class__.__name__}: {exc}"
+        except Exception as exc:  # a bug (ours or an adapter's): keep its traceback
+            error = f"{exc.__class__.__name__}: {exc}"
+            log.exception("session %s (%s): the runtime raised", session_id, trigger_source)
         if error is None and not (output or "").strip():
             error = "the runtime returned an empty answer"
         result = self._result(session_id, started, session, runtime, trigger_source, output, error)

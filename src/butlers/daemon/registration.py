@@ -4,6 +4,10 @@ A background task owned by the daemon: it registers (name, description, URL,
 routing hints, modules) as soon as the switchboard answers, retrying with
 backoff, then sends a heartbeat every interval and registers again whenever
 the switchboard no longer knows it (e.g. after its database was reset).
+
+Every failure is retried, but only an unreachable switchboard is routine (INFO);
+a refusal by the switchboard is an ERROR naming its reason, and anything else is
+a bug, logged with its traceback.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import asyncio
 import contextlib
 import logging
 
+from fastmcp.exceptions import ToolError
+
 from butlers.core.context import ButlerContext
-from butlers.mcp_clients import ClientCache
+from butlers.mcp_clients import ClientCache, EndpointUnavailable
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF = 10.0
@@ -27,12 +33,13 @@ class Registrar:
         switchboard_url: str,
         advertise_url: str,
         interval: float,
+        clients: ClientCache | None = None,
     ) -> None:
         self._butler = butler
         self._switchboard = switchboard_url
         self._url = advertise_url
         self._interval = interval
-        self._clients = ClientCache(timeout=10.0)
+        self._clients = clients or ClientCache(timeout=10.0)
         self._task: asyncio.Task[None] | None = None
         self.registered = asyncio.Event()
 
@@ -77,8 +84,24 @@ class Registrar:
                     self.registered.clear()
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
-                self.registered.clear()
+            except (EndpointUnavailable, OSError, TimeoutError) as exc:
                 log.info("switchboard not reachable yet (%s); retrying in %.1f s", exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(MAX_BACKOFF, backoff * 2)
+            except ToolError as exc:
+                log.error(
+                    "the switchboard at %s refused %s: %s; retrying in %.1f s",
+                    self._switchboard,
+                    self._butler.name,
+                    exc,
+                    backoff,
+                )
+            except Exception:
+                log.exception(
+                    "registering with the switchboard at %s failed; retrying in %.1f s",
+                    self._switchboard,
+                    backoff,
+                )
+            else:
+                continue
+            self.registered.clear()
+            await asyncio.sleep(backoff)
+            backoff = min(MAX_BACKOFF, backoff * 2)

@@ -4,6 +4,7 @@ the others (abort policy `continue`)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -12,6 +13,7 @@ from typing import Any, Literal
 
 from butlers.switchboard.classification import RouteEntry
 
+log = logging.getLogger(__name__)
 RouteStatus = Literal["success", "error", "timeout", "target_unavailable"]
 
 
@@ -69,7 +71,8 @@ async def execute_plan(plan: FanoutPlan, route_one: RouteOne, timeout: float) ->
             return outcome("target_unavailable", error=str(exc))
         except RouteFailed as exc:
             return outcome("error", result=exc.result, error=str(exc))
-        except Exception as exc:
+        except Exception as exc:  # a bug, not the target's failure: keep its traceback
+            log.exception("route %s to %s failed unexpectedly", route_id, entry.butler)
             return outcome("error", error=f"{exc.__class__.__name__}: {exc}")
         return outcome("success", result=result)
 

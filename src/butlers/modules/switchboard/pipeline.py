@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+import asyncpg
 from fastmcp.exceptions import ToolError
 from opentelemetry import trace
 
@@ -193,7 +194,12 @@ class Pipeline:
                 trigger_source=source,
                 timeout_seconds=timeout,
             )
+        except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
+            # The session log (its database) could not be written: an outage, not a bug.
+            log.warning("classification of %s could not run: %s", request_id, exc)
+            return fallback(text, f"classification failed: {exc.__class__.__name__}: {exc}")
         except Exception as exc:
+            log.exception("classification of %s failed by a bug; routing to general", request_id)
             return fallback(text, f"classification failed: {exc.__class__.__name__}: {exc}")
         if not result.success:
             return fallback(text, f"classification failed: {result.error}")

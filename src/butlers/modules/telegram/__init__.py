@@ -21,6 +21,8 @@ from butlers.spec import ENV_NAME_PATTERN
 
 NAME = "telegram"
 log = logging.getLogger(__name__)
+POLL_BACKOFF = 1.0
+MAX_POLL_BACKOFF = 60.0
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 
 
@@ -108,15 +110,25 @@ class TelegramModule(Module):
             self._poller = asyncio.create_task(self._poll_forever(), name="telegram-poll")
 
     async def _poll_forever(self) -> None:
+        """Poll until stopped: API failures are warnings, anything else is logged with its
+        traceback; both back off and poll again (the task never ends on its own)."""
         assert self.bot is not None
+        backoff = POLL_BACKOFF
         while True:
             try:
                 received = await self.bot.poll_once()
-                if not received and self.bot.config.poll_timeout_seconds == 0:
-                    await asyncio.sleep(1.0)  # short polling: do not hammer the API
             except ChannelError as exc:
                 log.warning("telegram polling: %s", exc)
                 await asyncio.sleep(self.bot.config.timeout_seconds)
+                continue
+            except Exception:
+                log.exception("telegram polling failed; polling again in %.0f s", backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(MAX_POLL_BACKOFF, backoff * 2)
+                continue
+            backoff = POLL_BACKOFF
+            if not received and self.bot.config.poll_timeout_seconds == 0:
+                await asyncio.sleep(1.0)  # short polling: do not hammer the API
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         bot = self.bot

@@ -13,6 +13,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from butlers.waiting import wait_until
+
 
 @dataclass
 class FakeTelegram:
@@ -20,6 +22,9 @@ class FakeTelegram:
     url: str = ""
     sent: list[dict[str, Any]] = field(default_factory=list)
     pending_updates: list[dict[str, Any]] = field(default_factory=list)
+    # Answered once to the next getUpdates instead of the pending updates (a broken API).
+    next_result: Any = None
+    polls: int = 0
 
     def app(self) -> Starlette:
         async def method(request: Request) -> JSONResponse:
@@ -36,6 +41,10 @@ class FakeTelegram:
                 result = {"message_id": len(self.sent), "chat": {"id": payload["chat_id"]}}
                 return JSONResponse({"ok": True, "result": result})
             if name == "getUpdates":
+                self.polls += 1
+                if self.next_result is not None:
+                    result, self.next_result = self.next_result, None
+                    return JSONResponse({"ok": True, "result": result})
                 updates, self.pending_updates = self.pending_updates, []
                 return JSONResponse({"ok": True, "result": updates})
             return JSONResponse({"ok": False, "description": f"no method {name}"}, 404)
@@ -52,9 +61,8 @@ async def fake_telegram(token: str) -> AsyncIterator[FakeTelegram]:
     server = uvicorn.Server(uvicorn.Config(fake.app(), log_config=None, access_log=False))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        async with asyncio.timeout(10):
-            while not server.started:  # noqa: ASYNC110 (uvicorn offers no started event)
-                await asyncio.sleep(0.01)
+        # uvicorn offers no "started" event: poll its flag.
+        await wait_until(lambda: server.started, timeout=10, interval=0.01)
         yield fake
     finally:
         server.should_exit = True
