@@ -16,6 +16,10 @@ from tests.support.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
+# Seconds one test may take, per tier (pytest-timeout); a test may ask for more with its
+# own `@pytest.mark.timeout(...)`. Generous on purpose: they catch hangs, not slowness
+# (an e2e session's first test also pays for starting its ecosystem).
+TIER_TIMEOUTS = {"unit": 30, "integration": 180, "e2e": 600}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,6 +46,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marker = FOLDER_MARKERS.get(parts[0]) if parts else None
         if marker:
             item.add_marker(getattr(pytest.mark, marker))
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(TIER_TIMEOUTS[marker]))
         if "live_llm" in item.keywords and not config.getoption("--live-llm"):
             item.add_marker(pytest.mark.skip(reason="needs a real model: run with --live-llm"))
 

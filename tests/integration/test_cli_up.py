@@ -110,19 +110,19 @@ async def test_up_detach_serves_and_down_leaves_no_process_and_data_survives(
 def test_ctrl_c_stops_everything_cleanly(tmp_path: Path) -> None:
     data, roster = tmp_path / "data", _roster(tmp_path, ("general",))
     environ = {k: v for k, v in os.environ.items() if k != "BUTLERS_DATABASE_URL"}
-    process = subprocess.Popen(
+    with subprocess.Popen(
         [*BUTLERS, "up", "--data-dir", str(data), "--roster", str(roster)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ,
-    )  # fmt: skip
+    ) as process:  # fmt: skip
 
-    def ready() -> bool:
-        assert process.poll() is None, process.stdout.read() if process.stdout else ""
-        return (data / "ecosystem.json").exists()
+        def ready() -> bool:
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            return (data / "ecosystem.json").exists()
 
-    wait_until_blocking(ready, timeout=60, message="butlers up never became ready")
-    state = json.loads((data / "ecosystem.json").read_text())
-    process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=60) == 0
+        wait_until_blocking(ready, timeout=60, message="butlers up never became ready")
+        state = json.loads((data / "ecosystem.json").read_text())
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
     assert _wait_gone([b["pid"] for b in state["butlers"].values()]) == []
     pg_pid = (
         int((data / "postgres" / "pgdata" / "postmaster.pid").read_text().split()[0])
@@ -238,6 +238,7 @@ def test_send_routes_a_message_through_a_real_openai_compatible_endpoint(tmp_pat
     finally:
         _butlers("down", "--data-dir", str(data))
         server.shutdown()
+        server.server_close()
 
 
 def test_send_without_a_running_ecosystem_says_how_to_start_one(tmp_path: Path) -> None:
