@@ -16,11 +16,16 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from butlers.errors import ButlersError
 from butlers.logs import configure_logging
 from butlers.settings import EcosystemSettings
+
+if TYPE_CHECKING:
+    from butlers.ecosystem.state import EcosystemState
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -113,9 +118,9 @@ async def _run_foreground(settings: EcosystemSettings) -> int:
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
             except TimeoutError:
                 for butler in ecosystem.exited():
+                    code = butler.process.returncode if butler.process else None
                     print(
-                        f"butler {butler.name} exited (code {butler.process.returncode}); "  # type: ignore[union-attr]
-                        f"see {butler.log_path}",
+                        f"butler {butler.name} exited (code {code}); see {butler.log_path}",
                         file=sys.stderr,
                         flush=True,
                     )
@@ -128,13 +133,13 @@ async def _run_foreground(settings: EcosystemSettings) -> int:
         pid_file.remove()
 
 
-def _print_endpoints(state: dict) -> None:  # type: ignore[type-arg]
-    db = state["database"]
-    print(f"database  {db['kind']} PostgreSQL at {db['host']}:{db['port']}/{db['database']}")
+def _print_endpoints(state: EcosystemState, statuses: Mapping[str, str] | None = None) -> None:
+    db = state.database
+    print(f"database  {db.kind} PostgreSQL at {db.host}:{db.port}/{db.database}")
     print(f"{'BUTLER':<14} {'MCP ENDPOINT':<34} {'SCHEMA':<16} STATUS")
-    for name, butler in state["butlers"].items():
-        status = butler.get("status", "ready")
-        print(f"{name:<14} {butler['url']:<34} {butler['schema']:<16} {status}")
+    for name, butler in state.butlers.items():
+        status = (statuses or {}).get(name, "ready")
+        print(f"{name:<14} {butler.url:<34} {butler.schema_name:<16} {status}")
     sys.stdout.flush()
 
 
@@ -151,12 +156,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     from butlers.ecosystem.control import probe_status
 
     settings = _ecosystem_settings(args)
-    state = probe_status(settings.data_dir)
-    if state is None:
+    probed = probe_status(settings.data_dir)
+    if probed is None:
         print(f"no ecosystem is running in {settings.data_dir}")
         return 3
-    _print_endpoints(state)
-    return 0 if all(b["status"] == "ready" for b in state["butlers"].values()) else 1
+    state, statuses = probed
+    _print_endpoints(state, statuses)
+    return 0 if all(status == "ready" for status in statuses.values()) else 1
 
 
 # -- migrate / serve -------------------------------------------------------------

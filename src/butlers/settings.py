@@ -37,7 +37,6 @@ class EcosystemSettings:
         *,
         data_dir: Path | None = None,
         roster_dir: Path | None = None,
-        **overrides: object,
     ) -> EcosystemSettings:
         env = os.environ if environ is None else environ
         return cls(
@@ -47,7 +46,6 @@ class EcosystemSettings:
             ).absolute(),
             database_url=env.get("BUTLERS_DATABASE_URL") or None,
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
-            **overrides,  # type: ignore[arg-type]
         )
 
 

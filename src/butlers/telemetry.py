@@ -93,7 +93,7 @@ class ButlersTracerProvider(TracerProvider):
     """The MCP SDK's per-request client spans are left out: the caller's own span
     (e.g. the switchboard's route span) is then the parent of the callee's spans."""
 
-    def get_tracer(self, instrumenting_module_name: str, *args: Any, **kwargs: Any) -> trace.Tracer:  # type: ignore[override]
+    def get_tracer(self, instrumenting_module_name: str, *args: Any, **kwargs: Any) -> trace.Tracer:
         if instrumenting_module_name == MCP_SDK_TRACER:
             return _PassThroughTracer()
         return super().get_tracer(instrumenting_module_name, *args, **kwargs)

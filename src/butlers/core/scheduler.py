@@ -11,7 +11,8 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import asyncpg
 
@@ -21,6 +22,17 @@ from butlers.stores.schedules import ScheduleStore
 
 log = logging.getLogger(__name__)
 JOB_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """One task a tick ran, as `tick` reports it."""
+
+    name: str
+    status: Literal["completed", "error"]
+    error: str | None
+    session_id: str | None
+    next_due_at: str | None  # ISO 8601, when the task runs next
 
 
 class Scheduler:
@@ -42,12 +54,12 @@ class Scheduler:
         self._interval = interval
         self._task: asyncio.Task[None] | None = None
 
-    async def tick(self) -> list[dict[str, Any]]:
+    async def tick(self) -> list[TaskRun]:
         """Run every task due now; returns one summary per task run."""
         claimed = await self.store.claim_due()
         return [await self._run(task) for task in claimed]
 
-    async def _run(self, task: dict[str, Any]) -> dict[str, Any]:
+    async def _run(self, task: dict[str, Any]) -> TaskRun:
         name = task["name"]
         session_id: uuid.UUID | None = None
         error: str | None = None
@@ -73,13 +85,13 @@ class Scheduler:
         finished = await asyncio.shield(
             self.store.finish(task["id"], ok=error is None, error=error, session_id=session_id)
         )
-        return {
-            "name": name,
-            "status": "completed" if error is None else "error",
-            "error": error,
-            "session_id": None if session_id is None else str(session_id),
-            "next_due_at": finished["next_due_at"].isoformat() if finished else None,
-        }
+        return TaskRun(
+            name=name,
+            status="completed" if error is None else "error",
+            error=error,
+            session_id=None if session_id is None else str(session_id),
+            next_due_at=finished["next_due_at"].isoformat() if finished else None,
+        )
 
     def start(self) -> None:
         """Start the background loop; `aclose()` stops it."""
@@ -91,7 +103,7 @@ class Scheduler:
             try:
                 ran = await self.tick()
                 if ran:
-                    log.info("tick ran %s", ", ".join(f"{r['name']}={r['status']}" for r in ran))
+                    log.info("tick ran %s", ", ".join(f"{r.name}={r.status}" for r in ran))
             except Exception:  # the loop outlives any one failed tick
                 log.exception("tick failed")
             await asyncio.sleep(self._interval)

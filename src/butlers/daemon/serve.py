@@ -16,7 +16,7 @@ import uvicorn
 
 from butlers import migrations
 from butlers.daemon.butler import Butler, build_butler
-from butlers.daemon.http import build_http_app
+from butlers.daemon.http import ReadyCheck, build_http_app
 from butlers.daemon.registration import Registrar
 from butlers.db.pool import create_pool
 from butlers.errors import ButlersError, PortInUseError
@@ -52,7 +52,7 @@ def bind_socket(host: str, port: int, butler: str) -> socket.socket:
     return sock
 
 
-def make_ready_check(pool: asyncpg.Pool, chains: list[migrations.Chain]):  # type: ignore[no-untyped-def]
+def make_ready_check(pool: asyncpg.Pool, chains: list[migrations.Chain]) -> ReadyCheck:
     expected = {chain.name: migrations.heads(chain) for chain in chains}
 
     async def ready_check() -> tuple[bool, dict[str, object]]:

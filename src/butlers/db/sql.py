@@ -24,3 +24,9 @@ def like_prefix(text: str) -> str:
 def like_contains(text: str) -> str:
     """A LIKE pattern for values containing `text`, literally."""
     return "%" + escape_like(text) + "%"
+
+
+def affected(status: str) -> int:
+    """Rows a command touched, from asyncpg's status tag (`"DELETE 3"` → 3)."""
+    count = status.rsplit(" ", 1)[-1]
+    return int(count) if count.isdigit() else 0

@@ -7,11 +7,10 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx2 as httpx
 
-from butlers.ecosystem.supervisor import read_state_file
+from butlers.ecosystem.state import EcosystemState, read_state, state_path
 from butlers.errors import EcosystemError
 from butlers.settings import EcosystemSettings
 from butlers.waiting import wait_until_blocking
@@ -65,12 +64,12 @@ def ensure_not_running(data_dir: Path) -> None:
         )
 
 
-def start_detached(settings: EcosystemSettings, program: str) -> dict[str, Any]:
+def start_detached(settings: EcosystemSettings, program: str) -> EcosystemState:
     """Start `butlers up` in the background; return its state once every butler is ready."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     (settings.data_dir / "logs").mkdir(exist_ok=True)
     log_path = settings.data_dir / "logs" / "supervisor.log"
-    (settings.data_dir / "ecosystem.json").unlink(missing_ok=True)
+    state_path(settings.data_dir).unlink(missing_ok=True)
     command = [
         sys.executable, "-m", "butlers", "up",
         "--data-dir", str(settings.data_dir), "--roster", str(settings.roster_dir),
@@ -84,12 +83,12 @@ def start_detached(settings: EcosystemSettings, program: str) -> dict[str, Any]:
             start_new_session=True,
         )
 
-    def started() -> dict[str, Any] | None:
+    def started() -> EcosystemState | None:
         if process.poll() is not None:
             tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
             raise EcosystemError(f"`butlers up` exited with code {process.returncode}:\n{tail}")
-        state = read_state_file(settings.data_dir)
-        return state if state is not None and state.get("supervisor_pid") == process.pid else None
+        state = read_state(settings.data_dir)
+        return state if state is not None and state.supervisor_pid == process.pid else None
 
     return wait_until_blocking(
         started,
@@ -116,19 +115,20 @@ def stop_running(data_dir: Path, timeout: float = DOWN_TIMEOUT) -> bool:
     return True
 
 
-def probe_status(data_dir: Path) -> dict[str, Any] | None:
-    """The state file of a running ecosystem, each butler with a live `status`."""
+def probe_status(data_dir: Path) -> tuple[EcosystemState, dict[str, str]] | None:
+    """The state of a running ecosystem and each butler's live status (ready, not ready,
+    down); None when nothing runs in `data_dir`."""
     if PidFile(data_dir).read() is None:
         return None
-    state = read_state_file(data_dir)
+    state = read_state(data_dir)
     if state is None:
         return None
+    statuses: dict[str, str] = {}
     with httpx.Client(timeout=2.0) as client:
-        for butler in state["butlers"].values():
-            base = butler["url"].removesuffix("/mcp")
+        for name, butler in state.butlers.items():
             try:
-                response = client.get(f"{base}/ready")
-                butler["status"] = "ready" if response.status_code == 200 else "not ready"
+                response = client.get(f"{butler.base_url}/ready")
+                statuses[name] = "ready" if response.status_code == 200 else "not ready"
             except httpx.HTTPError:
-                butler["status"] = "down"
-    return state
+                statuses[name] = "down"
+    return state, statuses

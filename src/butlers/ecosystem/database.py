@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.provision import Credentials
+from butlers.ecosystem.state import DatabaseInfo
 
 
 @dataclass
@@ -18,20 +18,25 @@ class DatabaseServer:
     embedded: EmbeddedPostgres | None = None
     started_here: bool = False
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> DatabaseInfo:
         parts = urlsplit(self.admin_dsn)
-        info: dict[str, Any] = {
-            "kind": "embedded" if self.embedded else "external",
-            "host": parts.hostname,
-            "port": parts.port or 5432,
-            "database": parts.path.lstrip("/"),
-        }
+        host, port, database = parts.hostname, parts.port or 5432, parts.path.lstrip("/")
         if self.embedded:
-            info["data_dir"] = str(self.embedded.pgdata)
-            info["admin_dsn"] = self.admin_dsn
-        else:
-            info["url"] = mask_password(self.admin_dsn)
-        return info
+            return DatabaseInfo(
+                kind="embedded",
+                host=host,
+                port=port,
+                database=database,
+                data_dir=str(self.embedded.pgdata),
+                admin_dsn=self.admin_dsn,
+            )
+        return DatabaseInfo(
+            kind="external",
+            host=host,
+            port=port,
+            database=database,
+            url=mask_password(self.admin_dsn),
+        )
 
     def stop(self) -> None:
         """Stop the server if this process started it."""

@@ -10,16 +10,16 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from butlers.ecosystem.control import PidFile
-from butlers.ecosystem.supervisor import read_state_file
+from butlers.ecosystem.state import read_state
 from butlers.errors import EcosystemError
 from butlers.switchboard.envelope import build_envelope
 
 
 async def send_message(data_dir: Path, text: str, *, wait: bool, timeout: float) -> int:
-    state = read_state_file(data_dir) if PidFile(data_dir).read() else None
+    state = read_state(data_dir) if PidFile(data_dir).read() else None
     if state is None:
         raise EcosystemError(f"no ecosystem is running in {data_dir}; start one with `butlers up`")
-    url = state.get("switchboard")
+    url = state.switchboard
     if not url:
         raise EcosystemError("the running roster has no butler with the switchboard module")
     envelope = build_envelope(text, channel="cli", provider="butlers")

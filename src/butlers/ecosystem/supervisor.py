@@ -9,7 +9,6 @@ The e2e `local` backend uses the same class with a schema prefix and free ports.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -17,7 +16,6 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx2 as httpx
 import yaml
@@ -27,6 +25,7 @@ from butlers.db.embedded import free_port, port_held_only_by_closing_connections
 from butlers.db.provision import Credentials, provision
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.ecosystem.launcher import ButlerChild, warm_up
+from butlers.ecosystem.state import ButlerInfo, EcosystemState, state_path
 from butlers.errors import EcosystemError, PortInUseError
 from butlers.roster import find_switchboard
 from butlers.settings import EcosystemSettings
@@ -62,17 +61,17 @@ class ButlerProcess:
     def url(self) -> str:
         return f"{self.base_url}/mcp"
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "sse_url": f"{self.base_url}/sse",
-            "port": self.port,
-            "schema": self.schema,
-            "role": self.credentials.role,
-            "dsn": self.dsn,
-            "pid": self.process.pid if self.process else None,
-            "log": str(self.log_path),
-        }
+    def describe(self) -> ButlerInfo:
+        return ButlerInfo(
+            url=self.url,
+            sse_url=f"{self.base_url}/sse",
+            port=self.port,
+            schema=self.schema,
+            role=self.credentials.role,
+            dsn=self.dsn,
+            pid=self.process.pid if self.process else None,
+            log=str(self.log_path),
+        )
 
 
 @dataclass
@@ -91,7 +90,7 @@ class Ecosystem:
 
     @property
     def state_file(self) -> Path:
-        return self.data_dir / "ecosystem.json"
+        return state_path(self.data_dir)
 
     # -- start ---------------------------------------------------------------
 
@@ -313,21 +312,18 @@ class Ecosystem:
 
     # -- state file ------------------------------------------------------------
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> EcosystemState:
         assert self.database is not None
-        return {
-            "database": self.database.describe(),
-            "butlers": {name: b.describe() for name, b in sorted(self.butlers.items())},
-            "switchboard": self.switchboard.url if self.switchboard else None,
-            "supervisor_pid": os.getpid(),
-            "schema_prefix": self.settings.schema_prefix,
-        }
+        return EcosystemState(
+            database=self.database.describe(),
+            butlers={name: b.describe() for name, b in sorted(self.butlers.items())},
+            switchboard=self.switchboard.url if self.switchboard else None,
+            supervisor_pid=os.getpid(),
+            schema_prefix=self.settings.schema_prefix,
+        )
 
     def write_state_file(self) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.describe(), indent=2))
-        tmp.chmod(0o600)
-        tmp.replace(self.state_file)
+        self.describe().write(self.data_dir)
 
 
 def _import_alembic() -> None:
@@ -366,10 +362,3 @@ def _tail(path: Path, lines: int = 25) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
-
-
-def read_state_file(data_dir: Path) -> dict[str, Any] | None:
-    path = data_dir / "ecosystem.json"
-    if not path.exists():
-        return None
-    return dict(json.loads(path.read_text()))

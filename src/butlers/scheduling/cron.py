@@ -20,7 +20,7 @@ MAX_STAGGER = timedelta(minutes=15)
 def cron_interval(cron: str, base: datetime) -> timedelta:
     """The shortest gap between consecutive fire times seen over a few cycles after `base`."""
     it = croniter(cron, base)
-    times = [it.get_next(datetime) for _ in range(4)]
+    times: list[datetime] = [it.get_next(datetime) for _ in range(4)]
     return min(b - a for a, b in pairwise(times))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import asyncpg
 
 from butlers.db.pool import dumps
+from butlers.db.sql import affected
 from butlers.spec import ScheduleSpec
 
 COLUMNS = (
@@ -137,10 +138,8 @@ class ScheduleStore:
         return None if row is None else dict(row)
 
     async def delete(self, name: str) -> bool:
-        return (
-            await self._pool.execute("DELETE FROM scheduled_tasks WHERE name = $1", name)
-            != "DELETE 0"
-        )
+        status = await self._pool.execute("DELETE FROM scheduled_tasks WHERE name = $1", name)
+        return affected(status) > 0
 
     async def claim_due(self) -> builtins.list[dict[str, Any]]:
         """Atomically move every due, enabled, not running task to `running`.

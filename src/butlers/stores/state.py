@@ -6,9 +6,10 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
+from pydantic import JsonValue
 
 from butlers.db.pool import dumps
-from butlers.db.sql import like_prefix
+from butlers.db.sql import affected, like_prefix
 
 MAX_KEY_LENGTH = 1024
 
@@ -30,7 +31,7 @@ class StateStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
-    async def get(self, key: str) -> tuple[bool, Any]:
+    async def get(self, key: str) -> tuple[bool, JsonValue]:
         """(found, value): a stored JSON null is (True, None), a missing key (False, None)."""
         row = await self._pool.fetchrow("SELECT value FROM state WHERE key = $1", key)
         return (False, None) if row is None else (True, row["value"])
@@ -76,5 +77,4 @@ class StateStore:
 
     async def delete(self, key: str) -> bool:
         """True when the key existed."""
-        status = await self._pool.execute("DELETE FROM state WHERE key = $1", key)
-        return status != "DELETE 0"
+        return affected(await self._pool.execute("DELETE FROM state WHERE key = $1", key)) > 0

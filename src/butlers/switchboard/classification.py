@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import JsonValue
+
 FALLBACK_BUTLER = "general"
 
 
@@ -32,6 +34,15 @@ class Classification:
     entries: tuple[RouteEntry, ...]
     fallback: bool  # True when the answer was unusable and everything went to general
     reason: str | None = None  # why the fallback happened, or what was skipped
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "fallback": self.fallback,
+            "reason": self.reason,
+            "entries": [
+                {"butler": e.butler, "prompt": e.prompt, "segment": e.segment} for e in self.entries
+            ],
+        }
 
 
 def build_classification_prompt(text: str, butlers: list[ButlerProfile]) -> str:

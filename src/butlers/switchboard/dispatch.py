@@ -7,9 +7,11 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import JsonValue
 
 from butlers.switchboard.classification import RouteEntry
 
@@ -21,12 +23,43 @@ class TargetUnavailable(Exception):
     """The target butler could not be reached (not registered, down, refusing)."""
 
 
-class RouteFailed(Exception):
-    """The target answered, but its work failed; `result` is what it answered."""
+@dataclass(frozen=True)
+class TriggerAnswer:
+    """What a target's `trigger` answered (its SpawnerResult), as far as routing reads it."""
 
-    def __init__(self, message: str, result: Any = None) -> None:
+    success: bool
+    session_id: str | None = None
+    output: str | None = None
+    error: str | None = None
+    tool_calls: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: object) -> TriggerAnswer:
+        """Read an answer strictly: anything but the expected shape is a failed answer."""
+        if not isinstance(data, Mapping):
+            return cls(success=False, error=f"unexpected answer from trigger: {data!r}"[:500])
+        calls = data.get("tool_calls")
+        names = (
+            tuple(str(c.get("name")) for c in calls if isinstance(c, Mapping))
+            if isinstance(calls, list)
+            else ()
+        )
+        session_id, output, error = data.get("session_id"), data.get("output"), data.get("error")
+        return cls(
+            success=data.get("success") is True,
+            session_id=session_id if isinstance(session_id, str) and session_id else None,
+            output=output if isinstance(output, str) else None,
+            error=error if isinstance(error, str) else None,
+            tool_calls=names,
+        )
+
+
+class RouteFailed(Exception):
+    """The target answered, but its work failed; `answer` is what it answered."""
+
+    def __init__(self, message: str, answer: TriggerAnswer | None = None) -> None:
         super().__init__(message)
-        self.result = result
+        self.answer = answer
 
 
 @dataclass(frozen=True)
@@ -41,12 +74,31 @@ class RouteOutcome:
     entry: RouteEntry
     status: RouteStatus
     duration_ms: int
-    result: Any = None
+    answer: TriggerAnswer | None = None
     error: str | None = None
     route_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
+    @property
+    def session_id(self) -> str | None:
+        return self.answer.session_id if self.answer else None
 
-RouteOne = Callable[[RouteEntry, uuid.UUID], Awaitable[Any]]
+    def to_json(self) -> dict[str, JsonValue]:
+        """One target's result, as `route` and `ingest_v1` return it."""
+        answer = self.answer or TriggerAnswer(success=False)
+        return {
+            "route_id": str(self.route_id),
+            "butler": self.entry.butler,
+            "prompt": self.entry.prompt,
+            "status": self.status,
+            "duration_ms": self.duration_ms,
+            "error": self.error,
+            "session_id": answer.session_id,
+            "output": answer.output,
+            "tool_calls": list(answer.tool_calls),
+        }
+
+
+RouteOne = Callable[[RouteEntry, uuid.UUID], Awaitable[TriggerAnswer]]
 
 
 async def execute_plan(plan: FanoutPlan, route_one: RouteOne, timeout: float) -> list[RouteOutcome]:
@@ -57,24 +109,24 @@ async def execute_plan(plan: FanoutPlan, route_one: RouteOne, timeout: float) ->
         start = time.monotonic()
 
         def outcome(
-            status: RouteStatus, result: Any = None, error: str | None = None
+            status: RouteStatus, answer: TriggerAnswer | None = None, error: str | None = None
         ) -> RouteOutcome:
             elapsed = int((time.monotonic() - start) * 1000)
-            return RouteOutcome(entry, status, elapsed, result, error, route_id)
+            return RouteOutcome(entry, status, elapsed, answer, error, route_id)
 
         try:
             async with asyncio.timeout(timeout):
-                result = await route_one(entry, route_id)
+                answer = await route_one(entry, route_id)
         except TimeoutError:
             return outcome("timeout", error=f"no answer from {entry.butler} within {timeout:g} s")
         except TargetUnavailable as exc:
             return outcome("target_unavailable", error=str(exc))
         except RouteFailed as exc:
-            return outcome("error", result=exc.result, error=str(exc))
+            return outcome("error", answer=exc.answer, error=str(exc))
         except Exception as exc:  # a bug, not the target's failure: keep its traceback
             log.exception("route %s to %s failed unexpectedly", route_id, entry.butler)
             return outcome("error", error=f"{exc.__class__.__name__}: {exc}")
-        return outcome("success", result=result)
+        return outcome("success", answer=answer)
 
     return list(await asyncio.gather(*(run(entry) for entry in plan.entries)))
 

@@ -30,7 +30,7 @@ def _validated(values: dict[str, Any], jobs: JobRegistry) -> None:
 def _found(row: dict[str, Any] | None, name: str) -> JsonValue:
     if row is None:
         raise ToolError(f"no schedule named {name!r} on this butler")
-    return to_json(row)  # type: ignore[no-any-return]
+    return to_json(row)
 
 
 def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistry) -> None:
@@ -59,12 +59,12 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
             )
         except DuplicateSchedule as exc:
             raise ToolError(f"{exc}; use schedule_update to change it") from None
-        return to_json(row)  # type: ignore[no-any-return]
+        return to_json(row)
 
     @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
     async def schedule_list() -> JsonValue:
         """Every schedule of this butler (from the spec and created at runtime), by name."""
-        return to_json(await store.list())  # type: ignore[no-any-return]
+        return to_json(await store.list())
 
     @mcp.tool(meta=CORE)
     async def schedule_update(

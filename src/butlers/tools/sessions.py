@@ -25,7 +25,7 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
         rows = await store.list(
             limit=limit, offset=offset, status=status, trigger_source=trigger_source
         )
-        return to_json(rows)  # type: ignore[no-any-return]
+        return to_json(rows)
 
     @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
     async def sessions_get(session_id: uuid.UUID) -> JsonValue:
@@ -33,4 +33,4 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
         row = await store.get(session_id)
         if row is None:
             raise ToolError(f"no session {session_id} on this butler")
-        return to_json(row)  # type: ignore[no-any-return]
+        return to_json(row)

@@ -10,6 +10,7 @@ from pydantic import Field, JsonValue
 
 from butlers.core.scheduler import Scheduler
 from butlers.core.spawner import NoRuntimeConfigured, Spawner
+from butlers.jsonutil import to_json
 
 CORE = {"module": "core"}
 
@@ -48,4 +49,4 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
     @mcp.tool(meta=CORE)
     async def tick() -> JsonValue:
         """Run every scheduled task that is due now; returns what ran and its outcome."""
-        return {"ran": await scheduler.tick()}  # type: ignore[dict-item]
+        return {"ran": [to_json(run) for run in await scheduler.tick()]}

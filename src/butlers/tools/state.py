@@ -18,7 +18,7 @@ def register_state_tools(mcp: FastMCP, store: StateStore) -> None:
     async def state_get(key: Key) -> JsonValue:
         """Read a value from this butler's state store; null when the key is missing."""
         _found, value = await store.get(key)
-        return value  # type: ignore[no-any-return]
+        return value
 
     @mcp.tool(meta=CORE, annotations={"idempotentHint": True})
     async def state_set(
@@ -41,7 +41,7 @@ def register_state_tools(mcp: FastMCP, store: StateStore) -> None:
     ) -> JsonValue:
         """List entries `{key, value, created_at, updated_at}` ordered by key."""
         rows = await store.list(prefix)
-        return to_json(rows)  # type: ignore[no-any-return]
+        return to_json(rows)
 
     @mcp.tool(meta=CORE, annotations={"destructiveHint": True, "idempotentHint": True})
     async def state_delete(key: Key) -> JsonValue:

@@ -88,7 +88,7 @@ async def test_failed_job_marks_the_task_error(make_app):
     )
     await _make_due(app.context.pool, "b")
     ran = await scheduler.tick()
-    assert ran[0]["status"] == "error" and "disk on fire" in ran[0]["error"]
+    assert ran[0].status == "error" and "disk on fire" in (ran[0].error or "")
     task = await app.services.scheduler.store.get("b")
     assert task["status"] == "error" and "disk on fire" in task["last_error"]
 
@@ -189,7 +189,7 @@ async def test_prompt_tasks_reach_the_spawner_with_their_schedule_name(make_app,
     await _make_due(app.context.pool, "morning")
     await _make_due(app.context.pool, "snapshot")
     ran = await scheduler.tick()
-    assert sorted(r["name"] for r in ran) == ["morning", "snapshot"]
+    assert sorted(r.name for r in ran) == ["morning", "snapshot"]
     assert mock_spawner.invocations == [
         {"prompt": "Good morning", "trigger_source": "schedule:morning", "context": None}
     ]

@@ -40,7 +40,7 @@ class ApprovalsModule(Module):
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
         ) -> JsonValue:
             """Approval requests, newest first (pending ones by default)."""
-            return to_json(await store.list(status, limit))  # type: ignore[no-any-return]
+            return to_json(await store.list(status, limit))
 
         @mcp.tool(meta=meta)
         async def approval_decide(
@@ -60,7 +60,7 @@ class ApprovalsModule(Module):
                     f"approval {approval_id} is {current['status']}, not pending; "
                     "only pending requests can be decided"
                 )
-            return to_json(row)  # type: ignore[no-any-return]
+            return to_json(row)
 
     async def ready(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         assert self.gate is not None

@@ -6,6 +6,7 @@ from typing import Any
 import asyncpg
 
 from butlers.db.pool import dumps
+from butlers.db.sql import affected
 
 COLUMNS = (
     "id, tool_name, tool_args, session_id, status, requested_at, expires_at, "
@@ -45,7 +46,7 @@ class ApprovalStore:
             "WHERE id = $1 AND status = 'pending'",
             approval_id,
         )
-        return result != "UPDATE 0"
+        return affected(result) > 0
 
     async def decide(
         self, approval_id: uuid.UUID, status: str, decided_by: str, reason: str | None

@@ -23,7 +23,7 @@ Name = Annotated[str, Field(min_length=1, max_length=300)]
 def _found(row: dict[str, Any] | None, contact_id: uuid.UUID) -> JsonValue:
     if row is None:
         raise ToolError(f"no contact {contact_id}; find one with contact_search")
-    return to_json(row)  # type: ignore[no-any-return]
+    return to_json(row)
 
 
 class ContactsModule(Module):
@@ -45,7 +45,7 @@ class ContactsModule(Module):
         ) -> JsonValue:
             """Add a contact. Record only facts the user gave."""
             row = await store.add(name.strip(), email, phone, birthday, details or {})
-            return to_json(row)  # type: ignore[no-any-return]
+            return to_json(row)
 
         mcp.tool(contact_add, meta=meta)
         mcp.tool(contact_add, name="contact_create", meta=meta)
@@ -81,7 +81,7 @@ class ContactsModule(Module):
             limit: Annotated[int, Field(ge=1, le=200)] = 20,
         ) -> JsonValue:
             """Contacts whose name, email or phone contains `query` (case-insensitive)."""
-            return to_json(await store.search(query, limit))  # type: ignore[no-any-return]
+            return to_json(await store.search(query, limit))
 
         @mcp.tool(meta=meta, annotations=read)
         async def contact_get(contact_id: uuid.UUID) -> JsonValue:

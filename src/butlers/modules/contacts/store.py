@@ -7,7 +7,7 @@ from typing import Any
 import asyncpg
 
 from butlers.db.pool import dumps
-from butlers.db.sql import like_contains
+from butlers.db.sql import affected, like_contains
 
 CONTACT = "id, name, email, phone, birthday, details, created_at, updated_at"
 EDITABLE = ("name", "email", "phone", "birthday", "details")
@@ -36,7 +36,7 @@ class ContactStore:
         )
         return dict(row)
 
-    async def update(self, contact_id: uuid.UUID, changes: dict[str, Any]) -> dict | None:
+    async def update(self, contact_id: uuid.UUID, changes: dict[str, Any]) -> dict[str, Any] | None:
         sets: list[str] = []
         args: list[Any] = [contact_id]
         for column in EDITABLE:
@@ -82,9 +82,8 @@ class ContactStore:
         }
 
     async def delete(self, contact_id: uuid.UUID) -> bool:
-        return await self._pool.execute("DELETE FROM contacts WHERE id = $1", contact_id) != (
-            "DELETE 0"
-        )
+        status = await self._pool.execute("DELETE FROM contacts WHERE id = $1", contact_id)
+        return affected(status) > 0
 
     async def add_note(self, contact_id: uuid.UUID, body: str) -> dict[str, Any] | None:
         row = await self._pool.fetchrow(

@@ -174,4 +174,4 @@ class EmailModule(Module):
                 messages = await asyncio.to_thread(mailbox.fetch, limit, unseen_only)
             except (OSError, imaplib.IMAP4.error) as exc:
                 raise ToolError(f"IMAP {mailbox.config.imap_host}: {exc}") from None
-            return to_json(messages)  # type: ignore[no-any-return]
+            return to_json(messages)

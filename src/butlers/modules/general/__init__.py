@@ -38,7 +38,7 @@ class GeneralModule(Module):
                 name,
                 description,
             )
-            return to_json(dict(row))  # type: ignore[no-any-return]
+            return to_json(dict(row))
 
         @mcp.tool(meta=meta, annotations=read)
         async def collection_list() -> JsonValue:
@@ -47,7 +47,7 @@ class GeneralModule(Module):
                 "SELECT c.id, c.name, c.description, count(n.id) AS notes FROM collections c "
                 "LEFT JOIN notes n ON n.collection_id = c.id GROUP BY c.id ORDER BY c.name"
             )
-            return to_json([dict(r) for r in rows])  # type: ignore[no-any-return]
+            return to_json([dict(r) for r in rows])
 
         @mcp.tool(meta=meta)
         async def note_add(
@@ -73,7 +73,7 @@ class GeneralModule(Module):
                     tags or [],
                     dumps(data or {}),
                 )
-            return to_json({"collection": collection, "title": title, **dict(row)})  # type: ignore[no-any-return]
+            return to_json({"collection": collection, "title": title, **dict(row)})
 
         @mcp.tool(meta=meta, annotations=read)
         async def note_list(
@@ -94,7 +94,7 @@ class GeneralModule(Module):
                 None if query is None else like_contains(query),
                 limit,
             )
-            return to_json([dict(r) for r in rows])  # type: ignore[no-any-return]
+            return to_json([dict(r) for r in rows])
 
         @mcp.tool(meta=meta, annotations={"destructiveHint": True})
         async def note_delete(note_id: uuid.UUID) -> JsonValue:

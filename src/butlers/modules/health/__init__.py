@@ -46,19 +46,19 @@ class HealthModule(Module):
         ) -> JsonValue:
             """Record a measurement (weight, blood pressure, heart rate, ...) with its unit."""
             row = await store.log_measurement(_type(type), value, unit, measured_at, notes)
-            return to_json(row)  # type: ignore[no-any-return]
+            return to_json(row)
 
         @mcp.tool(meta=meta, annotations=read)
         async def measurement_list(type: str | None = None, limit: Limit = 50) -> JsonValue:
             """Recent measurements, newest first, optionally of one type."""
             rows = await store.measurements(_type(type) if type else None, None, None, limit)
-            return to_json(rows)  # type: ignore[no-any-return]
+            return to_json(rows)
 
         @mcp.tool(meta=meta, annotations=read)
         async def measurement_latest(type: MeasurementType) -> JsonValue:
             """The most recent measurement of a type; null when there is none."""
             rows = await store.measurements(_type(type), None, None, 1)
-            return to_json(rows[0]) if rows else None  # type: ignore[no-any-return]
+            return to_json(rows[0]) if rows else None
 
         @mcp.tool(meta=meta, annotations=read)
         async def measurement_range(
@@ -67,7 +67,7 @@ class HealthModule(Module):
             """Measurements of a type with start <= measured_at < end, newest first."""
             if end <= start:
                 raise ToolError("end must be after start")
-            return to_json(await store.measurements(_type(type), start, end, limit))  # type: ignore[no-any-return]
+            return to_json(await store.measurements(_type(type), start, end, limit))
 
         @mcp.tool(meta=meta)
         async def medication_add(
@@ -77,12 +77,12 @@ class HealthModule(Module):
             notes: str | None = None,
         ) -> JsonValue:
             """Add a medication (or update the one with this name)."""
-            return to_json(await store.add_medication(name.strip(), dosage, frequency, notes))  # type: ignore[no-any-return]
+            return to_json(await store.add_medication(name.strip(), dosage, frequency, notes))
 
         @mcp.tool(meta=meta, annotations=read)
         async def medication_list(active_only: bool = True) -> JsonValue:
             """Medications with their last dose time."""
-            return to_json(await store.medications(active_only))  # type: ignore[no-any-return]
+            return to_json(await store.medications(active_only))
 
         @mcp.tool(meta=meta)
         async def medication_log_dose(
@@ -92,7 +92,7 @@ class HealthModule(Module):
             row = await store.log_dose(medication_id, taken_at, notes)
             if row is None:
                 raise ToolError(f"no medication {medication_id}; see medication_list")
-            return to_json(row)  # type: ignore[no-any-return]
+            return to_json(row)
 
         @mcp.tool(meta=meta)
         async def symptom_log(
@@ -103,7 +103,7 @@ class HealthModule(Module):
         ) -> JsonValue:
             """Record a symptom with an optional severity from 1 (mild) to 10 (severe)."""
             row = await store.log_symptom(_type(name), severity, occurred_at, notes)
-            return to_json(row)  # type: ignore[no-any-return]
+            return to_json(row)
 
         @mcp.tool(meta=meta, annotations=read)
         async def symptom_list(
@@ -111,4 +111,4 @@ class HealthModule(Module):
         ) -> JsonValue:
             """Recorded symptoms, newest first."""
             rows = await store.symptoms(_type(name) if name else None, since, limit)
-            return to_json(rows)  # type: ignore[no-any-return]
+            return to_json(rows)

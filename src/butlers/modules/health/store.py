@@ -109,7 +109,9 @@ class HealthStore:
         )
         return dict(row)
 
-    async def symptoms(self, name: str | None, since: datetime | None, limit: int) -> list[dict]:
+    async def symptoms(
+        self, name: str | None, since: datetime | None, limit: int
+    ) -> list[dict[str, Any]]:
         return _rows(
             await self._pool.fetch(
                 "SELECT id, name, severity, occurred_at, notes FROM symptoms "

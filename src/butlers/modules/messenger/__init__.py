@@ -74,7 +74,7 @@ class MessengerModule(Module):
                 error,
                 provider_id,
             )
-            return to_json(dict(row))  # type: ignore[no-any-return]
+            return to_json(dict(row))
 
         @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
         async def deliveries_list(
@@ -92,7 +92,7 @@ class MessengerModule(Module):
                 status,
                 limit,
             )
-            return to_json([dict(r) for r in rows])  # type: ignore[no-any-return]
+            return to_json([dict(r) for r in rows])
 
         @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
         async def channels_list() -> JsonValue:

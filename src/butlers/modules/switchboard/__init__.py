@@ -15,7 +15,7 @@ from pydantic import Field, JsonValue, ValidationError
 from butlers.jsonutil import to_json
 from butlers.mcp_clients import ClientCache
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
-from butlers.modules.switchboard.pipeline import Pipeline, _classification_json, _outcome_json
+from butlers.modules.switchboard.pipeline import Pipeline
 from butlers.modules.switchboard.store import SwitchboardStore
 from butlers.roster import SWITCHBOARD_MODULE
 from butlers.switchboard.classification import RouteEntry
@@ -92,7 +92,7 @@ class SwitchboardModule(Module):
                 parsed = parse_envelope(envelope)
             except ValidationError as exc:
                 raise ToolError(_validation_message(exc)) from None
-            return await pipeline.ingest(  # type: ignore[return-value]
+            return await pipeline.ingest(
                 parsed,
                 wait=wait,
                 route_timeout=route_timeout_seconds,
@@ -104,7 +104,7 @@ class SwitchboardModule(Module):
             text: Annotated[str, Field(min_length=1, max_length=100_000)],
         ) -> JsonValue:
             """Split a message into {butler, prompt, segment} entries (nothing is routed)."""
-            return _classification_json(await pipeline.classify(text))  # type: ignore[return-value]
+            return (await pipeline.classify(text)).to_json()
 
         @mcp.tool(meta=meta)
         async def route(
@@ -116,7 +116,7 @@ class SwitchboardModule(Module):
             outcome = await pipeline.route(
                 RouteEntry(butler, prompt, prompt), request_id=None, timeout=timeout_seconds
             )
-            return _outcome_json(outcome)  # type: ignore[return-value]
+            return outcome.to_json()
 
         @mcp.tool(meta=meta)
         async def butler_register(
@@ -139,19 +139,19 @@ class SwitchboardModule(Module):
         async def butler_registry_list() -> JsonValue:
             """Registered butlers with URL, hints, modules, last heartbeat and liveness."""
             rows = await store.registry(config.heartbeat_stale_seconds)
-            return to_json(rows)  # type: ignore[no-any-return]
+            return to_json(rows)
 
         @mcp.tool(meta=meta, annotations=read)
         async def routing_log_list(
             request_id: uuid.UUID | None = None, limit: Annotated[int, Field(ge=1, le=500)] = 50
         ) -> JsonValue:
             """Routing decisions and their outcomes, newest first."""
-            return to_json(await store.routes(request_id, limit))  # type: ignore[no-any-return]
+            return to_json(await store.routes(request_id, limit))
 
         @mcp.tool(meta=meta, annotations=read)
         async def switchboard_stats() -> JsonValue:
             """MCP clients opened so far and cached now, and messages being processed."""
-            return pipeline.stats()  # type: ignore[return-value]
+            return pipeline.stats()
 
         @mcp.tool(meta=meta, annotations=read)
         async def message_get(request_id: uuid.UUID) -> JsonValue:
@@ -159,4 +159,4 @@ class SwitchboardModule(Module):
             message = await store.message(request_id)
             if message is None:
                 raise ToolError(f"no message with request_id {request_id}")
-            return to_json(message | {"routes": await store.routes(request_id, 100)})  # type: ignore[no-any-return]
+            return to_json(message | {"routes": await store.routes(request_id, 100)})

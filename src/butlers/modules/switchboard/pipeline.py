@@ -6,16 +6,14 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 import asyncpg
 from fastmcp.exceptions import ToolError
 from opentelemetry import trace
+from pydantic import JsonValue
 
 from butlers.core.spawner import Spawner
-from butlers.jsonutil import to_json
 from butlers.mcp_clients import ClientCache, EndpointUnavailable
 from butlers.modules.switchboard.store import SwitchboardStore
 from butlers.switchboard.classification import (
@@ -29,8 +27,10 @@ from butlers.switchboard.classification import (
 from butlers.switchboard.dispatch import (
     FanoutPlan,
     RouteFailed,
+    RouteOne,
     RouteOutcome,
     TargetUnavailable,
+    TriggerAnswer,
     execute_plan,
     summarize,
 )
@@ -75,14 +75,14 @@ class Pipeline:
         wait: bool,
         route_timeout: float | None = None,
         classification_timeout: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, JsonValue]:
         with tracer().start_as_current_span(
             "switchboard.ingest",
             attributes={"ingest.channel": envelope.source.channel},
         ) as span:
             request_id, duplicate = await self._store.accept(envelope, _trace_id())
             span.set_attributes({"request.id": str(request_id), "ingest.duplicate": duplicate})
-            accepted: dict[str, Any] = {
+            accepted: dict[str, JsonValue] = {
                 "status": "accepted",
                 "request_id": str(request_id),
                 "duplicate": duplicate,
@@ -136,7 +136,7 @@ class Pipeline:
 
     # -- steps ---------------------------------------------------------------------
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, JsonValue]:
         return {
             "mcp_clients_opened": self._clients.opened_count,
             "mcp_clients_cached": self._clients.cached_count,
@@ -149,9 +149,9 @@ class Pipeline:
         text: str,
         route_timeout: float | None,
         classification_timeout: float | None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, JsonValue]:
         classification = await self.classify(text, request_id, classification_timeout)
-        await self._store.classified(request_id, _classification_json(classification))
+        await self._store.classified(request_id, classification.to_json())
         started = time.monotonic()
         plan = FanoutPlan(request_id, classification.entries)
         with tracer().start_as_current_span(
@@ -174,9 +174,9 @@ class Pipeline:
             ", ".join(f"{o.entry.butler}={o.status}" for o in outcomes),
         )
         return {
-            "classification": _classification_json(classification),
+            "classification": classification.to_json(),
             "fanout_status": status,
-            "routes": [_outcome_json(o) for o in outcomes],
+            "routes": [o.to_json() for o in outcomes],
         }
 
     async def _classify(
@@ -213,8 +213,8 @@ class Pipeline:
             if r["name"] != self._butler
         ]
 
-    def _router(self, request_id: uuid.UUID | None) -> Callable[[RouteEntry, uuid.UUID], Any]:
-        async def route_one(entry: RouteEntry, route_id: uuid.UUID) -> Any:
+    def _router(self, request_id: uuid.UUID | None) -> RouteOne:
+        async def route_one(entry: RouteEntry, route_id: uuid.UUID) -> TriggerAnswer:
             with tracer().start_as_current_span(
                 "switchboard.route",
                 attributes={"route.target": entry.butler, "route.id": str(route_id)},
@@ -235,10 +235,10 @@ class Pipeline:
                     raise TargetUnavailable(f"butler {entry.butler!r} at {url}: {exc}") from None
                 except ToolError as exc:
                     raise RouteFailed(f"{entry.butler}: {exc}") from None
-                data = result.data if isinstance(result.data, dict) else {}
-                if not data.get("success"):
-                    raise RouteFailed(f"{entry.butler}: {data.get('error')}", data)
-                return data
+                answer = TriggerAnswer.from_json(result.data)
+                if not answer.success:
+                    raise RouteFailed(f"{entry.butler}: {answer.error}", answer)
+                return answer
 
         return route_one
 
@@ -247,28 +247,3 @@ class Pipeline:
             if row["name"] == butler:
                 return str(row["url"])
         raise TargetUnavailable(f"butler {butler!r} is not registered with the switchboard")
-
-
-def _classification_json(classification: Classification) -> dict[str, Any]:
-    return {
-        "fallback": classification.fallback,
-        "reason": classification.reason,
-        "entries": [asdict(e) for e in classification.entries],
-    }
-
-
-def _outcome_json(outcome: RouteOutcome) -> dict[str, Any]:
-    result = outcome.result if isinstance(outcome.result, dict) else {}
-    return to_json(
-        {
-            "route_id": outcome.route_id,
-            "butler": outcome.entry.butler,
-            "prompt": outcome.entry.prompt,
-            "status": outcome.status,
-            "duration_ms": outcome.duration_ms,
-            "error": outcome.error,
-            "session_id": result.get("session_id"),
-            "output": result.get("output"),
-            "tool_calls": [c.get("name") for c in result.get("tool_calls", [])],
-        }
-    )

@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 
 from butlers.db.pool import dumps
+from butlers.db.sql import affected
 from butlers.switchboard.dispatch import RouteOutcome
 from butlers.switchboard.envelope import IngestEnvelopeV1
 
@@ -80,8 +81,7 @@ class SwitchboardStore:
     async def log_route(
         self, request_id: uuid.UUID | None, outcome: RouteOutcome, trace_id: str | None
     ) -> None:
-        result = outcome.result if isinstance(outcome.result, dict) else {}
-        session_id = result.get("session_id")
+        session_id = outcome.session_id
         await self._pool.execute(
             """
             INSERT INTO routing_log (route_id, request_id, butler, prompt, segment, status,
@@ -163,7 +163,7 @@ class SwitchboardStore:
         status = await self._pool.execute(
             "UPDATE butler_registry SET last_seen_at = clock_timestamp() WHERE name = $1", name
         )
-        return status != "UPDATE 0"
+        return affected(status) > 0
 
     async def registry(self, stale_after_seconds: float) -> list[dict[str, Any]]:
         rows = await self._pool.fetch(

@@ -149,7 +149,7 @@ class TelegramModule(Module):
         @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
         async def telegram_updates(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> JsonValue:
             """Recent incoming updates (when polling is on, see config `poll`)."""
-            return to_json(list(bot.updates)[-limit:])  # type: ignore[no-any-return]
+            return to_json(list(bot.updates)[-limit:])
 
     async def stop(self) -> None:
         if self._poller is not None:

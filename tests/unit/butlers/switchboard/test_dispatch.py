@@ -7,7 +7,13 @@ import time
 import uuid
 
 from butlers.switchboard.classification import RouteEntry
-from butlers.switchboard.dispatch import FanoutPlan, TargetUnavailable, execute_plan, summarize
+from butlers.switchboard.dispatch import (
+    FanoutPlan,
+    TargetUnavailable,
+    TriggerAnswer,
+    execute_plan,
+    summarize,
+)
 
 
 def _plan(*butlers: str) -> FanoutPlan:
@@ -15,29 +21,45 @@ def _plan(*butlers: str) -> FanoutPlan:
 
 
 async def test_targets_run_concurrently() -> None:
-    async def route(entry: RouteEntry, _id: uuid.UUID) -> str:
+    async def route(entry: RouteEntry, _id: uuid.UUID) -> TriggerAnswer:
         await asyncio.sleep(0.2)
-        return entry.butler
+        return TriggerAnswer(success=True, output=entry.butler)
 
     start = time.monotonic()
     outcomes = await execute_plan(_plan("a", "b", "c"), route, timeout=5)
     assert time.monotonic() - start < 0.5
-    assert [o.result for o in outcomes] == ["a", "b", "c"]
+    assert [o.answer.output for o in outcomes if o.answer] == ["a", "b", "c"]
     assert summarize(outcomes) == "completed"
 
 
 async def test_one_failure_does_not_stop_the_others() -> None:
-    async def route(entry: RouteEntry, _id: uuid.UUID) -> str:
+    async def route(entry: RouteEntry, _id: uuid.UUID) -> TriggerAnswer:
         if entry.butler == "down":
             raise TargetUnavailable("down is not reachable")
         if entry.butler == "broken":
             raise RuntimeError("boom")
         if entry.butler == "slow":
             await asyncio.sleep(5)
-        return "ok"
+        return TriggerAnswer(success=True)
 
     outcomes = await execute_plan(_plan("ok", "down", "broken", "slow"), route, timeout=0.2)
     assert [o.status for o in outcomes] == ["success", "target_unavailable", "error", "timeout"]
     assert outcomes[2].error == "RuntimeError: boom"
     assert summarize(outcomes) == "partial"
     assert all(o.duration_ms >= 0 for o in outcomes)
+
+
+def test_a_trigger_answer_is_read_strictly() -> None:
+    answer = TriggerAnswer.from_json(
+        {
+            "session_id": "7",
+            "success": True,
+            "output": "Logged.",
+            "error": None,
+            "tool_calls": [{"name": "measurement_log", "arguments": {}}, "junk"],
+        }
+    )
+    assert answer == TriggerAnswer(True, "7", "Logged.", None, ("measurement_log",))
+    assert TriggerAnswer.from_json({"success": "yes"}).success is False
+    broken = TriggerAnswer.from_json(["not", "an", "object"])
+    assert broken.success is False and "unexpected answer" in (broken.error or "")

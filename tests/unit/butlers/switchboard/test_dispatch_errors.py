@@ -8,13 +8,13 @@ import uuid
 import pytest
 
 from butlers.switchboard.classification import RouteEntry
-from butlers.switchboard.dispatch import FanoutPlan, RouteFailed, execute_plan
+from butlers.switchboard.dispatch import FanoutPlan, RouteFailed, TriggerAnswer, execute_plan
 
 
 async def test_a_bug_in_a_route_is_logged_with_its_traceback(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async def route_one(entry: RouteEntry, route_id: uuid.UUID) -> object:
+    async def route_one(entry: RouteEntry, route_id: uuid.UUID) -> TriggerAnswer:
         if entry.butler == "health":
             raise AttributeError("'NoneType' object has no attribute 'data'")
         raise RouteFailed("general: the model failed")
