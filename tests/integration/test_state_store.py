@@ -65,9 +65,9 @@ async def test_updated_at_advances(store: StateStore) -> None:
 async def test_prefix_is_literal(store: StateStore) -> None:
     for key in ("a%b:1", "axb:2", "a_b:3", "ayb:4", "a\\b:5"):
         await store.set(key, 0)
-    assert [r["key"] for r in await store.list("a%")] == ["a%b:1"]
-    assert [r["key"] for r in await store.list("a_")] == ["a_b:3"]
-    assert [r["key"] for r in await store.list("a\\")] == ["a\\b:5"]
+    assert [r.key for r in await store.list("a%")] == ["a%b:1"]
+    assert [r.key for r in await store.list("a_")] == ["a_b:3"]
+    assert [r.key for r in await store.list("a\\")] == ["a\\b:5"]
     assert len(await store.list(None)) == 5
 
 

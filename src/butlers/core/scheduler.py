@@ -12,13 +12,13 @@ import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import asyncpg
 
 from butlers.core.spawner import NoRuntimeConfigured, Spawner
 from butlers.scheduling.jobs import JobContext, JobRegistry
-from butlers.stores.schedules import ScheduleStore
+from butlers.stores.schedules import ScheduledTask, ScheduleStore
 
 log = logging.getLogger(__name__)
 JOB_TIMEOUT = 300.0
@@ -59,19 +59,19 @@ class Scheduler:
         claimed = await self.store.claim_due()
         return [await self._run(task) for task in claimed]
 
-    async def _run(self, task: dict[str, Any]) -> TaskRun:
-        name = task["name"]
+    async def _run(self, task: ScheduledTask) -> TaskRun:
+        name = task.name
         session_id: uuid.UUID | None = None
         error: str | None = None
         try:
-            if task["job_name"]:
-                job = self._jobs.get(task["job_name"])
+            if task.job_name:
+                job = self._jobs.get(task.job_name)
                 ctx = JobContext(butler=self._butler, pool=self._pool, task_name=name)
                 async with asyncio.timeout(JOB_TIMEOUT):
-                    await job(ctx, **(task["job_args"] or {}))
+                    await job(ctx, **(task.job_args or {}))
             else:
                 result = await self._spawner.trigger(
-                    task["prompt"], trigger_source=f"schedule:{name}"
+                    task.prompt or "", trigger_source=f"schedule:{name}"
                 )
                 session_id = uuid.UUID(result.session_id)
                 error = result.error
@@ -83,14 +83,14 @@ class Scheduler:
             error = f"{exc.__class__.__name__}: {exc}"
             log.exception("scheduled task %s failed", name)
         finished = await asyncio.shield(
-            self.store.finish(task["id"], ok=error is None, error=error, session_id=session_id)
+            self.store.finish(task.id, ok=error is None, error=error, session_id=session_id)
         )
         return TaskRun(
             name=name,
             status="completed" if error is None else "error",
             error=error,
             session_id=None if session_id is None else str(session_id),
-            next_due_at=finished["next_due_at"].isoformat() if finished else None,
+            next_due_at=finished.next_due_at.isoformat() if finished else None,
         )
 
     def start(self) -> None:

@@ -5,20 +5,41 @@ from __future__ import annotations
 import builtins
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import asyncpg
+from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected
 from butlers.spec import ScheduleSpec
+from butlers.stores.records import Record
 
-COLUMNS = (
-    "id, name, cron, prompt, job_name, job_args, source, enabled, status, next_due_at, "
-    "last_run_at, last_session_id, last_error, created_at, updated_at"
-)
 NextDue = Callable[[str], datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledTask(Record):
+    id: uuid.UUID
+    name: str
+    cron: str
+    prompt: str | None
+    job_name: str | None
+    job_args: dict[str, JsonValue]
+    source: str  # "spec" | "runtime"
+    enabled: bool
+    status: str  # "pending" | "running" | "completed" | "error"
+    next_due_at: datetime
+    last_run_at: datetime | None
+    last_session_id: uuid.UUID | None
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+COLUMNS = ScheduledTask.columns()
 
 
 class DuplicateSchedule(ValueError):
@@ -77,7 +98,7 @@ class ScheduleStore:
         job_name: str | None,
         job_args: dict[str, Any],
         enabled: bool,
-    ) -> dict[str, Any]:
+    ) -> ScheduledTask:
         try:
             row = await self._pool.fetchrow(
                 f"INSERT INTO scheduled_tasks (name, cron, prompt, job_name, job_args, source, "
@@ -94,19 +115,17 @@ class ScheduleStore:
             )
         except asyncpg.UniqueViolationError:
             raise DuplicateSchedule(f"a schedule named {name!r} already exists") from None
-        return dict(row)
+        return ScheduledTask.from_row(row)
 
-    async def list(self) -> list[dict[str, Any]]:
-        return [
-            dict(r)
-            for r in await self._pool.fetch(f"SELECT {COLUMNS} FROM scheduled_tasks ORDER BY name")
-        ]
+    async def list(self) -> list[ScheduledTask]:
+        rows = await self._pool.fetch(f"SELECT {COLUMNS} FROM scheduled_tasks ORDER BY name")
+        return [ScheduledTask.from_row(r) for r in rows]
 
-    async def get(self, name: str) -> dict[str, Any] | None:
+    async def get(self, name: str) -> ScheduledTask | None:
         row = await self._pool.fetchrow(
             f"SELECT {COLUMNS} FROM scheduled_tasks WHERE name = $1", name
         )
-        return None if row is None else dict(row)
+        return None if row is None else ScheduledTask.from_row(row)
 
     async def update(
         self,
@@ -116,7 +135,7 @@ class ScheduleStore:
         prompt: str | None = None,
         enabled: bool | None = None,
         job_args: dict[str, Any] | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> ScheduledTask | None:
         row = await self._pool.fetchrow(
             f"""
             UPDATE scheduled_tasks SET
@@ -135,13 +154,13 @@ class ScheduleStore:
             None if job_args is None else dumps(job_args),
             self._next_due(cron) if cron else None,
         )
-        return None if row is None else dict(row)
+        return None if row is None else ScheduledTask.from_row(row)
 
     async def delete(self, name: str) -> bool:
         status = await self._pool.execute("DELETE FROM scheduled_tasks WHERE name = $1", name)
         return affected(status) > 0
 
-    async def claim_due(self) -> builtins.list[dict[str, Any]]:
+    async def claim_due(self) -> builtins.list[ScheduledTask]:
         """Atomically move every due, enabled, not running task to `running`.
 
         Two concurrent ticks never claim the same task: rows are locked with
@@ -159,7 +178,8 @@ class ScheduleStore:
             RETURNING {COLUMNS}
             """
         )
-        return sorted((dict(r) for r in rows), key=lambda r: (r["next_due_at"], r["name"]))
+        tasks = (ScheduledTask.from_row(r) for r in rows)
+        return sorted(tasks, key=lambda t: (t.next_due_at, t.name))
 
     async def finish(
         self,
@@ -168,7 +188,7 @@ class ScheduleStore:
         ok: bool,
         error: str | None,
         session_id: uuid.UUID | None,
-    ) -> dict[str, Any] | None:
+    ) -> ScheduledTask | None:
         """`completed` or `error`, and `next_due_at` advanced past now."""
         cron = await self._pool.fetchval("SELECT cron FROM scheduled_tasks WHERE id = $1", task_id)
         if cron is None:  # deleted while it ran
@@ -183,4 +203,4 @@ class ScheduleStore:
             session_id,
             self._next_due(cron),
         )
-        return None if row is None else dict(row)
+        return None if row is None else ScheduledTask.from_row(row)

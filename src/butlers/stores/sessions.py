@@ -4,21 +4,56 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import asyncpg
+from pydantic import JsonValue
 
 from butlers.db.pool import dumps
+from butlers.stores.records import Record
 
-SESSION_COLUMNS = (
-    "session_id, butler_name, trigger_source, prompt, model, status, created_at, "
-    "completed_at, duration_ms, tool_calls, output, input_tokens, output_tokens, "
-    "cost_usd, trace_id, error, context"
-)
-SUMMARY_COLUMNS = (
-    "session_id, butler_name, trigger_source, model, status, created_at, completed_at, "
-    "duration_ms, input_tokens, output_tokens, cost_usd, trace_id, error"
-)
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary(Record):
+    """A session without its prompt, output and tool calls (what `sessions_list` shows)."""
+
+    session_id: uuid.UUID
+    butler_name: str
+    trigger_source: str
+    model: str | None
+    status: str
+    created_at: datetime
+    completed_at: datetime | None
+    duration_ms: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: Decimal | None
+    trace_id: str | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Session(Record):
+    session_id: uuid.UUID
+    butler_name: str
+    trigger_source: str
+    prompt: str
+    model: str | None
+    status: str
+    created_at: datetime
+    completed_at: datetime | None
+    duration_ms: int | None
+    tool_calls: JsonValue
+    output: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: Decimal | None
+    trace_id: str | None
+    error: str | None
+    context: JsonValue
 
 
 class SessionStore:
@@ -32,10 +67,10 @@ class SessionStore:
         offset: int = 0,
         status: str | None = None,
         trigger_source: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[SessionSummary]:
         """Newest first; optional filters on status and trigger source."""
         rows = await self._pool.fetch(
-            f"SELECT {SUMMARY_COLUMNS} FROM sessions "
+            f"SELECT {SessionSummary.columns()} FROM sessions "
             "WHERE ($1::text IS NULL OR status = $1) "
             "AND ($2::text IS NULL OR trigger_source = $2) "
             "ORDER BY created_at DESC, session_id LIMIT $3 OFFSET $4",
@@ -44,13 +79,13 @@ class SessionStore:
             limit,
             offset,
         )
-        return [dict(row) for row in rows]
+        return [SessionSummary.from_row(row) for row in rows]
 
-    async def get(self, session_id: uuid.UUID) -> dict[str, Any] | None:
+    async def get(self, session_id: uuid.UUID) -> Session | None:
         row = await self._pool.fetchrow(
-            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = $1", session_id
+            f"SELECT {Session.columns()} FROM sessions WHERE session_id = $1", session_id
         )
-        return None if row is None else dict(row)
+        return None if row is None else Session.from_row(row)
 
     async def create(
         self,

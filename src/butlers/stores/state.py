@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -10,6 +11,7 @@ from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected, like_prefix
+from butlers.stores.records import Record
 
 MAX_KEY_LENGTH = 1024
 
@@ -25,6 +27,14 @@ def check_key(key: str) -> None:
         raise StateValueError(f"key is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}")
     if "\x00" in key:
         raise StateValueError("key must not contain the NUL character (\\u0000)")
+
+
+@dataclass(frozen=True, slots=True)
+class StateEntry(Record):
+    key: str
+    value: JsonValue
+    created_at: datetime
+    updated_at: datetime
 
 
 class StateStore:
@@ -61,19 +71,17 @@ class StateStore:
             ) from None
         return updated_at
 
-    async def list(self, prefix: str | None = None) -> list[dict[str, Any]]:
+    async def list(self, prefix: str | None = None) -> list[StateEntry]:
         """Entries whose key starts with `prefix` literally (no wildcards), by key."""
+        columns = StateEntry.columns()
         if prefix:
             rows = await self._pool.fetch(
-                "SELECT key, value, created_at, updated_at FROM state "
-                "WHERE key LIKE $1 ESCAPE '\\' ORDER BY key",
+                f"SELECT {columns} FROM state WHERE key LIKE $1 ESCAPE '\\' ORDER BY key",
                 like_prefix(prefix),
             )
         else:
-            rows = await self._pool.fetch(
-                "SELECT key, value, created_at, updated_at FROM state ORDER BY key"
-            )
-        return [dict(row) for row in rows]
+            rows = await self._pool.fetch(f"SELECT {columns} FROM state ORDER BY key")
+        return [StateEntry.from_row(row) for row in rows]
 
     async def delete(self, key: str) -> bool:
         """True when the key existed."""

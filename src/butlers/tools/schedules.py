@@ -13,7 +13,7 @@ from butlers.jsonutil import to_json
 from butlers.scheduling.jobs import JobRegistry
 from butlers.scheduling.validation import ScheduleError, validate_schedule
 from butlers.spec import SCHEDULE_NAME_PATTERN
-from butlers.stores.schedules import DuplicateSchedule, ScheduleStore
+from butlers.stores.schedules import DuplicateSchedule, ScheduledTask, ScheduleStore
 
 CORE = {"module": "core"}
 Name = Annotated[str, Field(pattern=SCHEDULE_NAME_PATTERN, description="Schedule name.")]
@@ -27,7 +27,7 @@ def _validated(values: dict[str, Any], jobs: JobRegistry) -> None:
         raise ToolError(str(exc)) from None
 
 
-def _found(row: dict[str, Any] | None, name: str) -> JsonValue:
+def _found(row: ScheduledTask | None, name: str) -> JsonValue:
     if row is None:
         raise ToolError(f"no schedule named {name!r} on this butler")
     return to_json(row)
@@ -79,9 +79,15 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         if current is None:
             raise ToolError(f"no schedule named {name!r} on this butler")
         changes = {"cron": cron, "prompt": prompt, "enabled": enabled, "job_args": job_args}
-        updated = {key: current[key] for key in ("name", "cron", "prompt", "enabled", "job_args")}
+        updated: dict[str, Any] = {
+            "name": current.name,
+            "cron": current.cron,
+            "prompt": current.prompt,
+            "enabled": current.enabled,
+            "job_args": current.job_args,
+        }
         updated |= {key: value for key, value in changes.items() if value is not None}
-        _validated({**updated, "job": current["job_name"]}, jobs)
+        _validated({**updated, "job": current.job_name}, jobs)
         row = await store.update(name, cron=cron, prompt=prompt, enabled=enabled, job_args=job_args)
         return _found(row, name)
 
@@ -97,5 +103,5 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
             current = await store.get(name)
             if current is None:
                 raise ToolError(f"no schedule named {name!r} on this butler")
-            enabled = not current["enabled"]
+            enabled = not current.enabled
         return _found(await store.update(name, enabled=enabled), name)

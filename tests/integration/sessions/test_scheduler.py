@@ -90,7 +90,8 @@ async def test_failed_job_marks_the_task_error(make_app):
     ran = await scheduler.tick()
     assert ran[0].status == "error" and "disk on fire" in (ran[0].error or "")
     task = await app.services.scheduler.store.get("b")
-    assert task["status"] == "error" and "disk on fire" in task["last_error"]
+    assert task is not None
+    assert task.status == "error" and "disk on fire" in (task.last_error or "")
 
 
 async def test_two_concurrent_ticks_run_a_task_once(make_app, llm_script: Script):
@@ -171,7 +172,7 @@ async def test_background_loop_runs_due_tasks(make_app):
 
         async def completed() -> bool:
             task = await app.services.scheduler.store.get("snapshot")
-            return bool(task["status"] == "completed")
+            return task is not None and task.status == "completed"
 
         await wait_until(
             completed, timeout=10, interval=0.02, message="the loop never ran the due task"
