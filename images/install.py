@@ -34,6 +34,12 @@ IMAGES: dict[str, tuple[bool, tuple[str, ...]]] = {
     "butler": (True, ()),
     "operator": (False, ("operator",)),
 }
+# What each image's process imports at start: imported once at build time, so that
+# import hooks with bytecode caches of their own (beartype's, in py-key-value) fill them.
+ENTRY_MODULES = {
+    "butler": ("butlers.cli", "butlers.daemon.serve", "butlers.migrations"),
+    "operator": ("butlers_operator.__main__", "butlers_operator.handlers"),
+}
 # Never needed at run time: build tools, sources of compiled extensions, type stubs.
 JUNK_SUFFIXES = (".pyx", ".pxd", ".c", ".h", ".cpp", ".pyi")
 
@@ -64,12 +70,14 @@ def install_deps(image: str) -> None:
     compile_bytecode(site_packages())
 
 
-def install_project() -> None:
+def install_project(image: str) -> None:
     pip("install", "--no-compile", "--no-deps", str(SOURCE))
     pip("uninstall", "--yes", "pip", "setuptools")
     packages = site_packages()
     for name in ("butlers", "butlers_operator"):
         compile_bytecode(packages / name)
+    imports = "; ".join(f"import {module}" for module in ENTRY_MODULES[image])
+    subprocess.run([str(VENV / "bin" / "python"), "-c", imports], check=True)
 
 
 def slim(packages: Path) -> None:
@@ -106,7 +114,7 @@ def main(argv: list[str]) -> int:
     if argv[0] == "deps":
         install_deps(argv[1])
     else:
-        install_project()
+        install_project(argv[1])
     return 0
 
 
