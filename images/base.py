@@ -108,16 +108,14 @@ def image_id(tag: str) -> str:
 
 
 def _trim(root: Path, patterns: tuple[str, ...]) -> None:
-    for pattern in patterns:
-        for path in glob.glob(str(root / pattern)):
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
-    docs = root / "usr/share/doc"
-    for path in docs.glob("*/*") if docs.is_dir() else ():
-        if path.name != "copyright":
-            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    doomed = [Path(path) for pattern in patterns for path in glob.glob(str(root / pattern))]
+    # Documentation goes too, but for each package's licence.
+    doomed += [p for p in root.glob("usr/share/doc/*/*") if p.name != "copyright"]
+    for path in doomed:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
     (root / "etc/dpkg/dpkg.cfg.d/butlers-slim").write_text(DPKG_EXCLUDES)
 
 
@@ -254,9 +252,6 @@ def ensure_bases(choice: str, root: Path, refresh: bool = False) -> Bases:
     """`debian` (made here), a public image's name, or `auto` (debian when it can be made)."""
     if choice == "auto":
         choice = "debian" if can_make_debian_bases() else PUBLIC_BASE
-    if choice == "debian":
-        made = ensure_debian_bases(refresh)
-    else:
-        made = Bases(choice, choice, choice)
+    made = ensure_debian_bases(refresh) if choice == "debian" else Bases(choice, choice, choice)
     wheels = ensure_wheelhouse(image_requirements(root), refresh)
     return Bases(made.runtime, ensure_build_image(made.build, wheels), made.kind)

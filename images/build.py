@@ -120,8 +120,10 @@ def report(built: Iterable[Built], bases: Bases, prepared_seconds: float) -> lis
     goals = {"butler": 250, "operator": 200}
     for image in built:
         goal = goals.get(image.name)
-        verdict = "" if goal is None else f" (goal <= {goal} MB: " + (
-            "met)" if image.size_mb <= goal else "NOT met)"
+        verdict = (
+            ""
+            if goal is None
+            else f" (goal <= {goal} MB: " + ("met)" if image.size_mb <= goal else "NOT met)")
         )
         lines.append(
             f"{image.name:<9} {image.tag}  {image.size_mb:.0f} MB{verdict}, "

@@ -67,7 +67,8 @@ def docker(
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise RuntimeError(f"docker {' '.join(args)}: still running after {timeout:.0f} s") from None
+        command = " ".join(args)
+        raise RuntimeError(f"docker {command}: still running after {timeout:.0f} s") from None
     if check and result.returncode != 0:
         output = (result.stderr or result.stdout).strip()[-2000:]
         raise RuntimeError(f"docker {' '.join(args)} exited with {result.returncode}:\n{output}")

@@ -61,7 +61,9 @@ def _volumes(pod: Mapping[str, Any], container: Mapping[str, Any], files_root: s
         path = mount["mountPath"]
         if "emptyDir" in volume:
             size = (volume["emptyDir"] or {}).get("sizeLimit")
-            options = "rw,nosuid,nodev,mode=1777" + (f",size={parse_quantity(size)}" if size else "")
+            options = "rw,nosuid,nodev,mode=1777"
+            if size:
+                options += f",size={parse_quantity(size)}"
             flags += ["--tmpfs", f"{path}:{options}"]
         elif "configMap" in volume or "secret" in volume:
             source = str(PurePosixPath(files_root) / path.lstrip("/"))
