@@ -15,18 +15,67 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
+from butlers.db.provision import provision
+from butlers.spec import ButlerResource, schema_name
+from butlers_operator import render
 from butlers_operator.localrun import ContainerLaunch, build_pod_launches
+from butlers_operator.settings import OperatorSettings
 from images.engine import docker
 from images.podrun import build_docker_run, build_env_file
 
 INIT_TIMEOUT = 120.0
+NAMESPACE = "butlers-images"
 
 
 class PodFailed(RuntimeError):
     """A container exited badly or never became ready; the message holds its log."""
+
+
+@dataclass(frozen=True)
+class RenderedPod:
+    """What the operator renders for one Butler: its Deployment, Secrets and ConfigMaps."""
+
+    port: int
+    schema: str
+    deployment: dict[str, Any]
+    secrets: dict[str, dict[str, Any]]
+    config_maps: dict[str, dict[str, Any]]
+
+    def pod(self, workdir: Path, extra_env: Mapping[str, str] | None = None) -> DockerPod:
+        return DockerPod(self.deployment, self.secrets, self.config_maps, workdir, extra_env or {})
+
+
+async def render_butler_pod(
+    resource: ButlerResource, image: str, admin_dsn: str, schema_prefix: str, port: int
+) -> RenderedPod:
+    """Provision the Butler (on `port`) and render its objects with the operator's code."""
+    target = render.ButlerTarget(
+        name=resource.name,
+        namespace=NAMESPACE,
+        uid=f"uid-{resource.name}",
+        spec=resource.spec.model_copy(update={"port": port}),
+    )
+    settings = OperatorSettings(
+        namespaces=(NAMESPACE,), butler_image=image, schema_prefix=schema_prefix
+    )
+    schema = schema_name(resource.name, schema_prefix)
+    credentials = await provision(admin_dsn, schema)
+    dsn = render.build_butler_dsn(credentials, admin_dsn, None)
+    database_port = urlsplit(admin_dsn).port or 5432
+    by_kind: dict[str, dict[str, dict[str, Any]]] = {}
+    for manifest in render.render_all(target, settings, credentials, dsn, database_port):
+        by_kind.setdefault(manifest["kind"], {})[manifest["metadata"]["name"]] = manifest
+    return RenderedPod(
+        port=port,
+        schema=schema,
+        deployment=by_kind["Deployment"][target.name],
+        secrets=by_kind["Secret"],
+        config_maps=by_kind["ConfigMap"],
+    )
 
 
 @dataclass

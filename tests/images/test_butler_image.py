@@ -11,80 +11,41 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from fastmcp import Client
 
 from butlers.db.embedded import free_port
-from butlers.db.provision import deprovision, provision
+from butlers.db.provision import deprovision
 from butlers.roster import load_butler_file
-from butlers.spec import schema_name
-from butlers_operator import render
-from butlers_operator.settings import OperatorSettings
 from images.build import Built
 from images.engine import docker
-from images.pods import DockerPod
+from images.pods import DockerPod, RenderedPod, render_butler_pod
 
 ROOT = Path(__file__).resolve().parents[2]
-NAMESPACE = "butlers-images"
 # `python -v` prints this for every module compiled from source instead of read from bytecode.
 COMPILED_FROM_SOURCE = re.compile(r"^# code object from (/\S+\.py)$", re.MULTILINE)
-
-
-@dataclass
-class RenderedButler:
-    """The objects the operator renders for one Butler, by kind and name."""
-
-    port: int
-    deployment: dict[str, Any]
-    secrets: dict[str, dict[str, Any]]
-    config_maps: dict[str, dict[str, Any]]
-
-    def pod(self, workdir: Path, extra_env: dict[str, str] | None = None) -> DockerPod:
-        return DockerPod(self.deployment, self.secrets, self.config_maps, workdir, extra_env or {})
 
 
 @pytest.fixture(scope="module")
 async def rendered(
     images: dict[str, Built], pg_admin_dsn: str, session_tag: str, request: pytest.FixtureRequest
-) -> AsyncIterator[RenderedButler]:
+) -> AsyncIterator[RenderedPod]:
+    """roster/health.yaml on a free port, provisioned and rendered by the operator's code."""
     resource = load_butler_file(ROOT / "roster" / "health.yaml")
-    port = free_port()
-    target = render.ButlerTarget(
-        name=resource.name,
-        namespace=NAMESPACE,
-        uid="uid-images-lane",
-        spec=resource.spec.model_copy(update={"port": port}),
+    pod = await render_butler_pod(
+        resource, images["butler"].tag, pg_admin_dsn, session_tag, free_port()
     )
-    settings = OperatorSettings(
-        namespaces=(NAMESPACE,), butler_image=images["butler"].tag, schema_prefix=session_tag
-    )
-    schema = schema_name(resource.name, session_tag)
-    credentials = await provision(pg_admin_dsn, schema)
-    dsn = render.build_butler_dsn(credentials, pg_admin_dsn, None)
-    database_port = urlsplit(pg_admin_dsn).port or 5432
-    objects = render.render_all(target, settings, credentials, dsn, database_port)
-    by_kind: dict[str, dict[str, dict[str, Any]]] = {}
-    for manifest in objects:
-        by_kind.setdefault(manifest["kind"], {})[manifest["metadata"]["name"]] = manifest
     try:
-        yield RenderedButler(
-            port=port,
-            deployment=by_kind["Deployment"][target.name],
-            secrets=by_kind["Secret"],
-            config_maps=by_kind["ConfigMap"],
-        )
+        yield pod
     finally:
         if not request.config.getoption("--keep-schemas"):
-            await deprovision(pg_admin_dsn, schema)
+            await deprovision(pg_admin_dsn, pod.schema)
 
 
 async def test_rendered_pod_migrates_serves_ready_and_keeps_state_over_mcp(
-    rendered: RenderedButler, pod_workdir: Path, pods: list[DockerPod]
+    rendered: RenderedPod, pod_workdir: Path, pods: list[DockerPod]
 ) -> None:
     pod = rendered.pod(pod_workdir)
     pods.append(pod)
@@ -98,7 +59,7 @@ async def test_rendered_pod_migrates_serves_ready_and_keeps_state_over_mcp(
 
 
 async def test_migrate_and_serve_start_from_bytecode_on_the_read_only_root(
-    rendered: RenderedButler, pod_workdir: Path, pods: list[DockerPod]
+    rendered: RenderedPod, pod_workdir: Path, pods: list[DockerPod]
 ) -> None:
     """Every module comes from bytecode compiled at build: nothing is compiled at start."""
     pod = rendered.pod(pod_workdir, extra_env={"PYTHONVERBOSE": "1"})
