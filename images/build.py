@@ -77,7 +77,7 @@ def build_command(
 ) -> list[str]:
     """The `docker build` of one image (run with DOCKER_BUILDKIT=0)."""
     return [
-        "docker", "build", "--network", "none",
+        "docker", "build", "--network", "none", "--force-rm",
         "-f", str(dockerfile(name, root)), "-t", tag,
         "--build-arg", f"BASE_IMAGE={bases.runtime}",
         "--build-arg", f"BUILD_IMAGE={bases.build}",
@@ -113,6 +113,31 @@ def build_all(
     tags: dict[str, str], bases: Bases, root: Path = ROOT, labels: Sequence[str] = ()
 ) -> list[Built]:
     return [build_image(name, tag, bases, root, labels) for name, tag in tags.items()]
+
+
+def prune(repository: str, keep: Iterable[str], older_than_seconds: float = 3600.0) -> list[str]:
+    """Remove the tags of `repository` other than `keep` made more than an hour ago (tests
+    tag every checkout's images by content): their layers go with them. Tags still in use
+    by a container, or made recently (another session may be about to run them), stay."""
+    listing = docker(
+        "image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}"
+    ).stdout
+    removed = []
+    now = time.time()
+    for row in listing.splitlines():
+        tag, created = row.split("\t", 1)
+        if tag in keep or now - _parse_created(created) < older_than_seconds:
+            continue
+        if docker("image", "rm", tag, check=False, timeout=120).returncode == 0:
+            removed.append(tag)
+    return removed
+
+
+def _parse_created(text: str) -> float:
+    """`docker image ls`'s CreatedAt (`2026-11-23 21:50:01 +0000 UTC`) as a timestamp."""
+    from datetime import datetime
+
+    return datetime.strptime(" ".join(text.split()[:3]), "%Y-%m-%d %H:%M:%S %z").timestamp()
 
 
 def report(built: Iterable[Built], bases: Bases, prepared_seconds: float) -> list[str]:

@@ -16,7 +16,7 @@ import pytest
 
 from butlers.testing.scratch import scratch_dir
 from images.base import BaseUnavailable, ensure_bases
-from images.build import NAMES, Built, build_all, content_key, report
+from images.build import NAMES, Built, build_all, content_key, prune, report
 from images.engine import EngineUnavailable, ensure_engine
 from images.pods import DockerPod
 
@@ -46,6 +46,8 @@ def images(docker_engine: None, request: pytest.FixtureRequest) -> dict[str, Bui
     tags = {name: f"butlers-test/{name}:{content_key(name, bases)}" for name in NAMES}
     built = build_all(tags, bases)
     request.config.stash[REPORT] = report(built, bases, prepared)
+    for name in NAMES:
+        prune(f"butlers-test/{name}", keep=tags.values())
     return {image.name: image for image in built}
 
 

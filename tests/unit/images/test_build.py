@@ -10,7 +10,7 @@ import pytest
 
 from images import base, install
 from images.base import Bases
-from images.build import CONTEXT, Built, build_command, content_key, report
+from images.build import CONTEXT, Built, _parse_created, build_command, content_key, report
 
 ROOT = Path(__file__).resolve().parents[3]
 BASES = Bases("butlers-base/runtime:k", "butlers-base/build:k", "debian")
@@ -94,3 +94,7 @@ def test_the_debian_key_changes_with_the_recipe(monkeypatch: pytest.MonkeyPatch)
     key = base.debian_key()
     monkeypatch.setattr(base, "RUNTIME_PACKAGES", (*base.RUNTIME_PACKAGES, "curl"))
     assert base.debian_key() != key
+
+
+def test_docker_creation_times_are_read_in_utc() -> None:
+    assert _parse_created("2026-11-23 21:50:01 +0000 UTC") == 1795470601.0
