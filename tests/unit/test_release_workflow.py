@@ -27,9 +27,9 @@ def commands() -> str:
 
 
 def test_the_workflow_matches_the_github_actions_schema() -> None:
+    schema = ["--builtin-schema", "vendor.github-workflows"]
     result = subprocess.run(
-        [sys.executable, "-m", "check_jsonschema"]
-        + ["--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        [sys.executable, "-m", "check_jsonschema", *schema, str(WORKFLOW)],
         capture_output=True,
         text=True,
         timeout=120,
