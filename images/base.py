@@ -109,13 +109,18 @@ def image_id(tag: str) -> str:
 
 def _trim(root: Path, patterns: tuple[str, ...]) -> None:
     doomed = [Path(path) for pattern in patterns for path in glob.glob(str(root / pattern))]
-    # Documentation goes too, but for each package's licence.
-    doomed += [p for p in root.glob("usr/share/doc/*/*") if p.name != "copyright"]
+    # Documentation goes too, but for each package's licence (some packages' folders there
+    # are links to another's: those are left, their target is cleaned).
+    doomed += [
+        p
+        for p in root.glob("usr/share/doc/*/*")
+        if p.name != "copyright" and not p.parent.is_symlink()
+    ]
     for path in doomed:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         else:
-            path.unlink()
+            path.unlink(missing_ok=True)
     (root / "etc/dpkg/dpkg.cfg.d/butlers-slim").write_text(DPKG_EXCLUDES)
 
 

@@ -22,6 +22,16 @@ from images.pods import DockerPod
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = pytest.StashKey[list[str]]()
+# The first test's setup builds everything: on a cold machine (a Debian base to make,
+# wheels to fetch) that is several minutes on 2 cores.
+TIMEOUT_SECONDS = 1800
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.timeout(TIMEOUT_SECONDS))
 
 
 @pytest.fixture(scope="session")
