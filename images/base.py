@@ -145,7 +145,10 @@ def make_debian_rootfs(folder: Path) -> None:
             f"(or pass --base {PUBLIC_BASE} to build from the public Python image)"
         )
     if shutil.which("debootstrap") is None:
-        install_packages(["debootstrap"], "the Debian base")
+        try:
+            install_packages(["debootstrap"], "the Debian base")
+        except EngineUnavailable as exc:
+            raise BaseUnavailable(str(exc)) from None
     with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".rootfs-") as tmp:
         runtime, build = Path(tmp, "runtime"), Path(tmp, "build")
         result = subprocess.run(
@@ -156,7 +159,7 @@ def make_debian_rootfs(folder: Path) -> None:
         if result.returncode != 0:
             log = runtime / "debootstrap/debootstrap.log"
             detail = log.read_text(errors="replace")[-1500:] if log.exists() else result.stderr
-            raise BaseUnavailable(f"debootstrap {SUITE} from {MIRROR} failed:\n{detail}")
+            raise RuntimeError(f"debootstrap {SUITE} from {MIRROR} failed:\n{detail}")
         subprocess.run(["cp", "-a", str(runtime), str(build)], check=True)
         _chroot(build, "apt-get", "install", "-y", "-q", "--no-install-recommends", *BUILD_PACKAGES)
         _trim(build, TRIM)
@@ -257,6 +260,13 @@ def ensure_bases(choice: str, root: Path, refresh: bool = False) -> Bases:
     """`debian` (made here), a public image's name, or `auto` (debian when it can be made)."""
     if choice == "auto":
         choice = "debian" if can_make_debian_bases() else PUBLIC_BASE
-    made = ensure_debian_bases(refresh) if choice == "debian" else Bases(choice, choice, choice)
+    if choice == "debian":
+        made = ensure_debian_bases(refresh)
+    else:
+        if not image_exists(choice) and docker("pull", choice, check=False, timeout=900).returncode:
+            raise BaseUnavailable(
+                f"{choice} cannot be pulled, and the Debian base is made only as root"
+            )
+        made = Bases(choice, choice, choice)
     wheels = ensure_wheelhouse(image_requirements(root), refresh)
     return Bases(made.runtime, ensure_build_image(made.build, wheels), made.kind)

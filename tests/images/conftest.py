@@ -51,7 +51,7 @@ def images(docker_engine: None, request: pytest.FixtureRequest) -> dict[str, Bui
     try:
         bases = ensure_bases("auto", ROOT)
     except BaseUnavailable as exc:
-        pytest.skip(f"images lane cannot make a base image: {exc}")
+        pytest.skip(f"images lane has no base image: {exc}")
     prepared = time.monotonic() - started
     tags = {name: f"butlers-test/{name}:{content_key(name, bases)}" for name in NAMES}
     built = build_all(tags, bases)
