@@ -33,11 +33,11 @@ sys.path.insert(0, str(ROOT))  # the `images` package lives at the repository ro
 
 from butlers.db.embedded import EmbeddedPostgres, free_port  # noqa: E402
 from butlers.roster import load_butler_file  # noqa: E402
-from butlers.testing.scratch import scratch_dir  # noqa: E402
 from images.base import ensure_bases  # noqa: E402
 from images.build import build_image, content_key  # noqa: E402
 from images.engine import EngineUnavailable, ensure_engine  # noqa: E402
-from images.pods import DockerPod, RenderedPod, render_butler_pod  # noqa: E402
+from tests.support.docker_pods import DockerPod, RenderedPod, render_butler_pod  # noqa: E402
+from tests.support.scratch import scratch_dir  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from butlers.testing.scratch import scratch_dir
 from images.base import BaseUnavailable, ensure_bases
 from images.build import NAMES, Built, build_all, content_key, prune, report
 from images.engine import EngineUnavailable, ensure_engine
-from images.pods import DockerPod
+from tests.support.docker_pods import DockerPod
+from tests.support.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = pytest.StashKey[list[str]]()

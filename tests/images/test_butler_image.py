@@ -21,7 +21,7 @@ from butlers.db.provision import deprovision
 from butlers.roster import load_butler_file
 from images.build import Built
 from images.engine import docker
-from images.pods import DockerPod, RenderedPod, render_butler_pod
+from tests.support.docker_pods import DockerPod, RenderedPod, render_butler_pod
 
 ROOT = Path(__file__).resolve().parents[2]
 # `python -v` prints this for every module compiled from source instead of read from bytecode.

@@ -23,10 +23,10 @@ import yaml
 
 from butlers.db.embedded import free_port
 from butlers.db.provision import deprovision
-from butlers_operator.emulator import declare_cluster
 from images.build import Built
 from images.engine import cache_dir, docker, file_lock
-from images.pods import DockerPod, PodFailed
+from tests.support.docker_pods import DockerPod, PodFailed
+from tests.support.kube_emulator import declare_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "butlers-images"

@@ -13,7 +13,7 @@ import yaml
 
 from images.build import NAMES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 
 

@@ -22,10 +22,10 @@ import httpx2 as httpx
 from butlers.db.provision import provision
 from butlers.spec import ButlerResource, schema_name
 from butlers_operator import render
-from butlers_operator.localrun import ContainerLaunch, build_pod_launches
 from butlers_operator.settings import OperatorSettings
 from images.engine import docker
-from images.podrun import build_docker_run, build_env_file
+from tests.e2e.harness.localrun import ContainerLaunch, build_pod_launches
+from tests.support.podrun import build_docker_run, build_env_file
 
 INIT_TIMEOUT = 120.0
 NAMESPACE = "butlers-images"

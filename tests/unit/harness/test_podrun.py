@@ -10,9 +10,9 @@ import pytest
 from butlers.db.provision import Credentials
 from butlers.spec import ButlerSpec
 from butlers_operator import render
-from butlers_operator.localrun import ContainerLaunch, build_pod_launches
 from butlers_operator.settings import OperatorSettings
-from images.podrun import PodSpecError, build_docker_run, build_env_file, parse_quantity
+from tests.e2e.harness.localrun import ContainerLaunch, build_pod_launches
+from tests.support.podrun import PodSpecError, build_docker_run, build_env_file, parse_quantity
 
 CREDENTIALS = Credentials(schema="health", role="health", password="pw")
 

@@ -5,7 +5,7 @@ Pure: it turns the pod spec's security context (user, group, read-only root, dro
 capabilities, no privilege escalation), its volumes (emptyDir as tmpfs, ConfigMap and
 Secret files bind-mounted read-only from a folder the caller wrote) and its memory limit
 into flags; the command, arguments and environment come already resolved from
-`butlers_operator.localrun`. Containers share the host's network (engines started with
+`tests.e2e.harness.localrun`. Containers share the host's network (engines started with
 `--bridge=none` have no other way out), so the container's ports are the host's.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from butlers_operator.localrun import ContainerLaunch
+from tests.e2e.harness.localrun import ContainerLaunch
 
 UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "K": 10**3, "M": 10**6, "G": 10**9}
 
