@@ -1,9 +1,12 @@
 """Install one image's Python environment into /opt/venv (run inside the image build).
 
-Two steps, so the dependency layer stays cached while only the sources change:
+Three steps, so the dependency layer stays cached while only the sources (or other parts
+of pyproject.toml) change:
 
-    python3 install.py deps    IMAGE   # the requirements of IMAGE, from pyproject.toml
-    python3 install.py project IMAGE   # the project itself (no dependencies), then slim
+    python3 install.py requirements IMAGE  # IMAGE's requirement lines, from pyproject.toml,
+                                           # into /src/requirements.txt (a stage of its own)
+    python3 install.py deps IMAGE          # those requirements, into /opt/venv
+    python3 install.py project IMAGE       # the project itself (no dependencies), then slim
 
 What each image gets is read from pyproject.toml: the `butler` image the project's
 dependencies, the `operator` image only its `operator` extra (the operator imports
@@ -62,10 +65,14 @@ def site_packages() -> Path:
     return next((VENV / "lib").glob("python3*/site-packages"))
 
 
-def install_deps(image: str) -> None:
+def write_requirements(image: str) -> None:
     pyproject = tomllib.loads((SOURCE / "pyproject.toml").read_text())
+    (SOURCE / "requirements.txt").write_text("\n".join(requirements(pyproject, image)) + "\n")
+
+
+def install_deps() -> None:
     subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    pip("install", "--no-compile", *requirements(pyproject, image))
+    pip("install", "--no-compile", "-r", str(SOURCE / "requirements.txt"))
     slim(site_packages())
     compile_bytecode(site_packages())
 
@@ -107,14 +114,13 @@ def compile_bytecode(root: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in {"deps", "project"} or argv[1] not in IMAGES:
-        print(f"usage: install.py deps|project {'|'.join(IMAGES)}", file=sys.stderr)
+    steps = {"requirements": write_requirements, "deps": lambda _: install_deps()}
+    steps["project"] = install_project
+    if len(argv) != 2 or argv[0] not in steps or argv[1] not in IMAGES:
+        print(f"usage: install.py {'|'.join(steps)} {'|'.join(IMAGES)}", file=sys.stderr)
         return 2
     os.environ.setdefault("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-    if argv[0] == "deps":
-        install_deps(argv[1])
-    else:
-        install_project(argv[1])
+    steps[argv[0]](argv[1])
     return 0
 
 
