@@ -74,6 +74,21 @@ async def test_migrate_and_serve_start_from_bytecode_on_the_read_only_root(
         assert COMPILED_FROM_SOURCE.findall(log) == []
 
 
+async def test_claude_code_runtime_sessions_say_the_image_has_no_cli(
+    rendered: RenderedPod, pod_workdir: Path, pods: list[DockerPod]
+) -> None:
+    """As docs/images.md says: the butler runs, each claude-code session fails, naming why."""
+    pod = rendered.pod(pod_workdir, extra_env={"BUTLERS_RUNTIME_ADAPTER": "claude-code"})
+    pods.append(pod)
+    butler = await pod.start_pod()
+    base = f"http://127.0.0.1:{rendered.port}"
+    await pod.wait_http(butler, f"{base}/ready")
+    async with Client(f"{base}/mcp") as client:
+        result = (await client.call_tool("trigger", {"prompt": "log my weight: 80 kg"})).data
+    assert result["success"] is False
+    assert "install the Claude Code CLI or set BUTLERS_CLAUDE_PATH" in result["error"]
+
+
 def test_butlers_up_in_the_image_says_how_to_get_the_embedded_server(
     images: dict[str, Built],
 ) -> None:
