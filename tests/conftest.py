@@ -15,11 +15,11 @@ from tests.support.mock_spawner import MockSpawner
 from tests.support.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
+FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e", "images": "images"}
 # Seconds one test may take, per tier (pytest-timeout); a test may ask for more with its
 # own `@pytest.mark.timeout(...)`. Generous on purpose: they catch hangs, not slowness
 # (an e2e session's first test also pays for starting its ecosystem).
-TIER_TIMEOUTS = {"unit": 30, "integration": 180, "e2e": 600}
+TIER_TIMEOUTS = {"unit": 30, "integration": 180, "e2e": 600, "images": 1800}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,10 +36,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--live-llm", action="store_true", help="run live_llm tests against a real model"
     )
+    group.addoption(
+        "--images",
+        action="store_true",
+        help="build both images and run them on a Docker engine (started or installed if need be)",
+    )
     group.addoption("--update-golden", action="store_true", help="rewrite golden files")
     group.addoption("--keep-schemas", action="store_true", help="do not drop test schemas")
 
 
+@pytest.hookimpl(trylast=True)  # after the tiers' own conftests, whose timeouts win
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(str(item.fspath)).relative_to(ROOT / "tests").parts
