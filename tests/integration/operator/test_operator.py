@@ -68,6 +68,17 @@ class Cluster:
     async def owned(self, name: str, kind: str) -> dict[str, Any] | None:
         return await self.get(KINDS[kind].format(ns=NAMESPACE, name=name))
 
+    async def warnings(self, name: str, reason: str) -> int:
+        """How many Warning events with this reason were posted about the Butler."""
+        events = (await self.get(f"/api/v1/namespaces/{NAMESPACE}/events") or {}).get("items")
+        return sum(
+            1
+            for e in events or []
+            if e.get("type") == "Warning"
+            and e.get("reason") == reason
+            and (e.get("involvedObject") or {}).get("name") == name
+        )
+
 
 @pytest.fixture
 async def cluster(kmock) -> Any:  # type: ignore[no-untyped-def]
@@ -175,7 +186,7 @@ async def test_delete_applies_the_reclaim_policy(  # type: ignore[no-untyped-def
 
 
 async def test_unreachable_database_is_reported_then_recovers(  # type: ignore[no-untyped-def]
-    cluster, make_settings, operator_admin_dsn
+    cluster, make_settings, operator_admin_dsn, kmock
 ) -> None:
     closed = "postgresql://postgres:x@127.0.0.1:9/butlers"
     secret_path = f"/api/v1/namespaces/{NAMESPACE}/secrets"
@@ -196,7 +207,12 @@ async def test_unreachable_database_is_reported_then_recovers(  # type: ignore[n
 
         condition = await eventually(unreachable, "DatabaseReady=False")
         assert condition["reason"] == "DatabaseUnreachable"
-        assert "127.0.0.1:9" in condition["message"] and "retrying" in condition["message"]
+        assert "127.0.0.1:9" in condition["message"]
+        # A transient problem: in progress, not stalled (kstatus), and one Warning only.
+        assert (await cluster.condition("health", "Reconciling"))["status"] == "True"
+        assert (await cluster.condition("health", "Stalled"))["status"] == "False"
+        await eventually(lambda: len(kmock["patch"]) > 8, "a few retries")
+        assert await cluster.warnings("health", "DatabaseUnreachable") == 1
         fixed = base64.b64encode(operator_admin_dsn.encode()).decode()
         await cluster.patch(f"{secret_path}/pg-admin", {"data": {"dsn": fixed}})
         await eventually(lambda: _database_ready(cluster, "health"), "recovery")
