@@ -102,4 +102,3 @@ async def test_turning_network_policies_off_removes_them(
 
         await eventually(gone, "the NetworkPolicy to be deleted")
         assert await cluster.owned("health", "Deployment") is not None
-
