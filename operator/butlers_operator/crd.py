@@ -213,8 +213,13 @@ def build_crd() -> dict[str, Any]:
         "metadata": {
             "name": CRD_NAME,
             "labels": {"app.kubernetes.io/part-of": "butlers"},
-            # Uninstalling the chart must never delete every Butler with the CRD.
-            "annotations": {"helm.sh/resource-policy": "keep"},
+            # Uninstalling the chart, or pruning by a GitOps tool, must never delete every
+            # Butler with the CRD; Argo CD applies it before anything that uses it.
+            "annotations": {
+                "helm.sh/resource-policy": "keep",
+                "argocd.argoproj.io/sync-options": "Prune=false",
+                "argocd.argoproj.io/sync-wave": "-1",
+            },
         },
         "spec": {
             "group": API_GROUP,

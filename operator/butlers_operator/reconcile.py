@@ -127,7 +127,9 @@ async def read_admin_dsn(kube: KubeClient, settings: OperatorSettings) -> str:
                 reason="AdminSecretMissing",
             )
         values = {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
-        dsn = values.get(settings.admin_secret_key) or _compose_dsn(values)
+        dsn = values.get(settings.admin_secret_key) or _compose_dsn(
+            dict(settings.admin_defaults) | values
+        )
         if not dsn:
             raise DatabaseError(
                 f"{where} has no key {settings.admin_secret_key!r} (a DSN) and no "

@@ -123,6 +123,9 @@ class OperatorSettings:
     # or a DSN given directly.
     admin_secret: str | None = None
     admin_secret_key: str = "dsn"
+    # What the admin Secret does not hold (host, port, user, dbname), e.g. a Secret that
+    # has only the password.
+    admin_defaults: Mapping[str, str] = field(default_factory=dict)
     admin_dsn: str | None = None
     # The server as butler pods reach it, when it differs from the admin DSN's host.
     butler_database_host: str | None = None
@@ -147,6 +150,8 @@ class OperatorSettings:
     crd_wait_seconds: float = 60.0
     # Only for development and tests: the API server URL, without in-cluster credentials.
     kube_server: str | None = None
+    # Where kopf serves the liveness probe (the chart's `health` port).
+    liveness_endpoint: str = "http://0.0.0.0:8080/healthz"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorSettings:
@@ -159,6 +164,16 @@ class OperatorSettings:
             operator_namespace=get("BUTLERS_OPERATOR_NAMESPACE") or defaults.operator_namespace,
             admin_secret=get("BUTLERS_OPERATOR_ADMIN_SECRET") or None,
             admin_secret_key=get("BUTLERS_OPERATOR_ADMIN_SECRET_KEY") or defaults.admin_secret_key,
+            admin_defaults={
+                key: value
+                for key, name in (
+                    ("host", "HOST"),
+                    ("port", "PORT"),
+                    ("user", "USER"),
+                    ("dbname", "DATABASE"),
+                )
+                if (value := get(f"BUTLERS_OPERATOR_ADMIN_{name}"))
+            },
             admin_dsn=get("BUTLERS_OPERATOR_ADMIN_DSN") or None,
             butler_database_host=get("BUTLERS_OPERATOR_BUTLER_DATABASE_HOST") or None,
             schema_prefix=get("BUTLERS_OPERATOR_SCHEMA_PREFIX", ""),
@@ -177,6 +192,8 @@ class OperatorSettings:
             retry_max_seconds=_number(env, "BUTLERS_OPERATOR_RETRY_MAX_SECONDS", 300),
             crd_wait_seconds=_number(env, "BUTLERS_OPERATOR_CRD_WAIT_SECONDS", 60),
             kube_server=get("BUTLERS_OPERATOR_KUBE_SERVER") or None,
+            liveness_endpoint=get("BUTLERS_OPERATOR_LIVENESS_ENDPOINT")
+            or defaults.liveness_endpoint,
         )
 
     def retry_delay(self, retry: int) -> float:

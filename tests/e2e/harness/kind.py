@@ -140,7 +140,7 @@ def render_chart(chart: Path, values: Mapping[str, Any], namespace: str) -> str:
 
 
 async def install_charts(target: k.KindTarget, schema_prefix: str, workdir: Path) -> None:
-    values = k.build_chart_values(target, schema_prefix)
+    values = k.build_chart_values(target, schema_prefix, secrets.token_urlsafe(18))
     # CRDs are cluster-wide and shared by sessions: apply them, never own them in a release.
     await run(
         k.build_apply(target, namespaced=False),

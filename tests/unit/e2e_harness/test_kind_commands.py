@@ -60,9 +60,9 @@ def test_helm_installs_into_the_session_namespace_and_waits() -> None:
 
 
 def test_chart_values_give_the_session_its_prefix_database_and_env_secret() -> None:
-    values = k.build_chart_values(TARGET, "e2e_tabc123_")
+    values = k.build_chart_values(TARGET, "e2e_tabc123_", "pw")
     assert values["database"]["schemaPrefix"] == "e2e_tabc123_"
-    assert values["postgres"]["enabled"] is True
+    assert values["postgres"] == {"enabled": True, "password": "pw"}
     assert values["butlerEnvSecret"] == k.ENV_SECRET
     assert values["butlerImage"] == {"repository": "ghcr.io/butlers-dev/butler", "tag": "0.1.0"}
 
