@@ -63,8 +63,11 @@ def _tcp(ports: list[int] | tuple[int, ...]) -> list[dict[str, Any]]:
 
 
 def build_egress_rule(target: EgressTarget, ports: list[int] | tuple[int, ...]) -> dict[str, Any]:
+    """One rule to the target's peers (never an empty `to`, which would mean anywhere)."""
     peers: list[dict[str, Any]] = [{"ipBlock": {"cidr": cidr}} for cidr in target.cidrs]
     peers.extend(dict(peer) for peer in target.peers)
+    if not peers:
+        raise ValueError("an egress target needs cidrs or peers")
     rule: dict[str, Any] = {"to": peers}
     if ports:
         rule["ports"] = _tcp(ports)
