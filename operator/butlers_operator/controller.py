@@ -60,6 +60,8 @@ class Controller:
         self._locks: defaultdict[Key, asyncio.Lock] = defaultdict(asyncio.Lock)
         # The switchboard URL each Butler's Deployment was last rendered with.
         self._rendered_switchboard: dict[Key, str | None] = {}
+        # The last problem reported per Butler (a hiccup leaves no trace in its status).
+        self._warned: dict[Key, tuple[str, str, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def reconcile(self, body: Mapping[str, Any]) -> Outcome | None:
@@ -83,15 +85,16 @@ class Controller:
     def _report(self, body: Mapping[str, Any], outcome: Outcome) -> None:
         for verb, what in outcome.actions:
             self.events(body, "Normal", verb.capitalize(), f"{verb} {what}")
-        problem = outcome.problem
+        key, problem = _key(body), outcome.problem
         if problem is None:
+            self._warned.pop(key, None)
             return
+        signature = (problem.type, problem.reason, problem.message)
         before = previous_condition(body.get("status"), problem.type)
-        if before is not None and (before.reason, before.message) == (
-            problem.reason,
-            problem.message,
-        ):
+        shown = before is not None and (before.reason, before.message) == signature[1:]
+        if shown or self._warned.get(key) == signature:
             return  # already reported: a Warning only when the problem changes
+        self._warned[key] = signature
         self.events(body, "Warning", problem.reason, problem.message)
 
     async def deployment_changed(self, deployment: Mapping[str, Any]) -> None:

@@ -180,7 +180,8 @@ async def ensure_database(
         admin_error: DatabaseError | None = None
     except DatabaseError as exc:
         admin_dsn, admin_error = None, exc
-    server_dsn = admin_dsn or stored_dsn
+    # Verified the way the pods connect (the stored DSN), else by the admin's route.
+    server_dsn = stored_dsn or admin_dsn
     if server_dsn is None:
         assert admin_error is not None
         raise admin_error

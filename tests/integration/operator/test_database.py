@@ -145,7 +145,8 @@ async def test_a_resync_needs_no_admin_and_an_admin_outage_keeps_butlers_ready( 
     settings = make_settings(
         admin_dsn=None, admin_secret="pg-admin", operator_namespace=NAMESPACE, resync_seconds=0.3
     )
-    async with running_operator(settings):
+    events: list[tuple[str, str, str, str]] = []
+    async with running_operator(settings, events=events):
         await cluster.create_butler("health")
         await eventually(
             lambda: _condition_is(cluster, "health", "DatabaseReady", "True"), "DatabaseReady"
@@ -158,6 +159,17 @@ async def test_a_resync_needs_no_admin_and_an_admin_outage_keeps_butlers_ready( 
         # Each resync verifies the butler's database as its own role: no admin needed.
         await eventually(lambda: len(kmock[reads]) >= seen + 3, "three resyncs")
         condition = await cluster.condition("health", "DatabaseReady")
-        ready = await cluster.condition("health", "Reconciling")
+        # Now the server is out of the operator's reach too (a partition, a failover):
+        # the butler's pods tell whether it is really gone; the operator warns once.
+        secret = await cluster.owned("health", "Secret") or {}
+        stored = _secret_value(secret, "dsn")
+        gone = stored.replace(f":{urlsplit(stored).port}/", ":9/")
+        encoded = base64.b64encode(gone.encode()).decode()
+        await cluster.patch(f"{secret_path}/health-db", {"data": {"dsn": encoded}})
+        seen = len(kmock[reads])
+        await eventually(lambda: len(kmock[reads]) >= seen + 3, "three more resyncs")
+        during = await cluster.condition("health", "DatabaseReady")
     assert condition["status"] == "True", condition
-    assert ready["reason"] != "DatabaseUnreachable"
+    assert during["status"] == "True", during
+    warnings = [e[2] for e in events if e[1] == "Warning"]
+    assert warnings == ["CheckFailed"], warnings
