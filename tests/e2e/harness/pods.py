@@ -2,7 +2,7 @@
 
 Each Deployment becomes a `LocalPod`: its init containers run to completion,
 then its main container runs as a subprocess, with the environment and files
-`butlers_operator.localrun` resolves from the pod spec. Two things differ from a
+`localrun` resolves from the pod spec. Two things differ from a
 cluster, on purpose: the container listens on 127.0.0.1 and a free port (each
 Service is mapped to that port), and it exits when this process does.
 """
@@ -24,7 +24,8 @@ from typing import Any
 import httpx2 as httpx
 
 from butlers.db.embedded import free_port
-from butlers_operator.localrun import ContainerLaunch, Objects, build_pod_launches
+
+from .localrun import ContainerLaunch, Objects, build_pod_launches
 
 READY_TIMEOUT = 60.0
 INIT_TIMEOUT = 120.0

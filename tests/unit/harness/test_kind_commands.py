@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from tests.e2e.harness import kind_commands as k
 
 TARGET = k.KindTarget(namespace="butlers-e2e-abc123")
