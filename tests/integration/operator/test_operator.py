@@ -39,7 +39,7 @@ async def test_create_provisions_database_and_owned_objects(cluster, make_settin
             (owner,) = obj["metadata"]["ownerReferences"]
             assert (owner["kind"], owner["uid"], owner["controller"]) == (
                 "Butler",
-                "uid-health",
+                f"uid-{NAMESPACE}-health",
                 True,
             )
         status = (await cluster.butler("health"))["status"]
