@@ -135,10 +135,20 @@ class Controller:
         longer the one a Deployment names, render that Deployment again now."""
         butlers = await self.kube.list(_butler_path(namespace))
         current = find_switchboard_url(butlers)
+        self._forget(namespace, {_key(body) for body in butlers})
         for body in butlers:
             key = _key(body)
             if key in self._rendered_switchboard and self._rendered_switchboard[key] != current:
                 self._spawn(self.reconcile(body))
+
+    def _forget(self, namespace: str, present: set[Key]) -> None:
+        """Drop what is remembered about Butlers of the namespace that are gone."""
+        for table in (self._rendered_switchboard, self._warned):
+            for key in [k for k in table if k[0] == namespace and k not in present]:
+                del table[key]
+        for key in [k for k in self._locks if k[0] == namespace and k not in present]:
+            if not self._locks[key].locked():
+                del self._locks[key]
 
     async def resync_forever(self) -> None:
         """Every `resync_seconds`: reconcile every served Butler (drift, rotated Secrets)."""

@@ -327,7 +327,8 @@ def render_deployment(
         "securityContext": security,
         "volumeMounts": mounts,
     }
-    labels = build_labels(target) | dict(target.spec.pod.labels)
+    # The operator's labels win: the selector and the NetworkPolicies depend on them.
+    labels = dict(target.spec.pod.labels) | build_labels(target)
     annotations = dict(target.spec.pod.annotations) | {CONFIG_HASH_ANNOTATION: config_hash}
     return {
         "apiVersion": "apps/v1",

@@ -256,6 +256,16 @@ class ButlerSpec(SpecModel):
         _reject_duplicates([e.name for e in value], "environment variable")
         return value
 
+    @model_validator(mode="after")
+    def _pod_env_apart(self) -> ButlerSpec:
+        both = {e.name for e in self.env} & {e.name for e in self.pod.env}
+        if both:
+            raise ValueError(
+                f"environment variable(s) {sorted(both)} are in both env and pod.env: "
+                "keep each in one place"
+            )
+        return self
+
 
 class ObjectMeta(BaseModel):
     """The part of Kubernetes metadata a roster file may carry."""

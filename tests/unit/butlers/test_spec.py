@@ -170,3 +170,9 @@ def test_the_switchboard_is_the_butler_with_the_switchboard_module() -> None:
     assert parse_butler(_butler(modules={"switchboard": {}}), "f").spec.is_switchboard
     named = parse_butler(_butler(), "f")
     assert named.name == "health" and not named.spec.is_switchboard
+
+
+def test_a_variable_lives_in_env_or_pod_env_not_both() -> None:
+    spec = {"env": [{"name": "TZ", "value": "UTC"}], "pod": {"env": [{"name": "TZ", "value": "x"}]}}
+    with pytest.raises(RosterError, match=r"\['TZ'\] are in both env and pod.env"):
+        parse_butler(_butler(**spec), "f")

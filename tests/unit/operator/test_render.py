@@ -280,3 +280,12 @@ def test_channel_egress_ports_come_from_module_config_and_match_the_modules() ->
     ).spec
     assert netpol.channel_ports(spec) == [443, 465, 993]
     assert netpol.channel_ports(_target().spec) == []
+
+
+def test_pod_labels_cannot_replace_the_operators_own() -> None:
+    target = _target(pod={"labels": {"butlers.dev/butler": "other", "team": "home"}})
+    deployment = render.render_deployment(target, SETTINGS, "x")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert labels["butlers.dev/butler"] == "health" and labels["team"] == "home"
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert all(labels[k] == v for k, v in selector.items())
