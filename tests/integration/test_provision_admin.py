@@ -4,7 +4,7 @@ verify-before-repair, and passwords that never appear in SQL text."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
@@ -12,21 +12,8 @@ import pytest
 from butlers.db import provision as provisioning
 from butlers.db.provision import Credentials, deprovision, ensure, provision
 from butlers.errors import DatabaseError
-
-
-def _as(dsn: str, user: str, password: str) -> str:
-    parts = urlsplit(dsn)
-    netloc = f"{quote(user)}:{quote(password)}@{parts.hostname}:{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-async def _run(dsn: str, *statements: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
+from tests.support import postgres
+from tests.support.postgres import dsn_as, run_sql
 
 
 async def _val(dsn: str, query: str, *args: object) -> object:
@@ -39,18 +26,8 @@ async def _val(dsn: str, query: str, *args: object) -> object:
 
 @pytest.fixture
 async def createrole_admin(pg_admin_dsn: str, session_tag: str) -> AsyncIterator[str]:
-    """A login role with CREATEROLE and CREATE on the database, and nothing else."""
-    name = f"{session_tag}opadmin"
-    database = urlsplit(pg_admin_dsn).path.lstrip("/")
-    await _run(
-        pg_admin_dsn,
-        f"CREATE ROLE \"{name}\" LOGIN CREATEROLE NOSUPERUSER PASSWORD 'admin-pw'",
-        f'GRANT CREATE ON DATABASE "{database}" TO "{name}"',
-    )
-    try:
-        yield _as(pg_admin_dsn, name, "admin-pw")
-    finally:
-        await _run(pg_admin_dsn, f'DROP OWNED BY "{name}"', f'DROP ROLE "{name}"')
+    async with postgres.createrole_admin(pg_admin_dsn, f"{session_tag}opadmin") as dsn:
+        yield dsn
 
 
 async def test_a_createrole_admin_provisions_a_working_isolated_butler(
@@ -60,7 +37,7 @@ async def test_a_createrole_admin_provisions_a_working_isolated_butler(
     creds_a = await provision(createrole_admin, a)
     creds_b = await provision(createrole_admin, b)
     try:
-        await _run(creds_a.dsn(pg_admin_dsn), "CREATE TABLE notes (body text)")
+        await run_sql(creds_a.dsn(pg_admin_dsn), "CREATE TABLE notes (body text)")
         assert await _val(creds_a.dsn(pg_admin_dsn), "SELECT current_schema()") == a
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await _val(creds_b.dsn(pg_admin_dsn), f'SELECT count(*) FROM "{a}".notes')
@@ -82,17 +59,17 @@ async def test_an_admin_without_createrole_gets_a_reason_and_a_hint(
     pg_admin_dsn: str, session_tag: str
 ) -> None:
     weak = f"{session_tag}weak"
-    await _run(pg_admin_dsn, f"CREATE ROLE \"{weak}\" LOGIN PASSWORD 'weak-pw'")
+    await run_sql(pg_admin_dsn, f"CREATE ROLE \"{weak}\" LOGIN PASSWORD 'weak-pw'")
     try:
         with pytest.raises(DatabaseError) as info:
-            await provision(_as(pg_admin_dsn, weak, "weak-pw"), f"{session_tag}nope")
+            await provision(dsn_as(pg_admin_dsn, weak, "weak-pw"), f"{session_tag}nope")
         assert info.value.reason == "InsufficientPrivilege"
         assert "CREATEROLE" in str(info.value) and "42501" in str(info.value)
         with pytest.raises(DatabaseError) as info:
-            await provision(_as(pg_admin_dsn, weak, "wrong"), f"{session_tag}nope")
+            await provision(dsn_as(pg_admin_dsn, weak, "wrong"), f"{session_tag}nope")
         assert info.value.reason == "InvalidPassword"
     finally:
-        await _run(pg_admin_dsn, f'DROP ROLE "{weak}"')
+        await run_sql(pg_admin_dsn, f'DROP ROLE "{weak}"')
 
 
 async def test_unreachable_server_has_its_reason() -> None:
@@ -139,7 +116,7 @@ async def test_passwords_never_appear_in_sql_and_are_set_only_when_they_change(
         login = Credentials(schema=schema, role=schema, password="second-Password-2")
         assert await _val(login.dsn(pg_admin_dsn), "SELECT current_user") == schema
         # A broken search_path is repaired without touching the password.
-        await _run(pg_admin_dsn, f'ALTER ROLE "{schema}" RESET search_path')
+        await run_sql(pg_admin_dsn, f'ALTER ROLE "{schema}" RESET search_path')
         recorder.queries.clear()
         await ensure(createrole_admin, schema, password="second-Password-2")
         assert not [q for q in recorder.queries if "PASSWORD" in q]

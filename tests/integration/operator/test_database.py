@@ -6,26 +6,15 @@ from __future__ import annotations
 import base64
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pytest
 
 from butlers.db.provision import deprovision
+from tests.support import postgres
+from tests.support.postgres import dsn_as
 
 from .conftest import NAMESPACE, Cluster, eventually, execute, fetch, running_operator
-
-
-def _as(dsn: str, user: str, password: str) -> str:
-    parts = urlsplit(dsn)
-    return urlunsplit(
-        (
-            parts.scheme,
-            f"{quote(user)}:{password}@{parts.hostname}:{parts.port}",
-            parts.path,
-            "",
-            "",
-        )
-    )
 
 
 def _secret_value(secret: dict[str, Any], key: str) -> str:
@@ -39,18 +28,8 @@ async def _condition_is(cluster: Cluster, name: str, kind: str, value: str, ns: 
 
 @pytest.fixture
 async def createrole_admin(operator_admin_dsn: str, schema_prefix: str) -> AsyncIterator[str]:
-    """What RDS, Cloud SQL or a CloudNativePG owner gives: CREATEROLE, CREATE on the database."""
-    name = f"{schema_prefix}admin"
-    database = urlsplit(operator_admin_dsn).path.lstrip("/")
-    await execute(
-        operator_admin_dsn,
-        f"CREATE ROLE \"{name}\" LOGIN CREATEROLE NOSUPERUSER PASSWORD 'adm1n-pw';"
-        f'GRANT CREATE ON DATABASE "{database}" TO "{name}"',
-    )
-    try:
-        yield _as(operator_admin_dsn, name, "adm1n-pw")
-    finally:
-        await execute(operator_admin_dsn, f'DROP OWNED BY "{name}"; DROP ROLE "{name}"')
+    async with postgres.createrole_admin(operator_admin_dsn, f"{schema_prefix}admin") as dsn:
+        yield dsn
 
 
 async def test_a_createrole_admin_runs_the_whole_lifecycle(  # type: ignore[no-untyped-def]
@@ -81,7 +60,7 @@ async def test_an_admin_without_privileges_is_a_stalled_condition_with_its_reaso
     await execute(operator_admin_dsn, f"CREATE ROLE \"{weak}\" LOGIN PASSWORD 'weak-pw'")
     try:
         async with running_operator(
-            make_settings(admin_dsn=_as(operator_admin_dsn, weak, "weak-pw"))
+            make_settings(admin_dsn=dsn_as(operator_admin_dsn, weak, "weak-pw"))
         ):
             await cluster.create_butler("health")
             database = await eventually(
