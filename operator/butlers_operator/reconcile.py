@@ -180,16 +180,17 @@ async def ensure_database(
         admin_error: DatabaseError | None = None
     except DatabaseError as exc:
         admin_dsn, admin_error = None, exc
-    # Verified the way the pods connect (the stored DSN), else by the admin's route.
-    server_dsn = stored_dsn or admin_dsn
-    if server_dsn is None:
+    # Verified the way the pods connect (the stored DSN), then by the admin's route (the
+    # server may have moved: then the Secret gets the admin's address).
+    routes = [dsn for dsn in dict.fromkeys([stored_dsn, admin_dsn]) if dsn]
+    if not routes:
         assert admin_error is not None
         raise admin_error
     known = Credentials(schema=schema, role=role, password=password) if password else None
-    check = Check.LOGIN_FAILED
+    check, verified_on = Check.LOGIN_FAILED, None
     try:
         if known is not None:
-            check = await verify(server_dsn, known, target.owner)
+            check, verified_on = await _verify_on_any(routes, known, target.owner)
         if check is Check.OK:
             assert known is not None
             credentials = known
@@ -220,13 +221,24 @@ async def ensure_database(
             # keep it Ready; the pods' own /ready tells whether the database is really gone.
             return Database(known, stored_dsn, _port(stored_dsn), before, hiccup=exc)
         raise
-    dsn = (
-        render.build_butler_dsn(credentials, admin_dsn, settings.butler_database_host)
-        if admin_dsn
-        else render.build_butler_dsn(credentials, str(stored_dsn), settings.butler_database_host)
-    )
+    server = admin_dsn or verified_on or str(stored_dsn)
+    dsn = render.build_butler_dsn(credentials, server, settings.butler_database_host)
     condition = Condition(DATABASE_READY, True, "Provisioned", message)
-    return Database(credentials, dsn, _port(admin_dsn or dsn), condition)
+    return Database(credentials, dsn, _port(server), condition)
+
+
+async def _verify_on_any(routes: list[str], known: Credentials, owner: str) -> tuple[Check, str]:
+    """The first answer from a route that reaches the server; unreachable only if none does."""
+    failure: DatabaseError | None = None
+    for route in routes:
+        try:
+            return await verify(route, known, owner), route
+        except DatabaseError as exc:
+            if exc.reason != "DatabaseUnreachable":
+                raise
+            failure = exc
+    assert failure is not None
+    raise failure
 
 
 def _port(dsn: str) -> int:

@@ -152,3 +152,29 @@ async def test_a_resync_needs_no_admin_and_an_admin_outage_keeps_butlers_ready( 
     assert during["status"] == "True", during
     warnings = [e[2] for e in events if e[1] == "Warning"]
     assert warnings == ["CheckFailed"], warnings
+
+
+async def test_a_stale_address_in_the_butlers_secret_is_corrected(  # type: ignore[no-untyped-def]
+    cluster, make_settings
+) -> None:
+    events: list[tuple[str, str, str, str]] = []
+    async with running_operator(make_settings(resync_seconds=0.3), events=events):
+        await cluster.create_butler("health")
+        await eventually(
+            lambda: _condition_is(cluster, "health", "DatabaseReady", "True"), "DatabaseReady"
+        )
+        secret = await cluster.owned("health", "Secret") or {}
+        good = _secret_value(secret, "dsn")
+        # The server moved (or the Secret was restored from an old backup).
+        stale = good.replace(f":{urlsplit(good).port}/", ":9/")
+        path = f"/api/v1/namespaces/{NAMESPACE}/secrets/health-db"
+        await cluster.patch(path, {"data": {"dsn": base64.b64encode(stale.encode()).decode()}})
+
+        async def corrected() -> bool:
+            current = await cluster.owned("health", "Secret") or {}
+            return _secret_value(current, "dsn") == good
+
+        await eventually(corrected, "the Secret to get the server's address back")
+        condition = await cluster.condition("health", "DatabaseReady")
+    assert condition["status"] == "True"
+    assert not [e for e in events if e[1] == "Warning"]
