@@ -18,7 +18,6 @@ AVAILABLE = "Available"
 READY = "Ready"
 RECONCILING = "Reconciling"
 STALLED = "Stalled"
-CONDITION_TYPES = (DATABASE_READY, AVAILABLE, READY, RECONCILING, STALLED)
 # Reasons that no amount of retrying fixes: a person has to change the spec, the admin
 # role, a Secret or the chart. The operator still retries (with backoff), so a fix
 # is picked up without touching the Butler.

@@ -102,3 +102,37 @@ async def test_turning_network_policies_off_removes_them(
 
         await eventually(gone, "the NetworkPolicy to be deleted")
         assert await cluster.owned("health", "Deployment") is not None
+
+
+async def test_rotating_a_secret_the_pod_reads_rolls_the_pod(
+    cluster: Cluster, make_settings: Any
+) -> None:
+    import base64
+
+    secrets = f"/api/v1/namespaces/{NAMESPACE}/secrets"
+    keys = {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "llm-keys", "namespace": NAMESPACE},
+        "data": {"OPENAI_API_KEY": base64.b64encode(b"sk-old").decode()},
+    }  # fmt: skip
+    async with cluster.session.post(secrets, json=keys) as resp:
+        assert resp.status < 300
+
+    async def template_hash() -> str | None:
+        deployment = await cluster.owned("health", "Deployment") or {}
+        metadata = deployment.get("spec", {}).get("template", {}).get("metadata", {})
+        return metadata.get("annotations", {}).get("butlers.dev/config-hash")
+
+    async with running_operator(make_settings(resync_seconds=0.3)):
+        await cluster.create_butler(
+            "health", runtime={"adapter": "openai", "credentialsSecret": "llm-keys"}
+        )
+        before = await eventually(template_hash, "the first pod template")
+        rotated = base64.b64encode(b"sk-new").decode()
+        await cluster.patch(f"{secrets}/llm-keys", {"data": {"OPENAI_API_KEY": rotated}})
+
+        async def rolled() -> str | None:
+            current = await template_hash()
+            return current if current and current != before else None
+
+        await eventually(rolled, "a new pod template after the rotation")
