@@ -188,3 +188,13 @@ def test_long_texts_are_bounded() -> None:
     assert spec["routing"]["properties"]["hints"]["items"]["maxLength"] == 512
     assert spec["schedules"]["maxItems"] == 32
     assert spec["schedules"]["items"]["properties"]["prompt"]["maxLength"] == 4096
+
+
+def test_gitops_tools_apply_the_crd_first_and_never_prune_it() -> None:
+    annotations = crd.build_crd()["metadata"]["annotations"]
+    assert annotations["argocd.argoproj.io/sync-wave"] == "-1"
+    assert annotations["argocd.argoproj.io/sync-options"] == "Prune=false"
+    assert annotations["helm.sh/resource-policy"] == "keep"
+    for path in sorted((ROOT / "roster").glob("*.yaml")):
+        metadata = yaml.safe_load(path.read_text())["metadata"]
+        assert metadata["annotations"]["argocd.argoproj.io/sync-wave"] == "1", path.name
