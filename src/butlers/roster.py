@@ -10,11 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from butlers.errors import RosterError
-from butlers.spec import ButlerResource
-
-# The module that makes a butler the switchboard: `butlers up`, the e2e backends and
-# registration all find the switchboard by it.
-SWITCHBOARD_MODULE = "switchboard"
+from butlers.spec import SWITCHBOARD_MODULE, ButlerResource
 
 
 def format_validation_error(source: str, error: ValidationError) -> str:
@@ -35,8 +31,9 @@ def format_validation_error(source: str, error: ValidationError) -> str:
 
 def is_switchboard(resource: ButlerResource) -> bool:
     """Whether this butler is the switchboard: it enables the switchboard module (never by
-    name: any butler may be called anything)."""
-    return SWITCHBOARD_MODULE in resource.spec.modules
+    name: any butler may be called anything). The rule is `ButlerSpec.is_switchboard`, which
+    the operator uses too."""
+    return resource.spec.is_switchboard
 
 
 def find_switchboard(resources: Iterable[ButlerResource]) -> ButlerResource | None:

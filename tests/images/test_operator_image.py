@@ -8,9 +8,7 @@ capability dropped, `/tmp` a tmpfs) against kmock's Kubernetes emulator (served 
 
 from __future__ import annotations
 
-import asyncio
 import socket
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ import yaml
 
 from butlers.db.embedded import free_port
 from butlers.db.provision import deprovision
+from butlers.waiting import wait_until
 from images.build import Built
 from images.engine import cache_dir, docker, file_lock
 from tests.support.docker_pods import DockerPod, PodFailed
@@ -74,17 +73,25 @@ async def _items(session: aiohttp.ClientSession, prefix: str, plural: str) -> li
 
 
 async def _wait_database_ready(session: aiohttp.ClientSession, operator: str) -> dict[str, Any]:
-    deadline = time.monotonic() + RECONCILE_TIMEOUT
-    while True:
+    async def database_ready() -> dict[str, Any] | None:
         for butler in await _items(session, "/apis/butlers.dev/v1alpha1", "butlers"):
             conditions = (butler.get("status") or {}).get("conditions") or []
             if any(c["type"] == "DatabaseReady" and c["status"] == "True" for c in conditions):
                 return butler
-        if time.monotonic() > deadline:
-            result = docker("logs", operator, check=False)
-            logs = (result.stdout + result.stderr)[-5000:]
-            raise AssertionError(f"no DatabaseReady after {RECONCILE_TIMEOUT:.0f} s:\n{logs}")
-        await asyncio.sleep(0.1)
+        return None
+
+    def problem() -> str:
+        result = docker("logs", operator, check=False)
+        logs = (result.stdout + result.stderr)[-5000:]
+        return f"no DatabaseReady after {RECONCILE_TIMEOUT:.0f} s:\n{logs}"
+
+    return await wait_until(
+        database_ready,
+        timeout=RECONCILE_TIMEOUT,
+        interval=0.1,
+        message=problem,
+        error=AssertionError,
+    )
 
 
 @pytest.fixture

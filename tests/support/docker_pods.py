@@ -21,6 +21,7 @@ import httpx2 as httpx
 
 from butlers.db.provision import provision
 from butlers.spec import ButlerResource, schema_name
+from butlers.waiting import WaitTimeout, wait_until
 from butlers_operator import render
 from butlers_operator.settings import OperatorSettings
 from images.engine import docker
@@ -158,21 +159,25 @@ class DockerPod:
     async def wait_http(self, name: str, url: str, timeout: float = 60.0) -> float:
         """Until `url` answers 200 (seconds waited); `PodFailed` if the container exits."""
         started = time.monotonic()
-        deadline = started + timeout
         async with httpx.AsyncClient(timeout=2.0) as client:
-            while True:
+
+            async def answered() -> bool:
                 try:
                     if (await client.get(url)).status_code == 200:
-                        return time.monotonic() - started
+                        return True
                 except httpx.HTTPError:
                     pass
                 if not await self.running(name):
                     log = await self.logs(name)
                     raise PodFailed(f"{name} exited before {url} answered:\n{log}")
-                if time.monotonic() > deadline:
-                    log = await self.logs(name)
-                    raise PodFailed(f"{url} not 200 after {timeout:.0f} s:\n{log}")
-                await asyncio.sleep(0.05)
+                return False
+
+            try:
+                await wait_until(answered, timeout=timeout)
+            except WaitTimeout:
+                log = await self.logs(name)
+                raise PodFailed(f"{url} not 200 after {timeout:.0f} s:\n{log}") from None
+        return time.monotonic() - started
 
     async def remove(self) -> None:
         if self.started:

@@ -25,10 +25,10 @@ from kopf.testing import KopfRunner
 
 from butlers.db.provision import deprovision
 from butlers.roster import is_switchboard, load_roster
-from butlers.spec import schema_name
 from butlers.waiting import wait_until
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
+from butlers_operator.target import build_schema_name
 from tests.support.kube_emulator import declare_cluster
 
 from .ecosystem import ButlerEndpoint, EcosystemHandle
@@ -67,9 +67,9 @@ def build_butler_object(manifest: Mapping[str, Any], namespace: str) -> dict[str
     return document
 
 
-def _database_ready(butlers: list[dict[str, Any]]) -> set[str]:
-    ready = (b for b in butlers if condition(b, "DatabaseReady").get("status") == "True")
-    return {b["metadata"]["name"] for b in ready}
+def _with_condition(butlers: list[dict[str, Any]], kind: str) -> set[str]:
+    """Names of the Butlers whose condition `kind` is True."""
+    return {b["metadata"]["name"] for b in butlers if condition(b, kind).get("status") == "True"}
 
 
 def condition(butler: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
@@ -95,21 +95,48 @@ class FakeCluster:
             response.raise_for_status()
             return list((await response.json()).get("items") or [])
 
-    async def wait_database_ready(self, names: set[str], timeout: float = READY_TIMEOUT) -> None:
+    async def wait_condition(
+        self, names: set[str], kind: str, timeout: float = READY_TIMEOUT
+    ) -> None:
+        """Until every named Butler reports the condition `kind` True."""
         butlers: list[dict[str, Any]] = []
 
-        async def all_ready() -> bool:
+        async def all_true() -> bool:
             butlers[:] = await self.items("butlers.dev/v1alpha1", "butlers")
-            return names <= _database_ready(butlers)
+            return names <= _with_condition(butlers, kind)
 
         def problem() -> str:
-            reasons = {
-                b["metadata"]["name"]: condition(b, "DatabaseReady").get("message") for b in butlers
-            }
-            missing = sorted(names - _database_ready(butlers))
-            return f"DatabaseReady not True after {timeout:.0f} s for {missing}: {reasons}"
+            reasons = {b["metadata"]["name"]: condition(b, kind).get("message") for b in butlers}
+            missing = sorted(names - _with_condition(butlers, kind))
+            return f"{kind} not True after {timeout:.0f} s for {missing}: {reasons}"
 
-        await wait_until(all_ready, timeout=timeout, message=problem, error=OperatorBackendError)
+        await wait_until(all_true, timeout=timeout, message=problem, error=OperatorBackendError)
+
+    async def report_rollouts(self) -> None:
+        """What the Deployment controller and kubelet report once every pod is ready.
+
+        The operator derives each Butler's Ready from this status (its Deployment watch).
+        """
+        for deployment in await self.items("apps/v1", "deployments"):
+            meta = deployment["metadata"]
+            status = {
+                "observedGeneration": meta.get("generation") or 1,
+                "replicas": 1,
+                "updatedReplicas": 1,
+                "readyReplicas": 1,
+                "availableReplicas": 1,
+                "conditions": [
+                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+                ],
+            }
+            path = f"/apis/apps/v1/namespaces/{self.namespace}/deployments/{meta['name']}"
+            headers = {"Content-Type": "application/merge-patch+json"}
+            async with self.session.patch(
+                path, json={"status": status}, headers=headers
+            ) as response:
+                if response.status >= 300:
+                    raise OperatorBackendError(f"PATCH {path}: {await response.text()}")
 
 
 @asynccontextmanager
@@ -194,7 +221,7 @@ async def operator_ecosystem(
 ) -> AsyncIterator[EcosystemHandle]:
     resources = load_roster(roster_dir)
     # The schemas the operator provisions on first reconcile (dropped at the end).
-    schemas = [schema_name(r.name, schema_prefix) for r in resources]
+    schemas = [build_schema_name(NAMESPACE, r.name, schema_prefix) for r in resources]
     pods = LocalPods(data_dir)
     butlers_path = f"/apis/{BUTLERS.rsplit('/', 1)[0]}/namespaces/{NAMESPACE}/butlers"
     async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator):
@@ -226,7 +253,7 @@ async def operator_ecosystem(
                     await cluster.create(
                         butlers_path, build_butler_object(resource.to_manifest(), NAMESPACE)
                     )
-                await cluster.wait_database_ready({r.name for r in resources})
+                await cluster.wait_condition({r.name for r in resources}, "DatabaseReady")
                 switchboards = [r.name for r in resources if is_switchboard(r)]
                 handle = EcosystemHandle(
                     backend="operator",
@@ -241,6 +268,10 @@ async def operator_ecosystem(
                     else None,
                 )
                 try:
+                    # The pods are up: report it as a cluster would; the operator turns
+                    # that into Ready on every Butler.
+                    await cluster.report_rollouts()
+                    await cluster.wait_condition({r.name for r in resources}, "Ready")
                     if switchboards:
                         # Service URLs resolve to local ports here: that is what they advertise.
                         local = {n: e.url for n, e in handle.endpoints.items()}

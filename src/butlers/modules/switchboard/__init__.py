@@ -17,7 +17,7 @@ from butlers.mcp_clients import ClientCache
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.switchboard.pipeline import Pipeline
 from butlers.modules.switchboard.store import SwitchboardStore
-from butlers.roster import SWITCHBOARD_MODULE
+from butlers.spec import SWITCHBOARD_MODULE
 from butlers.switchboard.classification import RouteEntry
 from butlers.switchboard.envelope import parse_envelope
 
