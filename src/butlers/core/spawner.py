@@ -20,7 +20,7 @@ from typing import Any
 from opentelemetry import trace
 
 from butlers.llm.types import SessionRequest, SessionRuntime, SessionTrace
-from butlers.pricing import cost_usd
+from butlers.pricing import PRICES, Price, cost_usd
 from butlers.redaction import Redactor
 from butlers.stores.sessions import SessionStore
 from butlers.telemetry import tracer
@@ -85,6 +85,7 @@ class Spawner:
         max_turns: int = 20,
         env: dict[str, str] | None = None,
         redactor: Redactor | None = None,
+        prices: dict[str, Price] | None = None,
     ) -> None:
         self.butler = butler
         self._store = store
@@ -95,6 +96,7 @@ class Spawner:
         self._max_turns = max_turns
         self._env = dict(env or {})
         self._redactor = redactor or Redactor([])
+        self._prices = PRICES if prices is None else prices
         self._lock = asyncio.Lock()
 
     @property
@@ -236,7 +238,9 @@ class Spawner:
             model=runtime.model_name,
             trigger_source=trigger_source,
         )
-        result.cost_usd = cost_usd(result.model, result.input_tokens, result.output_tokens)
+        result.cost_usd = cost_usd(
+            result.model, result.input_tokens, result.output_tokens, self._prices
+        )
         return result
 
     async def _complete(self, session_id: uuid.UUID, result: SpawnerResult) -> None:

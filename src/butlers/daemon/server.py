@@ -58,12 +58,15 @@ async def finalize_server(
     }
     for rule in butler.resource.spec.approvals.rules:
         sensitive.setdefault(rule.tool, set()).update(rule.sensitive_args)
-    mcp.add_middleware(
+    # Outermost, so a call the approval gate holds, denies or lets expire has its span
+    # (and log line) too, covering the wait.
+    mcp.middleware.insert(
+        0,
         ToolSpanMiddleware(
             butler.name,
             modules.get,
             lambda name: sensitive.get(name, ()),
             lambda: secrets,
-        )
+        ),
     )
     await install_schema_lookup(mcp, tools)
