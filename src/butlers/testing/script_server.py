@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 # The longest a held request waits for `release` (below the adapter's request timeout).
-HOLD_TIMEOUT = 8.0
+HOLD_TIMEOUT = 30.0
 CHARS_PER_TOKEN = 4
 
 
