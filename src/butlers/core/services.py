@@ -92,6 +92,7 @@ def build_session_services(
         redactor=redactor,
         prices=price_table(settings.prices),
     )
+    butler.session_activity = spawner.activity
     jobs = jobs or builtin_jobs()
     store = ScheduleStore(butler.pool, partial(_next_due_for, name))
     scheduler = Scheduler(

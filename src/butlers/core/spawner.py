@@ -98,6 +98,7 @@ class Spawner:
         self._redactor = redactor or Redactor([])
         self._prices = PRICES if prices is None else prices
         self._lock = asyncio.Lock()
+        self._queued = 0
 
     @property
     def configured(self) -> bool:
@@ -106,6 +107,10 @@ class Spawner:
     @property
     def busy(self) -> bool:
         return self._lock.locked()
+
+    def activity(self) -> dict[str, Any]:
+        """Whether a session runs now and how many triggers wait for the lock."""
+        return {"running": self.busy, "queued": self._queued}
 
     async def trigger(
         self,
@@ -119,7 +124,12 @@ class Spawner:
             raise NoRuntimeConfigured(self._not_configured)
         runtime = self._runtime
         timeout = min(timeout_seconds or self._timeout, self._timeout)
-        async with self._lock:
+        self._queued += 1
+        try:
+            await self._lock.acquire()
+        finally:
+            self._queued -= 1
+        try:
             with tracer().start_as_current_span(
                 "butler.session",
                 attributes={"butler.name": self.butler, "session.trigger_source": trigger_source},
@@ -135,6 +145,8 @@ class Spawner:
                     }
                 )
                 return result
+        finally:
+            self._lock.release()
 
     async def _run_locked(
         self,

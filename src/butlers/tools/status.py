@@ -10,8 +10,9 @@ from butlers.core.context import ButlerContext
 def register_status_tool(mcp: FastMCP, butler: ButlerContext) -> None:
     @mcp.tool(meta={"module": "core"}, annotations={"readOnlyHint": True})
     async def status() -> JsonValue:
-        """Name, description, modules (with status and phase), uptime, schema, and the
-        database pool's connections (open, idle, maximum)."""
+        """Name, description, modules (with status and phase), uptime, schema, the
+        database pool's connections (open, idle, maximum) and the sessions (one
+        `running`, how many triggers `queued` behind it)."""
         pool = butler.pool
         return {
             "name": butler.name,
@@ -25,4 +26,5 @@ def register_status_tool(mcp: FastMCP, butler: ButlerContext) -> None:
                 "idle": pool.get_idle_size(),
                 "max_size": pool.get_max_size(),
             },
+            "sessions": butler.session_activity() if butler.session_activity else None,
         }
