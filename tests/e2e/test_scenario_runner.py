@@ -30,6 +30,7 @@ from .harness.scenario_run import (
     run_scenario_input,
     scripted_steps,
     session_row,
+    sessions_for_request,
     snapshot_tables,
 )
 from .scenarios import SCENARIOS, E2EScenario
@@ -68,9 +69,15 @@ async def test_scripted_scenario_matches_its_declaration_and_golden_files(
     answer = await run_scenario_input(butler_ecosystem, scenario)
 
     assert answer["classification"]["fallback"] is False, answer["classification"]
-    assert [r["butler"] for r in answer["routes"]] == [scenario.expected_butler]
+    # The classifier chose among the registered butlers, the expected one included...
+    classification = await classification_session(switchboard, answer["request_id"])
+    assert f"\n- {scenario.expected_butler}: " in classification["prompt"]
+    # ...and the message ran exactly one session, on the expected butler, as routed.
+    ran = await sessions_for_request(butler_ecosystem, answer["request_id"])
+    assert [(b, s["status"]) for b, s in ran] == [(scenario.expected_butler, "completed")], ran
     route = route_to(answer, scenario.expected_butler)
     assert route["status"] == "success", route["error"]
+    assert route["session_id"] == str(ran[0][1]["session_id"])
     session = await session_row(pool, route["session_id"])
     assert [c["name"] for c in session["tool_calls"]] == scenario.expected_tool_calls
     assert not any(c["is_error"] for c in session["tool_calls"]), session["tool_calls"]
@@ -81,7 +88,6 @@ async def test_scripted_scenario_matches_its_declaration_and_golden_files(
     assert asked[0] == SWITCHBOARD and SWITCHBOARD not in asked[1:], (
         f"the model was asked by {asked}: classification must come first, once"
     )
-    classification = await classification_session(switchboard, answer["request_id"])
     changes = changed_rows(before[0], await snapshot_tables(pool))
     routing = changed_rows(before[1], await snapshot_tables(switchboard))
     files = golden_files(
