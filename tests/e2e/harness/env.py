@@ -5,8 +5,9 @@ import json
 # Short enough that an expiry test is quick, long enough for a decision on two busy cores.
 APPROVAL_TIMEOUT_SECONDS = 3.0
 # What the scripted model costs in e2e (USD per million tokens, input and output): a
-# price of its own, so cost_usd in session rows is computed, not 0.
-SCRIPTED_PRICE = (3.0, 15.0)
+# price of its own, so cost_usd in session rows is computed, not 0. Haiku's price, the
+# model seed 000 budgets its cost per message with.
+SCRIPTED_PRICE = (1.0, 5.0)
 
 E2E_ENV = {
     "BUTLERS_APPROVAL_TIMEOUT_SECONDS": str(APPROVAL_TIMEOUT_SECONDS),
