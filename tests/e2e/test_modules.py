@@ -157,11 +157,13 @@ async def test_cascade_failed_is_reported_by_a_running_butler(
         "description": "A relationship butler with a broken approvals configuration.",
         "modules": {"approvals": {"noSuchOption": True}, "contacts": {}},
     }
-    async with solo_butler(butler_ecosystem, tmp_path / "solo", "degraded", spec) as butler:
-        async with Client(butler.url) as client:
-            status = (await client.call_tool("status", {})).data
-            tools = {t.name for t in await client.list_tools()}
-            stored = (await client.call_tool("state_set", {"key": "k", "value": 1})).data
+    async with (
+        solo_butler(butler_ecosystem, tmp_path / "solo", "degraded", spec) as butler,
+        Client(butler.url) as client,
+    ):
+        status = (await client.call_tool("status", {})).data
+        tools = {t.name for t in await client.list_tools()}
+        stored = (await client.call_tool("state_set", {"key": "k", "value": 1})).data
     modules = {m["name"]: m for m in status["modules"]}
     assert (modules["approvals"]["status"], modules["approvals"]["phase"]) == ("failed", "config")
     assert "noSuchOption" in modules["approvals"]["error"]

@@ -94,6 +94,9 @@ async def test_whole_pipeline_is_within_120_seconds(
     except TimeoutError:
         pytest.fail(f"the pipeline did not finish within {PIPELINE_BUDGET:g} s")
     elapsed = time.monotonic() - started
+    assert isinstance(answer, dict) and "routes" in answer, (
+        f"ingest_v1 answered {answer!r} after {elapsed:.0f} s"
+    )
     [route] = answer["routes"]
     assert (route["butler"], route["status"], route["tool_calls"]) == (
         "health",

@@ -4,8 +4,9 @@ with a live one; ids are the scenario ids, tags work with `-k`.
 Each message goes in through the switchboard (`ingest_v1`, waiting for dispatch).
 Scripted: the classification routes to the expected butler only, its tool calls and
 database rows must be exactly as declared, and the model requests, tool calls,
-sessions, changed rows and switchboard rows (message_inbox, routing_log,
-fanout_execution_log) must match the golden files in `golden/<scenario-id>/`. Live
+sessions, changed rows, switchboard rows (message_inbox, routing_log,
+fanout_execution_log) and the `ingest_v1` answer must match the golden files in
+`golden/<scenario-id>/`. Live
 (`--live-llm`): loose checks only, and every scenario's tokens go to the cost tracker.
 """
 
@@ -164,6 +165,7 @@ def golden_files(
         ),
         "04_rows.json": normalizer.dumps(_rows(scenario.expected_butler, changes)),
         "05_routing.json": normalizer.dumps(_rows(SWITCHBOARD, routing)),
+        "06_ingest_answer.json": normalizer.dumps(answer),
     }
 
 

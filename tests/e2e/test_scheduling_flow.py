@@ -15,6 +15,8 @@ from butlers.scheduling.cron import MAX_STAGGER, stagger_offset
 from butlers.testing.script_server import Script, step
 
 from .harness.ecosystem import EcosystemHandle
+from .harness.golden import flow_golden
+from .harness.normalize import Normalizer
 from .harness.waiting import wait_until
 
 
@@ -60,7 +62,7 @@ async def test_spec_schedules_are_synced_and_restart_adds_no_duplicate(
 
 
 async def test_due_prompt_task_goes_pending_running_completed_and_rearms(
-    butler_ecosystem: EcosystemHandle, llm_script: Script, schedule
+    butler_ecosystem: EcosystemHandle, llm_script: Script, schedule, update_golden: bool
 ) -> None:
     llm_script.route("health", step("Checked in.", delay=0.5))
     await schedule("health", name="e2e-checkin", cron="0 * * * *", prompt="Daily check-in")
@@ -79,6 +81,17 @@ async def test_due_prompt_task_goes_pending_running_completed_and_rearms(
         "health", "sessions_get", {"session_id": ran[0]["session_id"]}
     )
     assert session["trigger_source"] == "schedule:e2e-checkin"
+    normalizer = Normalizer()
+    normalizer.register(ran[0]["session_id"], "SESSION_ID")
+    normalizer.register(str(task["id"]), "TASK_ID")
+    problems = flow_golden(
+        "scheduling-prompt-task",
+        "test_due_prompt_task_goes_pending_running_completed_and_rearms",
+        {"01_tick_answer.json": ran, "02_task.json": task, "03_session.json": session},
+        normalizer,
+        update=update_golden,
+    )
+    assert not problems, "\n\n".join(problems)
 
 
 async def test_job_task_runs_python_without_a_session(

@@ -12,7 +12,6 @@ import pytest
 from fastmcp import Client
 
 from butlers.llm.claude_code import BASE_ENV
-
 from butlers.testing.script_server import Script, call, step
 
 from .harness.ecosystem import EcosystemHandle
@@ -87,7 +86,8 @@ async def test_session_cannot_see_an_undeclared_variable(
     assert seen["ANTHROPIC_API_KEY"] == E2E_API_KEY
     assert not [name for name in seen if name.startswith("BUTLERS_")], sorted(seen)
     assert butler.dsn not in json.dumps(seen)
-    assert set(seen) <= {*BASE_ENV, "E2E_DECLARED", "ANTHROPIC_API_KEY", *PROCESS_ADDED}, sorted(seen)
+    allowed = {*BASE_ENV, "E2E_DECLARED", "ANTHROPIC_API_KEY", *PROCESS_ADDED}
+    assert set(seen) <= allowed, sorted(seen)
 
 
 async def test_session_lists_only_its_own_butlers_tools(

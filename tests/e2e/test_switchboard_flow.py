@@ -16,6 +16,8 @@ from butlers.switchboard.envelope import build_envelope
 from butlers.testing.script_server import Script, call, step
 
 from .harness.ecosystem import EcosystemHandle
+from .harness.golden import flow_golden
+from .harness.normalize import VOLATILE_KEYS, Normalizer, sort_rows
 
 
 def classify_as(*entries: tuple[str, str, str]) -> dict[str, Any]:
@@ -124,7 +126,7 @@ async def test_health_message_is_routed_and_logged(
 
 
 async def test_compound_message_is_decomposed_into_self_contained_prompts(
-    butler_ecosystem: EcosystemHandle, llm_script: Script
+    butler_ecosystem: EcosystemHandle, llm_script: Script, update_golden: bool
 ) -> None:
     """Each target's session gets its own part as its prompt (not the whole message, not
     the other part) and writes its own rows: both sides are checked in their schemas."""
@@ -143,7 +145,10 @@ async def test_compound_message_is_decomposed_into_self_contained_prompts(
         "health",
         step(
             tool_calls=[
-                {"name": "symptom_log", "arguments": {"name": "doctor visit", "notes": "Dr. Okafor"}}
+                {
+                    "name": "symptom_log",
+                    "arguments": {"name": "doctor visit", "notes": "Dr. Okafor"},
+                }
             ]
         ),
         step("Recorded the visit."),
@@ -195,6 +200,45 @@ async def test_compound_message_is_decomposed_into_self_contained_prompts(
         "SELECT name FROM contacts WHERE id = $1::uuid", rows["relationship"]
     )
     assert contact == "Dr. Okafor"
+    problems = await _switchboard_flow_golden(butler_ecosystem, result, update=update_golden)
+    assert not problems, "\n\n".join(problems)
+
+
+async def _switchboard_flow_golden(
+    handle: EcosystemHandle, answer: dict[str, Any], *, update: bool
+) -> list[str]:
+    """The compound message's answer, switchboard rows and target sessions, golden."""
+    request_id = answer["request_id"]
+    normalizer = Normalizer(volatile_keys={**VOLATILE_KEYS, "idempotency_key": "{IDEMPOTENCY_KEY}"})
+    normalizer.register(request_id, "REQUEST_ID")
+    for route in answer["routes"]:
+        normalizer.register(route["route_id"], "ROUTE_ID")
+        normalizer.register(route["session_id"], "SESSION_ID")
+    switchboard: dict[str, Any] = {}
+    for table in ("message_inbox", "routing_log", "fanout_execution_log"):
+        switchboard[table] = sort_rows(
+            await switchboard_rows(
+                handle, f"SELECT * FROM {table} WHERE request_id = $1::uuid", request_id
+            )
+        )
+    sessions = []
+    for route in answer["routes"]:
+        pool = await handle.pool(route["butler"])
+        row = await pool.fetchrow(
+            "SELECT * FROM sessions WHERE session_id = $1::uuid", route["session_id"]
+        )
+        sessions.append(dict(row))
+    return flow_golden(
+        "switchboard-compound",
+        "test_compound_message_is_decomposed_into_self_contained_prompts",
+        {
+            "01_ingest_answer.json": answer,
+            "02_switchboard_rows.json": switchboard,
+            "03_target_sessions.json": sessions,
+        },
+        normalizer,
+        update=update,
+    )
 
 
 async def test_duplicate_idempotency_key_returns_the_same_request(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncpg
-
 import pytest
 
 from butlers import migrations

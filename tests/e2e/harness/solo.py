@@ -58,6 +58,11 @@ def butler_manifest(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
 def _tail(path: Path, lines: int = 30) -> str:
     if not path.exists():
         return "(no log)"
@@ -74,9 +79,9 @@ async def solo_butler(
 ) -> AsyncIterator[SoloButler]:
     if not handle.admin_dsn:
         pytest.skip(f"backend {handle.backend!r}: this machine cannot reach its PostgreSQL")
-    directory.mkdir(parents=True, exist_ok=True)
     spec_path = directory / f"{name}.yaml"
-    spec_path.write_text(yaml.safe_dump(butler_manifest(name, spec), sort_keys=False))
+    manifest = yaml.safe_dump(butler_manifest(name, spec), sort_keys=False)
+    await asyncio.to_thread(_write, spec_path, manifest)
     schema = f"{handle.schema_prefix}solo_{secrets.token_hex(2)}_{name}".replace("-", "_")
     credentials = await provision(handle.admin_dsn, schema)
     dsn = credentials.dsn(handle.admin_dsn)
