@@ -33,7 +33,7 @@ IN_FLIGHT = {
     "general": {
         "text": "Note: pick up the cello on Saturday",
         "prompt": "File a note: pick up the cello on Saturday",
-        "call": call("note_add", title="Pick up the cello", body="Saturday"),
+        "call": call("note_add", title="Pick up the cello", body="Saturday", collection="errands"),
         "marker": "cello",
     },
 }

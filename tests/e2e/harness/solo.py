@@ -34,7 +34,7 @@ from butlers.db.provision import deprovision, provision
 from .ecosystem import EcosystemHandle
 from .waiting import wait_until
 
-READY_TIMEOUT = 60.0
+READY_TIMEOUT = 120.0
 MIGRATE_TIMEOUT = 120.0
 # The only variables of this process the butler gets: enough to find and run Python.
 HOST_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")
