@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,9 @@ from butlers.db.embedded import EmbeddedPostgres
 from butlers.testing.script_server import Script, ScriptServer
 from tests.support.mock_spawner import MockSpawner
 from tests.support.scratch import scratch_dir
+from tests.support.sweep import Swept, sweep, take_lease
+
+SWEPT = pytest.StashKey[list[Swept]]()
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e", "images": "images"}
@@ -65,7 +68,7 @@ def session_tag() -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_admin_dsn() -> Iterator[str]:
+def pg_server_dsn() -> Iterator[str]:
     """Superuser DSN of this session's PostgreSQL: BUTLERS_DATABASE_URL, else embedded."""
     url = os.environ.get("BUTLERS_DATABASE_URL")
     if url:
@@ -78,6 +81,21 @@ def pg_admin_dsn() -> Iterator[str]:
             yield server.admin_dsn()
         finally:
             server.stop()
+
+
+@pytest.fixture(scope="session")
+async def pg_admin_dsn(
+    pg_server_dsn: str, session_tag: str, request: pytest.FixtureRequest
+) -> AsyncIterator[str]:
+    """The session's PostgreSQL, leased for this session's tag: first the schemas and
+    roles crashed sessions left on the server are dropped (tests/support/sweep.py), and
+    this session's lease keeps a later sweep off its own until it ends."""
+    lease = await take_lease(pg_server_dsn, session_tag)
+    try:
+        request.config.stash[SWEPT] = await sweep(pg_server_dsn)
+        yield pg_server_dsn
+    finally:
+        await lease.release()
 
 
 @pytest.fixture(scope="session")
@@ -108,3 +126,13 @@ def llm_script(llm_script_server: ScriptServer) -> Iterator[Script]:
 @pytest.fixture
 def mock_spawner() -> MockSpawner:
     return MockSpawner()
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    for swept in config.stash.get(SWEPT, []):
+        terminalreporter.write_line(
+            f"dropped what crashed test session {swept.tag} left on the server: "
+            f"schemas {swept.schemas}, roles {swept.roles}"
+        )

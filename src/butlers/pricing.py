@@ -1,7 +1,13 @@
-"""Model prices: tokens to US dollars, per session."""
+"""Model prices: tokens to US dollars, per session.
+
+The built-in table covers well-known hosted models; `BUTLERS_PRICES` (read into
+`ButlerSettings.prices`) adds or replaces entries, e.g. for a local model or a
+negotiated rate: `{"llama3.1": {"input_per_mtok": 0.1, "output_per_mtok": 0.2}}`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -25,20 +31,31 @@ PRICES: dict[str, Price] = {
 }
 
 
-def price_for(model: str | None) -> Price | None:
+def price_table(overrides: Mapping[str, tuple[float, float]] | None = None) -> dict[str, Price]:
+    """The built-in prices with `overrides` (model → (input, output) USD per Mtok) on top."""
+    table = dict(PRICES)
+    for model, (input_per_mtok, output_per_mtok) in (overrides or {}).items():
+        table[model] = Price(input_per_mtok, output_per_mtok)
+    return table
+
+
+def price_for(model: str | None, prices: Mapping[str, Price] = PRICES) -> Price | None:
     if not model:
         return None
-    if model in PRICES:
-        return PRICES[model]
-    matches = [name for name in PRICES if model.startswith(name)]
-    return PRICES[max(matches, key=len)] if matches else None
+    if model in prices:
+        return prices[model]
+    matches = [name for name in prices if model.startswith(name)]
+    return prices[max(matches, key=len)] if matches else None
 
 
 def cost_usd(
-    model: str | None, input_tokens: int | None, output_tokens: int | None
+    model: str | None,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    prices: Mapping[str, Price] = PRICES,
 ) -> float | None:
     """The cost of a session, or None when the model's price or the token counts are unknown."""
-    price = price_for(model)
+    price = price_for(model, prices)
     if price is None or input_tokens is None or output_tokens is None:
         return None
     return round(

@@ -5,6 +5,8 @@ This is the only module that reads environment variables.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -73,6 +75,8 @@ class ButlerSettings:
     # Tracing: OTLP/HTTP endpoint, and/or a directory of JSON-lines span files.
     otlp_endpoint: str | None = None
     span_dir: Path | None = None
+    # Model prices on top of the built-in table: model → (input, output) USD per Mtok.
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -125,6 +129,7 @@ class ButlerSettings:
                 env.get("BUTLERS_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
             ),
             span_dir=Path(env["BUTLERS_SPAN_DIR"]) if env.get("BUTLERS_SPAN_DIR") else None,
+            prices=parse_prices(env.get("BUTLERS_PRICES") or ""),
         )
 
 
@@ -149,6 +154,44 @@ class RuntimeOverrides:
             script_url=env.get("BUTLERS_SCRIPT_URL") or None,
             claude_path=env.get("BUTLERS_CLAUDE_PATH") or "claude",
         )
+
+
+PRICE_FIELDS = ("input_per_mtok", "output_per_mtok")
+
+
+def parse_prices(text: str, name: str = "BUTLERS_PRICES") -> dict[str, tuple[float, float]]:
+    """`{"model": {"input_per_mtok": 3, "output_per_mtok": 15}, ...}` (USD per million
+    tokens) as model → (input, output); errors name the variable, model and field."""
+    if not text.strip():
+        return {}
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise ButlersError(f"{name} is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ButlersError(f"{name} must be a JSON object of model → prices")
+    prices: dict[str, tuple[float, float]] = {}
+    for model, entry in raw.items():
+        if not isinstance(entry, dict) or set(entry) != set(PRICE_FIELDS):
+            raise ButlersError(
+                f"{name}[{model!r}] must be an object with exactly {' and '.join(PRICE_FIELDS)}"
+            )
+        values = []
+        for key in PRICE_FIELDS:
+            value = entry[key]
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise ButlersError(
+                    f"{name}[{model!r}].{key}={value!r} must be a non-negative number "
+                    "(USD per million tokens)"
+                )
+            values.append(float(value))
+        prices[model] = (values[0], values[1])
+    return prices
 
 
 def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:

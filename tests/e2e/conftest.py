@@ -30,6 +30,7 @@ from .harness.kind import kind_ecosystem
 from .harness.kind_commands import kind_unavailable_reason
 from .harness.local import local_ecosystem
 from .harness.operator import operator_ecosystem
+from .harness.ordering import smoke_first
 from .harness.runtime import live_runtime_env, live_runtime_problem, scripted_runtime_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,9 @@ COST_TRACKER = pytest.StashKey[CostTracker]()
 
 @pytest.hookimpl(tryfirst=True)  # before -k deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Scenario tags become keywords, so `-k smoke` selects tagged scenarios."""
+    """Scenario tags become keywords, so `-k smoke` selects tagged scenarios; the smoke
+    tests run first (harness/ordering.py)."""
+    items[:] = smoke_first(items)
     for item in items:
         scenario = getattr(getattr(item, "callspec", None), "params", {}).get("scenario")
         tags = getattr(scenario, "tags", None)
@@ -97,16 +100,28 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
 
 
+def _backend(config: pytest.Config) -> str:
+    return "kind" if config.getoption("--kind") else str(config.getoption("--backend"))
+
+
+@pytest.fixture(scope="session")
+def ecosystem_admin_dsn(request: pytest.FixtureRequest) -> str:
+    """The session's PostgreSQL for the local backends; the kind backend brings its own
+    (the chart's), so no server is started for it."""
+    if _backend(request.config) == "kind":
+        return ""
+    return str(request.getfixturevalue("pg_admin_dsn"))
+
+
 @pytest.fixture(scope="session")
 async def butler_ecosystem(
     request: pytest.FixtureRequest,
     session_tag: str,
     tmp_path_factory: pytest.TempPathFactory,
     llm_script_server: ScriptServer,
+    ecosystem_admin_dsn: str,
 ) -> AsyncIterator[EcosystemHandle]:
-    backend = (
-        "kind" if request.config.getoption("--kind") else request.config.getoption("--backend")
-    )
+    backend = _backend(request.config)
     options: dict[str, Any] = {}
     if backend == "kind":
         reason = kind_unavailable_reason()
@@ -126,8 +141,7 @@ async def butler_ecosystem(
     data_dir = tmp_path_factory.mktemp("ecosystem")
     start = BACKENDS[backend]
     async with start(
-        # The kind backend brings its own PostgreSQL (the chart's); the others share ours.
-        admin_dsn="" if backend == "kind" else request.getfixturevalue("pg_admin_dsn"),
+        admin_dsn=ecosystem_admin_dsn,
         roster_dir=Path(os.environ.get("BUTLERS_E2E_ROSTER", ROOT / "roster")),
         data_dir=data_dir,
         schema_prefix=f"e2e_{session_tag}",

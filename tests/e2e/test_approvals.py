@@ -12,6 +12,8 @@ from tests.support.contracts import AUDIT_FIELDS
 
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import APPROVAL_TIMEOUT_SECONDS
+from .harness.golden import flow_golden
+from .harness.normalize import Normalizer
 
 
 async def _contact(handle: EcosystemHandle, name: str) -> str:
@@ -138,7 +140,7 @@ async def test_approval_rows_keep_the_audit_trail(butler_ecosystem: EcosystemHan
 
 
 async def test_gated_call_from_a_session_is_audited_with_that_session(
-    butler_ecosystem: EcosystemHandle, llm_script: Script
+    butler_ecosystem: EcosystemHandle, llm_script: Script, update_golden: bool
 ) -> None:
     contact_id = await _contact(butler_ecosystem, "Gated From Session")
     llm_script.route(
@@ -155,3 +157,24 @@ async def test_gated_call_from_a_session_is_audited_with_that_session(
     assert result["success"] is True
     assert str(row["session_id"]) == result["session_id"]
     assert not await _contact_exists(butler_ecosystem, contact_id)
+
+    pool = await butler_ecosystem.pool("relationship")
+    approval = await pool.fetchrow("SELECT * FROM approvals WHERE id = $1", row["id"])
+    session_row = await pool.fetchrow(
+        "SELECT * FROM sessions WHERE session_id = $1::uuid", result["session_id"]
+    )
+    normalizer = Normalizer()
+    normalizer.register(result["session_id"], "SESSION_ID")
+    normalizer.register(contact_id, "CONTACT_ID")
+    problems = flow_golden(
+        "approval-gated-session",
+        "test_gated_call_from_a_session_is_audited_with_that_session",
+        {
+            "01_trigger_result.json": result,
+            "02_approval.json": dict(approval),
+            "03_session.json": dict(session_row),
+        },
+        normalizer,
+        update=update_golden,
+    )
+    assert not problems, "\n\n".join(problems)

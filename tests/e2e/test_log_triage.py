@@ -2,6 +2,9 @@
 
 Every butler logs one line per record, tagged with its name, into one directory
 (`<data-dir>/logs/`, concatenated into `.tmp/e2e-logs/e2e-latest.log` after a run).
+The guide's greps are broad; here each must find a line about *this* message (its
+session id, its request id) among the lines written while the test ran, so a line
+another test left behind cannot satisfy it.
 """
 
 from __future__ import annotations
@@ -16,38 +19,76 @@ from butlers.testing.script_server import Script, call, step
 from .harness.ecosystem import EcosystemHandle
 from .test_switchboard_flow import classify_as, ingest
 
+# The guide's grep per question, and what must be on the same line for this message.
 TRIAGE = {
     "LLM invocations": r"spawner.*trigger",
     "MCP tool calls": r"tool_span|call_tool",
-    "module failures": r"Module.*disabled|Module.*failed",
     "routing decisions": r"classify_message|route.*target",
 }
 
 
-def _logs(handle: EcosystemHandle) -> str:
+def _log_files(handle: EcosystemHandle) -> list[Path]:
     if handle.log_dir is None:
         pytest.skip(f"backend {handle.backend!r} keeps no local logs")
-    return "".join(
-        p.read_text(errors="replace") for p in sorted(Path(handle.log_dir).glob("*.log"))
-    )
+    return sorted(Path(handle.log_dir).glob("*.log"))
 
 
-async def test_triage_greps_find_sessions_tool_calls_module_failures_and_routing(
+def _new_lines(handle: EcosystemHandle, offsets: dict[Path, int]) -> list[str]:
+    """Lines written to the butlers' logs since `offsets` were taken."""
+    lines = []
+    for path in _log_files(handle):
+        with path.open("rb") as fh:
+            fh.seek(offsets.get(path, 0))
+            lines += fh.read().decode(errors="replace").splitlines()
+    return lines
+
+
+def _grep(pattern: str, lines: list[str], *, on_line: str, butler: str) -> list[str]:
+    return [
+        line
+        for line in lines
+        if re.search(pattern, line) and on_line in line and f"[{butler}]" in line
+    ]
+
+
+async def test_triage_greps_find_this_messages_session_tool_call_and_routing(
     butler_ecosystem: EcosystemHandle, llm_script: Script
 ) -> None:
-    llm_script.route("switchboard", classify_as(("health", "Log weight 83 kg", "83kg")))
+    offsets = {path: path.stat().st_size for path in _log_files(butler_ecosystem)}
+    llm_script.route("switchboard", classify_as(("health", "Log weight 83.2 kg", "83.2kg")))
     llm_script.route(
         "health",
-        step(tool_calls=[call("measurement_log", type="weight", value=83, unit="kg")]),
+        step(tool_calls=[call("measurement_log", type="weight", value=83.2, unit="kg")]),
         step("Logged."),
     )
-    await ingest(butler_ecosystem, "Log my weight: 83kg")
-    logs = _logs(butler_ecosystem)
-    for what, pattern in TRIAGE.items():
-        assert re.search(pattern, logs), f"no {what} in the logs ({pattern})"
-    health_lines = [line for line in logs.splitlines() if "[health]" in line]
-    assert any("call_tool measurement_log ok" in line for line in health_lines)
-    assert any(
-        re.search(r"Module telegram failed \(phase credentials\)", line)
-        for line in logs.splitlines()
+    answer = await ingest(butler_ecosystem, "Log my weight: 83.2kg")
+    [route] = answer["routes"]
+    lines = _new_lines(butler_ecosystem, offsets)
+
+    invocations = _grep(
+        TRIAGE["LLM invocations"], lines, on_line=route["session_id"], butler="health"
     )
+    assert invocations, f"no line for health's session {route['session_id']}"
+    calls = _grep(
+        TRIAGE["MCP tool calls"], lines, on_line="call_tool measurement_log ok", butler="health"
+    )
+    assert len(calls) == 1, calls
+    routing = _grep(
+        TRIAGE["routing decisions"], lines, on_line=answer["request_id"], butler="switchboard"
+    )
+    assert routing and "health=success" in routing[0], routing
+
+
+async def test_triage_grep_finds_the_failed_channel_modules(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    pattern = r"Module.*disabled|Module.*failed"
+    lines = "".join(p.read_text(errors="replace") for p in _log_files(butler_ecosystem))
+    failed = {
+        match.group(1)
+        for line in lines.splitlines()
+        if re.search(pattern, line) and "[messenger]" in line
+        for match in [re.search(r"Module (\w+) failed \(phase credentials\)", line)]
+        if match
+    }
+    assert failed == {"telegram", "email"}

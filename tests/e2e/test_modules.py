@@ -1,9 +1,13 @@
 """Modules end to end: domain tables, module status and degradation, database isolation."""
 
+from pathlib import Path
+
 import httpx2 as httpx
 import pytest
+from fastmcp import Client
 
 from .harness.ecosystem import EcosystemHandle
+from .harness.solo import solo_butler
 
 DOMAIN_TABLES = {
     "health": {
@@ -141,3 +145,32 @@ async def test_health_tools_never_write_the_relationship_schema(
         "SELECT count(*) FROM symptoms WHERE name = 'isolation-check'"
     )
     assert health_rows == 1
+
+
+async def test_cascade_failed_is_reported_by_a_running_butler(
+    butler_ecosystem: EcosystemHandle, tmp_path: Path
+) -> None:
+    """A butler whose `approvals` config is invalid runs anyway: `approvals` is failed
+    (phase config, naming the field), `contacts` (which needs it) is cascade_failed, their
+    tools are absent, and the core tools work."""
+    spec = {
+        "description": "A relationship butler with a broken approvals configuration.",
+        "modules": {"approvals": {"noSuchOption": True}, "contacts": {}},
+    }
+    async with (
+        solo_butler(butler_ecosystem, tmp_path / "solo", "degraded", spec) as butler,
+        Client(butler.url) as client,
+    ):
+        status = (await client.call_tool("status", {})).data
+        tools = {t.name for t in await client.list_tools()}
+        stored = (await client.call_tool("state_set", {"key": "k", "value": 1})).data
+    modules = {m["name"]: m for m in status["modules"]}
+    assert (modules["approvals"]["status"], modules["approvals"]["phase"]) == ("failed", "config")
+    assert "noSuchOption" in modules["approvals"]["error"]
+    assert (modules["contacts"]["status"], modules["contacts"]["phase"]) == (
+        "cascade_failed",
+        "dependencies",
+    )
+    assert "approvals" in modules["contacts"]["error"]
+    assert not tools & {"contact_add", "contact_delete", "approval_decide", "approval_list"}
+    assert {"status", "state_set", "trigger"} <= tools and stored["key"] == "k"

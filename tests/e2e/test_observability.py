@@ -1,8 +1,10 @@
-"""Observability end to end: one trace across butlers, tool spans, session rows."""
+"""Observability end to end: one trace across butlers, tool spans, session rows, cost."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import secrets
 from typing import Any
 
 import pytest
@@ -11,6 +13,9 @@ from butlers.testing.script_server import Script, call, step
 from tests.support.spans import read_spans
 
 from .harness.ecosystem import EcosystemHandle
+from .harness.env import scripted_cost
+from .harness.runtime import E2E_API_KEY
+from .test_approvals import _contact, _decide, _pending_row
 from .test_switchboard_flow import classify_as, ingest
 
 
@@ -83,14 +88,35 @@ async def test_session_and_routing_rows_share_the_trace_id(
         "SELECT trace_id FROM routing_log WHERE route_id = $1::uuid", route["route_id"]
     )
     health = await butler_ecosystem.pool("health")
+    session = await health.fetchval(
+        "SELECT trace_id FROM sessions WHERE session_id = $1::uuid", route["session_id"]
+    )
+    assert routed and session == routed
+
+
+async def test_session_cost_is_its_tokens_times_the_configured_price(
+    butler_ecosystem: EcosystemHandle, weight_message: dict[str, Any]
+) -> None:
+    """The e2e ecosystem prices the scripted model (BUTLERS_PRICES); the row's cost is
+    the tokens of both model calls (120+150 in, 30+10 out) at that price."""
+    [route] = weight_message["routes"]
+    health = await butler_ecosystem.pool("health")
     session = await health.fetchrow(
-        "SELECT trace_id, input_tokens, output_tokens, cost_usd FROM sessions "
+        "SELECT model, input_tokens, output_tokens, cost_usd FROM sessions "
         "WHERE session_id = $1::uuid",
         route["session_id"],
     )
-    assert routed and session["trace_id"] == routed
-    assert (session["input_tokens"], session["output_tokens"]) == (270, 40)
-    assert session["cost_usd"] is not None
+    assert (session["model"], session["input_tokens"], session["output_tokens"]) == (
+        "scripted",
+        270,
+        40,
+    )
+    assert float(session["cost_usd"]) == pytest.approx(scripted_cost(270, 40), abs=1e-9)
+    assert session["cost_usd"] > 0
+    listed = await butler_ecosystem.call(
+        "health", "sessions_get", {"session_id": route["session_id"]}
+    )
+    assert listed["cost_usd"] == pytest.approx(scripted_cost(270, 40), abs=1e-9)
 
 
 async def test_classification_session_is_logged_on_the_switchboard(
@@ -103,3 +129,59 @@ async def test_classification_session_is_logged_on_the_switchboard(
     )
     assert row["status"] == "completed"
     assert "Log my weight: 82kg" in row["prompt"] and "- health:" in row["prompt"]
+
+
+async def test_sensitive_arguments_are_redacted_in_tool_spans(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    """A declared sensitive argument (contact_update's email), a credential-named key
+    (password) and a known secret value (the runtime key) never reach a span."""
+    email = f"hidden-{secrets.token_hex(4)}@example.org"
+    password = f"pw-{secrets.token_hex(6)}"
+    contact_id = await _contact(butler_ecosystem, "Redacted Span")
+    update = asyncio.create_task(
+        butler_ecosystem.call_raw(
+            "relationship", "contact_update", {"contact_id": contact_id, "email": email}
+        )
+    )
+    row = await _pending_row(butler_ecosystem, contact_id)
+    await _decide(butler_ecosystem, row["id"], "denied")
+    assert (await asyncio.wait_for(update, 10)).is_error
+    llm_script.route(
+        "health",
+        step(
+            tool_calls=[
+                call(
+                    "state_set",
+                    key="e2e-redacted-span",
+                    value={"password": password, "note": f"key {E2E_API_KEY}"},
+                )
+            ]
+        ),
+        step("Stored."),
+    )
+    result = await butler_ecosystem.call("health", "trigger", {"prompt": "store my login"})
+    assert result["success"] and not result["tool_calls"][0]["is_error"]
+
+    spans = _spans(butler_ecosystem)
+    [updated] = [
+        s
+        for s in spans
+        if s["name"] == "tool contact_update" and contact_id in s["attributes"]["tool.args"]
+    ]
+    assert json.loads(updated["attributes"]["tool.args"]) == {
+        "contact_id": contact_id,
+        "email": "[REDACTED]",
+    }
+    [stored] = [
+        s
+        for s in spans
+        if s["name"] == "tool state_set" and "e2e-redacted-span" in s["attributes"]["tool.args"]
+    ]
+    assert json.loads(stored["attributes"]["tool.args"]) == {
+        "key": "e2e-redacted-span",
+        "value": {"password": "[REDACTED]", "note": "key [REDACTED]"},
+    }
+    everything = json.dumps(spans)
+    for secret in (email, password, E2E_API_KEY):
+        assert secret not in everything

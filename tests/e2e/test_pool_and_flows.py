@@ -7,15 +7,33 @@ from butlers.waiting import wait_until
 
 from .harness.ecosystem import EcosystemHandle
 
-CALLS = 30  # the butler's pool holds at most 10 connections
+CALLS = 30
 
 
 async def test_calls_queue_on_an_exhausted_pool_and_all_succeed(
     butler_ecosystem: EcosystemHandle,
 ) -> None:
+    """More calls than the butler's pool has connections, all stuck behind a table lock:
+    every connection is busy (the pool reports itself full, that many backends wait on
+    the lock, never more), the rest queue on the pool, and all succeed once it frees."""
+    pool_size = (await butler_ecosystem.call("health", "status"))["pool"]["max_size"]
+    assert 0 < pool_size < CALLS, f"the pool holds {pool_size}: {CALLS} calls cannot exhaust it"
     schema = butler_ecosystem["health"].schema
     blocker = await butler_ecosystem.admin()
     watcher = await butler_ecosystem.admin()
+
+    async def lock_waiters() -> int:
+        return await watcher.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'butler:health' "
+            "AND wait_event_type = 'Lock'"
+        )
+
+    async def exhausted() -> bool:
+        pool = (await butler_ecosystem.call("health", "status"))["pool"]
+        return (pool["size"], pool["idle"]) == (pool_size, 0) and (
+            await lock_waiters() == pool_size
+        )
+
     try:
         tx = blocker.transaction()
         await tx.start()
@@ -28,27 +46,22 @@ async def test_calls_queue_on_an_exhausted_pool_and_all_succeed(
             )
             for i in range(CALLS)
         ]
-        waiting = 0
-
-        async def pool_exhausted() -> bool:
-            nonlocal waiting
-            waiting = await watcher.fetchval(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'butler:health' "
-                "AND wait_event_type = 'Lock'"
-            )
-            return waiting >= 10
-
-        await wait_until(pool_exhausted, timeout=15, message="the pool never filled up")
-        assert waiting == 10, "every pooled connection should be busy, the rest queued"
+        await wait_until(
+            exhausted,
+            timeout=20,
+            message=lambda: f"the pool of {pool_size} was never seen full and waiting",
+        )
         assert not any(call.done() for call in calls)
+        assert await lock_waiters() == pool_size
         await tx.rollback()
         results = await asyncio.wait_for(asyncio.gather(*calls), 30)
     finally:
         await blocker.close()
         await watcher.close()
     assert sorted(r["value"] for r in results) == list(range(CALLS))
-    after = await butler_ecosystem.call("health", "measurement_latest", {"type": "pool_probe"})
-    assert after is not None
+    pool = await butler_ecosystem.pool("health")
+    stored = await pool.fetchval("SELECT count(*) FROM measurements WHERE type = 'pool_probe'")
+    assert stored == CALLS
 
 
 async def test_health_flow_logs_weight_into_measurements(

@@ -4,8 +4,9 @@ with a live one; ids are the scenario ids, tags work with `-k`.
 Each message goes in through the switchboard (`ingest_v1`, waiting for dispatch).
 Scripted: the classification routes to the expected butler only, its tool calls and
 database rows must be exactly as declared, and the model requests, tool calls,
-sessions, changed rows and switchboard rows (message_inbox, routing_log,
-fanout_execution_log) must match the golden files in `golden/<scenario-id>/`. Live
+sessions, changed rows, switchboard rows (message_inbox, routing_log,
+fanout_execution_log) and the `ingest_v1` answer must match the golden files in
+`golden/<scenario-id>/`. Live
 (`--live-llm`): loose checks only, and every scenario's tokens go to the cost tracker.
 """
 
@@ -30,6 +31,7 @@ from .harness.scenario_run import (
     run_scenario_input,
     scripted_steps,
     session_row,
+    sessions_for_request,
     snapshot_tables,
 )
 from .scenarios import SCENARIOS, E2EScenario
@@ -68,9 +70,15 @@ async def test_scripted_scenario_matches_its_declaration_and_golden_files(
     answer = await run_scenario_input(butler_ecosystem, scenario)
 
     assert answer["classification"]["fallback"] is False, answer["classification"]
-    assert [r["butler"] for r in answer["routes"]] == [scenario.expected_butler]
+    # The classifier chose among the registered butlers, the expected one included...
+    classification = await classification_session(switchboard, answer["request_id"])
+    assert f"\n- {scenario.expected_butler}: " in classification["prompt"]
+    # ...and the message ran exactly one session, on the expected butler, as routed.
+    ran = await sessions_for_request(butler_ecosystem, answer["request_id"])
+    assert [(b, s["status"]) for b, s in ran] == [(scenario.expected_butler, "completed")], ran
     route = route_to(answer, scenario.expected_butler)
     assert route["status"] == "success", route["error"]
+    assert route["session_id"] == str(ran[0][1]["session_id"])
     session = await session_row(pool, route["session_id"])
     assert [c["name"] for c in session["tool_calls"]] == scenario.expected_tool_calls
     assert not any(c["is_error"] for c in session["tool_calls"]), session["tool_calls"]
@@ -81,7 +89,6 @@ async def test_scripted_scenario_matches_its_declaration_and_golden_files(
     assert asked[0] == SWITCHBOARD and SWITCHBOARD not in asked[1:], (
         f"the model was asked by {asked}: classification must come first, once"
     )
-    classification = await classification_session(switchboard, answer["request_id"])
     changes = changed_rows(before[0], await snapshot_tables(pool))
     routing = changed_rows(before[1], await snapshot_tables(switchboard))
     files = golden_files(
@@ -158,6 +165,7 @@ def golden_files(
         ),
         "04_rows.json": normalizer.dumps(_rows(scenario.expected_butler, changes)),
         "05_routing.json": normalizer.dumps(_rows(SWITCHBOARD, routing)),
+        "06_ingest_answer.json": normalizer.dumps(answer),
     }
 
 

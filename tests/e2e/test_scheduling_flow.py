@@ -15,6 +15,8 @@ from butlers.testing.script_server import Script, step
 from butlers.waiting import wait_until
 
 from .harness.ecosystem import EcosystemHandle
+from .harness.golden import flow_golden
+from .harness.normalize import Normalizer
 
 
 async def _make_due(eco: EcosystemHandle, butler: str, name: str) -> None:
@@ -59,7 +61,7 @@ async def test_spec_schedules_are_synced_and_restart_adds_no_duplicate(
 
 
 async def test_due_prompt_task_goes_pending_running_completed_and_rearms(
-    butler_ecosystem: EcosystemHandle, llm_script: Script, schedule
+    butler_ecosystem: EcosystemHandle, llm_script: Script, schedule, update_golden: bool
 ) -> None:
     llm_script.route("health", step("Checked in.", delay=0.5))
     await schedule("health", name="e2e-checkin", cron="0 * * * *", prompt="Daily check-in")
@@ -80,6 +82,17 @@ async def test_due_prompt_task_goes_pending_running_completed_and_rearms(
         "health", "sessions_get", {"session_id": ran[0]["session_id"]}
     )
     assert session["trigger_source"] == "schedule:e2e-checkin"
+    normalizer = Normalizer()
+    normalizer.register(ran[0]["session_id"], "SESSION_ID")
+    normalizer.register(str(task["id"]), "TASK_ID")
+    problems = flow_golden(
+        "scheduling-prompt-task",
+        "test_due_prompt_task_goes_pending_running_completed_and_rearms",
+        {"01_tick_answer.json": ran, "02_task.json": task, "03_session.json": session},
+        normalizer,
+        update=update_golden,
+    )
+    assert not problems, "\n\n".join(problems)
 
 
 async def test_job_task_runs_python_without_a_session(
@@ -99,30 +112,75 @@ async def test_job_task_runs_python_without_a_session(
     assert sessions == []
 
 
+async def _queued(eco: EcosystemHandle, butler: str) -> int:
+    return int((await eco.call(butler, "status"))["sessions"]["queued"])
+
+
 async def test_external_and_scheduled_triggers_interleave_without_starvation(
     butler_ecosystem: EcosystemHandle, llm_script: Script, schedule
 ) -> None:
-    rounds = 3
-    llm_script.route("relationship", *[step(f"r{i}", delay=0.05) for i in range(2 * rounds)])
+    """While a session holds the butler, triggers queue in arrival order whatever their
+    source: a scheduled trigger that arrived before three external ones runs before all
+    of them, and an external one that arrived before a scheduled one runs first. Arrival
+    is made certain by the butler's own queue count (`status.sessions.queued`)."""
+    eco = butler_ecosystem
     await schedule("relationship", name="e2e-timer", cron="0 * * * *", prompt="Timer prompt")
-    results = []
-    for _ in range(rounds):
-        await _make_due(butler_ecosystem, "relationship", "e2e-timer")
-        external, ticked = await asyncio.gather(
-            butler_ecosystem.call(
-                "relationship", "trigger", {"prompt": "external", "trigger_source": "e2e-ext"}
-            ),
-            butler_ecosystem.call("relationship", "tick"),
+    llm_script.route("relationship", step("timer done"), step("timer done"), when="Timer prompt")
+    for n in (1, 2):
+        llm_script.route("relationship", step("blocker done", hold=f"busy-{n}"), when=f"block {n}")
+    for name in ("ext 1-0", "ext 1-1", "ext 1-2", "ext 2-0"):
+        llm_script.route("relationship", step(f"{name} done"), when=name)
+
+    def external(name: str) -> asyncio.Task[dict]:
+        return asyncio.create_task(
+            eco.call("relationship", "trigger", {"prompt": name, "trigger_source": "e2e-ext"})
         )
-        assert external["success"] and [r["status"] for r in ticked["ran"]] == ["completed"]
-        results += [external["session_id"], ticked["ran"][0]["session_id"]]
-    pool = await butler_ecosystem.pool("relationship")
+
+    async def queued(count: int) -> bool:
+        return await _queued(eco, "relationship") == count
+
+    sessions: list[str] = []
+    for n, arrivals in ((1, ["tick", "ext 1-0", "ext 1-1", "ext 1-2"]), (2, ["ext 2-0", "tick"])):
+        blocker = asyncio.create_task(
+            eco.call(
+                "relationship", "trigger", {"prompt": f"block {n}", "trigger_source": "e2e-block"}
+            )
+        )
+        tasks = [blocker]
+        try:
+            await wait_until(lambda n=n: llm_script.held(f"busy-{n}") == 1, timeout=20)
+            for position, arrival in enumerate(arrivals, start=1):
+                if arrival == "tick":
+                    await _make_due(eco, "relationship", "e2e-timer")
+                    tasks.append(asyncio.create_task(eco.call("relationship", "tick")))
+                else:
+                    tasks.append(external(arrival))
+                await wait_until(
+                    lambda count=position: queued(count),
+                    timeout=20,
+                    message=f"{arrival} never queued behind the running session",
+                )
+        finally:
+            llm_script.release(f"busy-{n}")
+        for task in tasks:
+            result = await asyncio.wait_for(task, 30)
+            if "ran" in result:  # a tick: it ran the timer's session
+                [result] = result["ran"]
+                assert result["status"] == "completed", result
+            else:
+                assert result["success"], result
+            sessions.append(result["session_id"])
+    pool = await eco.pool("relationship")
     rows = await pool.fetch(
         "SELECT trigger_source, created_at, completed_at FROM sessions "
         "WHERE session_id::text = ANY($1::text[]) ORDER BY created_at",
-        results,
+        sessions,
     )
-    assert sorted(r["trigger_source"] for r in rows) == ["e2e-ext"] * 3 + ["schedule:e2e-timer"] * 3
+    order = [r["trigger_source"] for r in rows]
+    assert order == [
+        *("e2e-block", "schedule:e2e-timer", "e2e-ext", "e2e-ext", "e2e-ext"),
+        *("e2e-block", "e2e-ext", "schedule:e2e-timer"),
+    ], order
     assert all(a["completed_at"] <= b["created_at"] for a, b in pairwise(rows))
 
 

@@ -197,19 +197,28 @@ async def test_prefix_is_literal_not_a_wildcard(butler_ecosystem: EcosystemHandl
 
 
 async def test_concurrent_state_writes_last_writer_wins(butler_ecosystem: EcosystemHandle) -> None:
+    """Ten writers at once, each over its own client: the stored value is the one written
+    last (the write that answered the latest `updated_at`), so no acknowledged write is
+    lost to an earlier one, and the key has one row."""
     url = butler_ecosystem["health"].url
 
-    async def write(value: int) -> None:
+    async def write(value: int) -> tuple[datetime, int]:
         async with Client(url) as client:
-            await client.call_tool(
+            result = await client.call_tool(
                 "state_set", {"key": "concurrent-test", "value": {"counter": value}}
             )
+        return datetime.fromisoformat(result.data["updated_at"]), value
 
-    await asyncio.gather(*(write(i) for i in range(10)))
+    writes = sorted(await asyncio.gather(*(write(i) for i in range(10))))
+    assert len({at for at, _ in writes}) == 10, "two writes claim the same instant"
+    last_at, last_value = writes[-1]
     result = await butler_ecosystem.call("health", "state_get", {"key": "concurrent-test"})
-    assert result["counter"] in range(10)
+    assert result == {"counter": last_value}
     pool = await butler_ecosystem.pool("health")
-    assert await pool.fetchval("SELECT count(*) FROM state WHERE key = 'concurrent-test'") == 1
+    row = await pool.fetchrow(
+        "SELECT count(*) OVER (), updated_at FROM state WHERE key = $1", "concurrent-test"
+    )
+    assert (row["count"], row["updated_at"]) == (1, last_at)
 
 
 async def test_concurrent_reads_return_the_same_value(butler_ecosystem: EcosystemHandle) -> None:
@@ -220,21 +229,35 @@ async def test_concurrent_reads_return_the_same_value(butler_ecosystem: Ecosyste
     assert all(r == [1, 2, 3] for r in results)
 
 
+OLD_VALUE = {"version": "old", "items": list(range(200))}
+NEW_VALUE = {"version": "new", "items": list(range(200, 400))}
+
+
 async def test_read_during_write_sees_old_or_new_value(butler_ecosystem: EcosystemHandle) -> None:
-    await butler_ecosystem.call("health", "state_set", {"key": "e2e-rw", "value": "old"})
-    writes = [butler_ecosystem.call("health", "state_set", {"key": "e2e-rw", "value": "new"})]
-    reads = [butler_ecosystem.call("health", "state_get", {"key": "e2e-rw"}) for _ in range(5)]
-    results = await asyncio.gather(*writes, *reads)
-    assert all(value in ("old", "new") for value in results[1:])
+    """Reads racing a write see the whole old value or the whole new one (never a mix),
+    and the write takes effect: a read after it sees the new value."""
+    await butler_ecosystem.call("health", "state_set", {"key": "e2e-rw", "value": OLD_VALUE})
+    written, *reads = await asyncio.gather(
+        butler_ecosystem.call("health", "state_set", {"key": "e2e-rw", "value": NEW_VALUE}),
+        *(butler_ecosystem.call("health", "state_get", {"key": "e2e-rw"}) for _ in range(5)),
+    )
+    assert all(value in (OLD_VALUE, NEW_VALUE) for value in reads), reads
+    assert written["key"] == "e2e-rw"
+    assert await butler_ecosystem.call("health", "state_get", {"key": "e2e-rw"}) == NEW_VALUE
 
 
 async def test_delete_during_read_sees_value_or_null(butler_ecosystem: EcosystemHandle) -> None:
+    """Reads racing a delete see the value or null, and the delete takes effect."""
     await butler_ecosystem.call("health", "state_set", {"key": "e2e-dr", "value": "v"})
-    results = await asyncio.gather(
+    deleted, *reads = await asyncio.gather(
         butler_ecosystem.call("health", "state_delete", {"key": "e2e-dr"}),
         *(butler_ecosystem.call("health", "state_get", {"key": "e2e-dr"}) for _ in range(5)),
     )
-    assert all(value in ("v", None) for value in results[1:])
+    assert all(value in ("v", None) for value in reads), reads
+    assert deleted == {"key": "e2e-dr", "deleted": True}
+    assert await butler_ecosystem.call("health", "state_get", {"key": "e2e-dr"}) is None
+    pool = await butler_ecosystem.pool("health")
+    assert await pool.fetchval("SELECT count(*) FROM state WHERE key = 'e2e-dr'") == 0
 
 
 async def test_state_results_are_json_not_text(butler_ecosystem: EcosystemHandle) -> None:

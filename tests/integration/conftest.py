@@ -14,6 +14,7 @@ from butlers.db.pool import create_pool
 from butlers.db.provision import Credentials, deprovision, provision
 
 _counter = itertools.count()
+POOL_MAX_SIZE = 10  # connections of the per-test pool
 
 
 @dataclass
@@ -36,7 +37,7 @@ async def butler_schema(
     credentials = await provision(pg_admin_dsn, schema)
     dsn = credentials.dsn(pg_admin_dsn)
     await migrations.upgrade(dsn, schema, [migrations.CORE])
-    pool = await create_pool(dsn, schema, min_size=1, max_size=10)
+    pool = await create_pool(dsn, schema, min_size=1, max_size=POOL_MAX_SIZE)
     try:
         yield ProvisionedSchema(credentials=credentials, dsn=dsn, pool=pool)
     finally:

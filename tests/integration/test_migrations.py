@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncpg
+import pytest
 
 from butlers import migrations
 from butlers.db.provision import deprovision, provision
+from butlers.modules.loader import module_chains
+from butlers.modules.registry import REGISTRY
 from tests.support.contracts import REQUIRED_SESSION_FIELDS
+
+MODULES_WITH_CHAINS = sorted(name for name, cls in REGISTRY.items() if cls.chain is not None)
 
 
 async def _tables(dsn: str, schema: str) -> set[str]:
@@ -79,3 +84,52 @@ async def test_expected_columns_and_indexes_exist(butler_schema) -> None:  # typ
         "scheduled_tasks_name_key",
         "sessions_pkey",
     } <= indexes
+
+
+@pytest.mark.parametrize("module", MODULES_WITH_CHAINS)
+async def test_module_chain_upgrade_downgrade_upgrade(
+    pg_admin_dsn: str, session_tag: str, module: str
+) -> None:
+    """Each module's chain, beside `core` and the chains it depends on: up creates its
+    tables, down to base removes exactly them (other chains untouched), up again
+    restores them; the version table follows each step."""
+    chains = [migrations.CORE, *module_chains({module: {}} | _dependencies(module))]
+    chain = REGISTRY[module].chain
+    assert chain is not None and chain in chains
+    schema = f"{session_tag}mig_{module}"
+    creds = await provision(pg_admin_dsn, schema)
+    dsn = creds.dsn(pg_admin_dsn)
+    try:
+        await migrations.upgrade(dsn, schema, [c for c in chains if c is not chain])
+        others = await _tables(dsn, schema)
+        await migrations.upgrade(dsn, schema, chains)
+        full = await _tables(dsn, schema)
+        own = full - others
+        assert chain.version_table in own and len(own) > 1, f"{module} created {own}"
+        assert await migrations.current(dsn, schema, [chain]) == {
+            chain.name: migrations.heads(chain)
+        }
+
+        await migrations.downgrade(dsn, schema, chain, "base")
+        assert await _tables(dsn, schema) == full - own | {chain.version_table}
+        assert await migrations.current(dsn, schema, [chain]) == {chain.name: frozenset()}
+
+        await migrations.upgrade(dsn, schema, chains)
+        assert await _tables(dsn, schema) == full
+        assert await migrations.current(dsn, schema, [chain]) == {
+            chain.name: migrations.heads(chain)
+        }
+    finally:
+        await deprovision(pg_admin_dsn, schema)
+
+
+def _dependencies(module: str) -> dict[str, dict[str, object]]:
+    """Every module `module` needs, transitively, enabled with its defaults."""
+    found: dict[str, dict[str, object]] = {}
+    todo = list(REGISTRY[module].dependencies)
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found[name] = {}
+            todo += REGISTRY[name].dependencies
+    return found

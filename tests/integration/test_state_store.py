@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
+import asyncpg
 import pytest
 
 from butlers.stores.state import StateStore, StateValueError
+
+from .conftest import POOL_MAX_SIZE
 
 
 @pytest.fixture
@@ -77,12 +81,51 @@ async def test_delete_reports_whether_the_key_existed(store: StateStore) -> None
     assert await store.delete("k") is False
 
 
-async def test_concurrent_writers_leave_one_of_their_values(store: StateStore) -> None:
-    await asyncio.gather(*(store.set("race", i) for i in range(20)))
-    found, value = await store.get("race")
-    assert found and value in range(20)
+async def test_concurrent_writers_leave_the_last_value(store: StateStore) -> None:
+    """Twenty writers at once: the stored value is the one whose write committed last
+    (latest `updated_at`); a write acknowledged but lost to an earlier one fails this."""
+    stamps = await asyncio.gather(*(store.set("race", i) for i in range(20)))
+    assert len(set(stamps)) == 20
+    last = max(range(20), key=lambda i: stamps[i])
+    assert await store.get("race") == (True, last)
+    [entry] = await store.list("race")
+    assert entry["updated_at"] == stamps[last]
 
 
-async def test_pool_exhaustion_queues_instead_of_failing(store: StateStore) -> None:
-    await asyncio.gather(*(store.set(f"k{i}", i) for i in range(60)))
-    assert len(await store.list("k")) == 60
+async def test_pool_exhaustion_queues_instead_of_failing(
+    store: StateStore,
+    butler_schema,
+    pg_admin_dsn: str,  # type: ignore[no-untyped-def]
+) -> None:
+    """Three times as many writers as the pool has connections, behind a table lock:
+    the pool is full, that many backends wait on the lock, the rest queue on the pool;
+    all succeed when the lock goes."""
+    pool = butler_schema.pool
+    size = POOL_MAX_SIZE
+    writers = 3 * size
+    blocker = await asyncpg.connect(pg_admin_dsn)
+    # Outside the blocker's transaction: pg_stat_activity is a per-transaction snapshot.
+    watcher = await asyncpg.connect(pg_admin_dsn)
+
+    async def state() -> tuple[int, int, int]:
+        waiting = await watcher.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE usename = $1 AND wait_event_type = 'Lock'",
+            butler_schema.credentials.role,
+        )
+        return pool.get_size(), pool.get_idle_size(), waiting
+
+    try:
+        async with blocker.transaction():
+            await blocker.execute(f'LOCK TABLE "{butler_schema.schema}".state IN EXCLUSIVE MODE')
+            tasks = [asyncio.create_task(store.set(f"k{i}", i)) for i in range(writers)]
+            deadline = time.monotonic() + 15
+            while (seen := await state()) != (size, 0, size):
+                assert time.monotonic() < deadline, f"pool (size, idle, lock waiters): {seen}"
+                await asyncio.sleep(0.02)
+            assert not any(t.done() for t in tasks)
+        await asyncio.wait_for(asyncio.gather(*tasks), 30)
+    finally:
+        await blocker.close()
+        await watcher.close()
+    assert pool.get_size() <= size
+    assert len(await store.list("k")) == writers

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,8 @@ class ButlerContext:
     modules: list[ModuleState] = field(default_factory=list)
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
     approval_timeout_seconds: float | None = None  # overrides spec.approvals.timeout_seconds
+    # The spawner's activity (`{"running": bool, "queued": int}`), once it exists.
+    session_activity: Callable[[], dict[str, Any]] | None = None
 
     @property
     def name(self) -> str:

@@ -28,6 +28,7 @@ from butlers.llm.config import (
     session_env,
 )
 from butlers.llm.toolbox import in_memory_toolbox
+from butlers.pricing import price_table
 from butlers.redaction import Redactor, install_log_redaction
 from butlers.scheduling.cron import next_due
 from butlers.scheduling.jobs import JobRegistry, builtin_jobs
@@ -98,7 +99,9 @@ def build_session_services(
         max_turns=config.max_turns if config else spec.runtime.max_turns,
         env=session_env(spec, settings, config),
         redactor=redactor,
+        prices=price_table(settings.prices),
     )
+    butler.session_activity = spawner.activity
     jobs = jobs or builtin_jobs()
     store = ScheduleStore(butler.pool, partial(_next_due_for, name))
     scheduler = Scheduler(

@@ -20,7 +20,7 @@ from typing import Any
 from opentelemetry import trace
 
 from butlers.llm.types import SessionFailure, SessionRequest, SessionRuntime, SessionTrace
-from butlers.pricing import cost_usd
+from butlers.pricing import PRICES, Price, cost_usd
 from butlers.redaction import Redactor
 from butlers.stores.sessions import SessionStore
 from butlers.telemetry import tracer
@@ -85,6 +85,7 @@ class Spawner:
         max_turns: int = 20,
         env: dict[str, str] | None = None,
         redactor: Redactor | None = None,
+        prices: dict[str, Price] | None = None,
     ) -> None:
         self.butler = butler
         self._store = store
@@ -95,7 +96,9 @@ class Spawner:
         self._max_turns = max_turns
         self._env = dict(env or {})
         self._redactor = redactor or Redactor([])
+        self._prices = PRICES if prices is None else prices
         self._lock = asyncio.Lock()
+        self._queued = 0
 
     @property
     def configured(self) -> bool:
@@ -104,6 +107,10 @@ class Spawner:
     @property
     def busy(self) -> bool:
         return self._lock.locked()
+
+    def activity(self) -> dict[str, Any]:
+        """Whether a session runs now and how many triggers wait for the lock."""
+        return {"running": self.busy, "queued": self._queued}
 
     async def trigger(
         self,
@@ -117,7 +124,12 @@ class Spawner:
             raise NoRuntimeConfigured(self._not_configured)
         runtime = self._runtime
         timeout = min(timeout_seconds or self._timeout, self._timeout)
-        async with self._lock:
+        self._queued += 1
+        try:
+            await self._lock.acquire()
+        finally:
+            self._queued -= 1
+        try:
             with tracer().start_as_current_span(
                 "butler.session",
                 attributes={"butler.name": self.butler, "session.trigger_source": trigger_source},
@@ -133,6 +145,8 @@ class Spawner:
                     }
                 )
                 return result
+        finally:
+            self._lock.release()
 
     async def _run_locked(
         self,
@@ -239,7 +253,9 @@ class Spawner:
             model=runtime.model_name,
             trigger_source=trigger_source,
         )
-        result.cost_usd = cost_usd(result.model, result.input_tokens, result.output_tokens)
+        result.cost_usd = cost_usd(
+            result.model, result.input_tokens, result.output_tokens, self._prices
+        )
         return result
 
     async def _complete(self, session_id: uuid.UUID, result: SpawnerResult) -> None:

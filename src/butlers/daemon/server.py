@@ -59,5 +59,7 @@ async def finalize_server(mcp: FastMCP, butler: ButlerContext, redactor: Redacto
     for rule in butler.resource.spec.approvals.rules:
         sensitive.setdefault(rule.tool, set()).update(rule.sensitive_args)
     redactor.declare_sensitive_args(sensitive)
-    mcp.add_middleware(ToolSpanMiddleware(butler.name, modules.get, redactor))
+    # Outermost, so a call the approval gate holds, denies or lets expire has its span
+    # (and log line) too, covering the wait.
+    mcp.middleware.insert(0, ToolSpanMiddleware(butler.name, modules.get, redactor))
     await install_schema_lookup(mcp, tools)

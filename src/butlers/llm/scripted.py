@@ -15,7 +15,7 @@ import httpx2 as httpx
 
 from butlers.llm.types import ModelError, ModelTurn, SessionRequest, ToolCall, ToolSpec
 
-REQUEST_TIMEOUT = 10.0
+REQUEST_TIMEOUT = 60.0  # above the script server's longest hold (HOLD_TIMEOUT)
 
 
 class ScriptedChatModel:

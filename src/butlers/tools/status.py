@@ -10,7 +10,10 @@ from butlers.core.context import ButlerContext
 def register_status_tool(mcp: FastMCP, butler: ButlerContext) -> None:
     @mcp.tool(meta={"module": "core"}, annotations={"readOnlyHint": True})
     async def status() -> JsonValue:
-        """Name, description, modules (with status and phase), uptime and schema."""
+        """Name, description, modules (with status and phase), uptime, schema, the
+        database pool's connections (open, idle, maximum) and the sessions (one
+        `running`, how many triggers `queued` behind it)."""
+        pool = butler.pool
         return {
             "name": butler.name,
             "description": butler.resource.spec.description,
@@ -18,4 +21,10 @@ def register_status_tool(mcp: FastMCP, butler: ButlerContext) -> None:
             "schema": butler.schema,
             "modules": [m.to_json() for m in butler.modules],
             "uptime_seconds": round(butler.uptime_seconds, 3),
+            "pool": {
+                "size": pool.get_size(),
+                "idle": pool.get_idle_size(),
+                "max_size": pool.get_max_size(),
+            },
+            "sessions": butler.session_activity() if butler.session_activity else None,
         }

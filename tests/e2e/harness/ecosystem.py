@@ -36,6 +36,7 @@ class EcosystemHandle:
     # Where the butlers' logs are on this machine (None: they are not, e.g. on kind).
     log_dir: Path | None = None
     span_dir: Path | None = None  # where butlers write their spans (JSON lines)
+    schema_prefix: str = ""  # of this session's schemas and roles (solo butlers use it too)
     clients: ClientCache = field(default_factory=ClientCache)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

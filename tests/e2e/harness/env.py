@@ -1,13 +1,29 @@
 """Environment the e2e ecosystem's butlers run with, on top of the process environment."""
 
+import json
+
 # Short enough that an expiry test is quick, long enough for a decision on two busy cores.
 APPROVAL_TIMEOUT_SECONDS = 3.0
+# What the scripted model costs in e2e (USD per million tokens, input and output): a
+# price of its own, so cost_usd in session rows is computed, not 0. Haiku's price, the
+# model seed 000 budgets its cost per message with.
+SCRIPTED_PRICE = (1.0, 5.0)
 
 E2E_ENV = {
     "BUTLERS_APPROVAL_TIMEOUT_SECONDS": str(APPROVAL_TIMEOUT_SECONDS),
     "BUTLERS_HEARTBEAT_INTERVAL": "1",
+    "BUTLERS_PRICES": json.dumps(
+        {"scripted": {"input_per_mtok": SCRIPTED_PRICE[0], "output_per_mtok": SCRIPTED_PRICE[1]}}
+    ),
     # Channel modules must fail for lack of credentials, whatever the developer's shell has.
     "TELEGRAM_BOT_TOKEN": "",
     "EMAIL_USERNAME": "",
     "EMAIL_PASSWORD": "",
 }
+
+
+def scripted_cost(input_tokens: int, output_tokens: int) -> float:
+    """What a scripted session with these token counts must cost (as the spawner rounds)."""
+    return round(
+        input_tokens * SCRIPTED_PRICE[0] / 1e6 + output_tokens * SCRIPTED_PRICE[1] / 1e6, 6
+    )

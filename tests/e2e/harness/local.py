@@ -54,6 +54,7 @@ async def local_ecosystem(
             kill=ecosystem.kill_butler,
             restart=ecosystem.restart_butler,
             log_dir=data_dir / "logs",
+            schema_prefix=schema_prefix,
             span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])
             if extra_env and "BUTLERS_SPAN_DIR" in extra_env
             else None,

@@ -262,6 +262,7 @@ async def operator_ecosystem(
                     kill=lambda name: pods.by_service[name].kill(),
                     restart=lambda name: pods.by_service[name].restart(),
                     log_dir=pods.log_dir,
+                    schema_prefix=schema_prefix,
                     # The pods are processes of this machine: their span files are here too.
                     span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])
                     if extra_env and extra_env.get("BUTLERS_SPAN_DIR")

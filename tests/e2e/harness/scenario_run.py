@@ -112,6 +112,21 @@ async def db_assertion_problems(
     return problems
 
 
+async def sessions_for_request(
+    ecosystem: EcosystemHandle, request_id: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """(butler, session row) of every session any butler ran for this message's routes."""
+    found = []
+    for butler in ecosystem.names:
+        pool = await ecosystem.pool(butler)
+        rows = await pool.fetch(
+            "SELECT * FROM sessions WHERE trigger_source = $1 ORDER BY created_at",
+            f"switchboard:{request_id}",
+        )
+        found += [(butler, dict(row)) for row in rows]
+    return found
+
+
 async def session_row(pool: asyncpg.Pool, session_id: str) -> dict[str, Any]:
     row = await pool.fetchrow("SELECT * FROM sessions WHERE session_id = $1::uuid", session_id)
     assert row is not None, f"no sessions row for {session_id}"

@@ -37,8 +37,9 @@ def operator_admin_dsn(pg_admin_dsn: str) -> str:
 
 
 @pytest.fixture
-def schema_prefix() -> str:
-    return f"op{secrets.token_hex(3)}_"
+def schema_prefix(session_tag: str) -> str:
+    """Under the session's tag, so a crashed session's operator schemas are swept too."""
+    return f"{session_tag}op{secrets.token_hex(2)}_"
 
 
 async def eventually(

@@ -40,3 +40,28 @@ def test_butler_settings_read_schema_host_and_port() -> None:
     }
     settings = ButlerSettings.from_env(env, spec_path=Path("x.yaml"))
     assert (settings.port, settings.schema, settings.host) == (4000, "s", "0.0.0.0")
+
+
+def test_butler_prices_come_from_the_environment() -> None:
+    env = {
+        "BUTLERS_DSN": "postgresql://x",
+        "BUTLERS_PRICES": '{"llama3.1": {"input_per_mtok": 0.5, "output_per_mtok": 1}}',
+    }
+    settings = ButlerSettings.from_env(env, spec_path=Path("x.yaml"))
+    assert settings.prices == {"llama3.1": (0.5, 1.0)}
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("{not json", "BUTLERS_PRICES is not JSON"),
+        ('["llama"]', "JSON object"),
+        ('{"m": {"input_per_mtok": 1}}', r"BUTLERS_PRICES\['m'\] must be an object"),
+        ('{"m": {"input_per_mtok": -1, "output_per_mtok": 1}}', r"\['m'\]\.input_per_mtok=-1"),
+        ('{"m": {"input_per_mtok": 1, "output_per_mtok": "2"}}', r"output_per_mtok='2'"),
+    ],
+)
+def test_bad_prices_name_the_model_and_field(text: str, names: str) -> None:
+    env = {"BUTLERS_DSN": "postgresql://x", "BUTLERS_PRICES": text}
+    with pytest.raises(ButlersError, match=names):
+        ButlerSettings.from_env(env, spec_path=Path("x.yaml"))

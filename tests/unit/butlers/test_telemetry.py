@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from fastmcp import Client, FastMCP
 from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from butlers.redaction import MASK as REDACTED
@@ -25,9 +27,16 @@ EXPORTER = InMemorySpanExporter()
 
 @pytest.fixture(scope="module", autouse=True)
 def _provider() -> None:
-    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        pytest.skip("another test installed a tracer provider first")
-    configure_tracing("unit", exporter=EXPORTER)
+    """Spans of this module reach EXPORTER whatever ran first: OpenTelemetry takes one
+    global provider per process, so if another test installed one already, the exporter
+    is added to it (never a skip)."""
+    installed = trace.get_tracer_provider()
+    if isinstance(installed, trace.ProxyTracerProvider):
+        configure_tracing("unit", exporter=EXPORTER)
+    elif isinstance(installed, TracerProvider):
+        installed.add_span_processor(SimpleSpanProcessor(EXPORTER))
+    else:
+        pytest.fail(f"a tracer provider that cannot export was installed: {installed!r}")
 
 
 @pytest.fixture(autouse=True)
@@ -85,9 +94,6 @@ async def test_trace_context_crosses_into_the_server() -> None:
 
 
 def test_json_lines_exporter_writes_readable_spans(tmp_path: Path) -> None:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(JsonLinesSpanExporter(tmp_path / "s.jsonl")))
     t = provider.get_tracer("t")
