@@ -129,7 +129,10 @@ async def test_session_cannot_create_a_schedule(
         "general",
         step(
             tool_calls=[
-                call("schedule_create", name="e2e-injected", cron="* * * * *", prompt="spend")
+                {
+                    "name": "schedule_create",
+                    "arguments": {"name": "e2e-injected", "cron": "* * * * *", "prompt": "spend"},
+                }
             ]
         ),
         step("tried"),
