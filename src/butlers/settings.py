@@ -6,6 +6,7 @@ This is the only module that reads environment variables.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,11 @@ DEFAULT_DATA_DIR = Path(".butlers")
 DEFAULT_ROSTER_DIR = Path("roster")
 DEFAULT_HEARTBEAT_INTERVAL = 15.0
 DEFAULT_TICK_INTERVAL = 30.0
+# Secrets of the butler itself: read into settings, kept out of `environ` (what modules
+# and sessions may draw credentials from).
+AUTH_SECRET_VARS = ("BUTLERS_TOKEN", "BUTLERS_REGISTRATION_KEY")
+_DIGEST_CHARS = frozenset("0123456789abcdef")
+_LABEL = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,7 @@ class ButlerSettings:
     # Tracing: OTLP/HTTP endpoint, and/or a directory of JSON-lines span files.
     otlp_endpoint: str | None = None
     span_dir: Path | None = None
+    auth: AuthSettings = field(default_factory=lambda: AuthSettings())
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -114,7 +121,7 @@ class ButlerSettings:
             parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
             runtime=RuntimeOverrides.from_env(env),
             tick_interval=_positive_float(env, "BUTLERS_TICK_INTERVAL", DEFAULT_TICK_INTERVAL),
-            environ=dict(env),
+            environ={k: v for k, v in env.items() if k not in AUTH_SECRET_VARS},
             approval_timeout_seconds=_optional_positive_float(
                 env, "BUTLERS_APPROVAL_TIMEOUT_SECONDS"
             ),
@@ -127,7 +134,84 @@ class ButlerSettings:
                 env.get("BUTLERS_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
             ),
             span_dir=Path(env["BUTLERS_SPAN_DIR"]) if env.get("BUTLERS_SPAN_DIR") else None,
+            auth=AuthSettings.from_env(env),
         )
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """Who this butler lets in, and the token it presents to others.
+
+    BUTLERS_USER_TOKEN_SHA256   `[label=]digest,…` of the user tokens (full access); required
+    BUTLERS_TOKEN               this butler's own token (to the switchboard; the switchboard's
+                                to the butlers it routes to)
+    BUTLERS_SWITCHBOARD_TOKEN_SHA256   digest of the switchboard's token (may call `trigger`)
+    BUTLERS_REGISTRATION_KEY    the switchboard only: verifies every butler's own token
+    BUTLERS_ALLOWED_HOSTS       host names this butler answers besides loopback and IPs
+    BUTLERS_ALLOWED_ORIGINS     browser origins allowed besides loopback ones
+    """
+
+    user_tokens: Mapping[str, str] = field(default_factory=dict)  # digest -> label
+    token: str | None = field(default=None, repr=False)
+    switchboard_token_sha256: str | None = None
+    registration_key: str | None = field(default=None, repr=False)
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> AuthSettings:
+        raw_users = env.get("BUTLERS_USER_TOKEN_SHA256", "")
+        try:
+            users = parse_user_digests(raw_users)
+        except ValueError as exc:
+            raise ButlersError(f"BUTLERS_USER_TOKEN_SHA256: {exc}") from None
+        if not users:
+            raise ButlersError(
+                "BUTLERS_USER_TOKEN_SHA256 is not set: a butler serves only callers with a "
+                "token; set it to the SHA-256 of the user's token (`butlers up` and the "
+                "operator do), e.g. $(printf %s \"$TOKEN\" | sha256sum | cut -c1-64)"
+            )
+        switchboard = env.get("BUTLERS_SWITCHBOARD_TOKEN_SHA256") or None
+        if switchboard is not None and not _is_digest(switchboard):
+            raise ButlersError(
+                "BUTLERS_SWITCHBOARD_TOKEN_SHA256 must be a SHA-256 hex digest (64 of 0-9a-f)"
+            )
+        key = env.get("BUTLERS_REGISTRATION_KEY") or None
+        if key is not None and len(key) < 32:
+            raise ButlersError("BUTLERS_REGISTRATION_KEY must be at least 32 characters")
+        return cls(
+            user_tokens=users,
+            token=env.get("BUTLERS_TOKEN") or None,
+            switchboard_token_sha256=switchboard,
+            registration_key=key,
+            allowed_hosts=_csv(env.get("BUTLERS_ALLOWED_HOSTS")),
+            allowed_origins=_csv(env.get("BUTLERS_ALLOWED_ORIGINS")),
+        )
+
+
+def parse_user_digests(raw: str) -> dict[str, str]:
+    """`[label=]digest,…` → {digest: label}; ValueError naming the bad entry."""
+    result: dict[str, str] = {}
+    for entry in (part.strip() for part in raw.split(",")):
+        if not entry:
+            continue
+        label, _, value = entry.rpartition("=")
+        label = label or "user"
+        if not _LABEL.match(label) or not _is_digest(value):
+            raise ValueError(
+                f"{entry[:80]!r} is not [label=]<SHA-256 hex digest of a token>, e.g. "
+                "$(printf %s \"$TOKEN\" | sha256sum | cut -c1-64)"
+            )
+        result[value] = label
+    return result
+
+
+def _is_digest(value: str) -> bool:
+    return len(value) == 64 and set(value) <= _DIGEST_CHARS
+
+
+def _csv(raw: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (raw or "").split(",") if part.strip())
 
 
 @dataclass(frozen=True)

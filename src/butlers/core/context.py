@@ -9,6 +9,8 @@ from typing import Any
 
 import asyncpg
 
+from butlers.auth.middleware import AccessMiddleware
+from butlers.auth.tokens import TokenBook
 from butlers.spec import ButlerResource
 
 
@@ -39,6 +41,11 @@ class ButlerContext:
     modules: list[ModuleState] = field(default_factory=list)
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
     approval_timeout_seconds: float | None = None  # overrides spec.approvals.timeout_seconds
+    # Who may call what: the tokens this butler accepts (and the session tokens it
+    # mints), the access rule over its tools, and its own token for calling others.
+    tokens: TokenBook = field(default_factory=TokenBook, repr=False)
+    access: AccessMiddleware = field(default_factory=AccessMiddleware, repr=False)
+    token: str | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:

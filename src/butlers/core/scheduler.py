@@ -54,6 +54,8 @@ class Scheduler:
         try:
             if task["job_name"]:
                 job = self._jobs.get(task["job_name"])
+                # Stored arguments are checked again: rows may predate a tighter bound.
+                self._jobs.validate(task["job_name"], task["job_args"] or {})
                 ctx = JobContext(butler=self._butler, pool=self._pool, task_name=name)
                 async with asyncio.timeout(JOB_TIMEOUT):
                     await job(ctx, **(task["job_args"] or {}))

@@ -28,14 +28,13 @@ from butlers.llm.config import (
 from butlers.llm.toolbox import in_memory_toolbox
 from butlers.redaction import Redactor, install_log_redaction
 from butlers.scheduling.cron import next_due
-from butlers.scheduling.jobs import JobRegistry, builtin_jobs
+from butlers.errors import ButlersError
+from butlers.scheduling.jobs import InvalidJobArguments, JobRegistry, builtin_jobs
 from butlers.settings import ButlerSettings
 from butlers.stores.schedules import ScheduleStore
 from butlers.stores.sessions import SessionStore
 
 log = logging.getLogger(__name__)
-# Tools an LLM session must not see: they start sessions themselves.
-SESSION_HIDDEN_TOOLS = ("trigger", "tick")
 
 
 @dataclass
@@ -48,7 +47,17 @@ class SessionServices:
     async def start(self, butler: ButlerContext) -> None:
         """Mask secrets in logs, sync the spec's schedules, start the scheduler loop."""
         install_log_redaction(self.redactor)
-        await self.scheduler.store.sync_spec(list(butler.resource.spec.schedules))
+        schedules = list(butler.resource.spec.schedules)
+        for index, schedule in enumerate(schedules):
+            if schedule.job is None:
+                continue
+            try:
+                self.jobs.validate(schedule.job, schedule.job_args)
+            except (LookupError, InvalidJobArguments) as exc:
+                raise ButlersError(
+                    f"{butler.name}: spec.schedules[{index}] ({schedule.name}): {exc}"
+                ) from None
+        await self.scheduler.store.sync_spec(schedules)
         self.scheduler.start()
 
     async def aclose(self) -> None:
@@ -63,18 +72,18 @@ def build_session_services(
     *,
     mcp_url: str,
     jobs: JobRegistry | None = None,
-    hidden_tools: tuple[str, ...] = (),
 ) -> SessionServices:
-    """Spawner + scheduler of `butler`; sessions see `server`'s tools minus the hidden ones."""
+    """Spawner + scheduler of `butler`; sessions see what `server` shows a session."""
     spec, name = butler.resource.spec, butler.name
     config = resolve_runtime_config(name, spec, settings)
     redactor = Redactor(secret_values(spec, settings, config))
     session_runtime = (
         build_session_runtime(
             config,
-            open_toolbox=in_memory_toolbox(server, name, (*SESSION_HIDDEN_TOOLS, *hidden_tools)),
+            open_toolbox=in_memory_toolbox(server, name),
             mcp_url=mcp_url,
             base_env=dict(settings.environ),
+            tokens=butler.tokens,
         )
         if config
         else None

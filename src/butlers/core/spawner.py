@@ -1,10 +1,12 @@
 """The spawner: one LLM session at a time per butler, each logged in `sessions`.
 
-Triggers queue on a FIFO lock (asyncio.Lock wakes waiters in arrival order), so
-external and scheduled triggers interleave without starvation and session windows
-never overlap. Every session is exactly two writes: the `running` row before the
-runtime starts and the completed (or error) row after, both inside the lock. The
-lock is released whatever happens: error, timeout (`error="timeout"`), cancellation.
+Triggers queue on a FIFO baton (`core.baton`), so external and scheduled triggers
+interleave without starvation and only one session works at a time. A session whose
+tool call waits for a person's approval steps aside (`stepping_aside`) and queues
+again to continue, so it never blocks the butler's other sessions. Every session is
+exactly two writes: the `running` row before the runtime starts and the completed
+(or error) row after, both while it holds the baton. The baton is released whatever
+happens: error, timeout (`error="timeout"`), cancellation.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ import logging
 import secrets
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
 
+from butlers.core.baton import Baton
 from butlers.llm.types import SessionRequest, SessionRuntime, SessionTrace
 from butlers.pricing import cost_usd
 from butlers.redaction import Redactor
@@ -95,7 +100,7 @@ class Spawner:
         self._max_turns = max_turns
         self._env = dict(env or {})
         self._redactor = redactor or Redactor([])
-        self._lock = asyncio.Lock()
+        self._baton = Baton()
 
     @property
     def configured(self) -> bool:
@@ -103,7 +108,7 @@ class Spawner:
 
     @property
     def busy(self) -> bool:
-        return self._lock.locked()
+        return self._baton.busy
 
     async def trigger(
         self,
@@ -112,17 +117,23 @@ class Spawner:
         trigger_source: str = "trigger",
         context: Any = None,
         timeout_seconds: float | None = None,
+        tools: bool = True,
     ) -> SpawnerResult:
+        """Run one session; `tools=False` gives it no tool at all (the classifier)."""
         if self._runtime is None:
             raise NoRuntimeConfigured(self._not_configured)
         runtime = self._runtime
         timeout = min(timeout_seconds or self._timeout, self._timeout)
-        async with self._lock:
+        session_id = uuid.uuid4()
+        await self._baton.take(str(session_id))
+        try:
             with tracer().start_as_current_span(
                 "butler.session",
                 attributes={"butler.name": self.butler, "session.trigger_source": trigger_source},
             ) as span:
-                result = await self._run_locked(runtime, prompt, trigger_source, context, timeout)
+                result = await self._run_locked(
+                    runtime, session_id, prompt, trigger_source, context, timeout, tools
+                )
                 span.set_attributes(
                     {
                         "session.id": result.session_id,
@@ -133,16 +144,33 @@ class Spawner:
                     }
                 )
                 return result
+        finally:
+            self._baton.end(str(session_id))
+
+    @asynccontextmanager
+    async def stepping_aside(self, session_id: str) -> AsyncIterator[None]:
+        """While a tool call of session `session_id` waits for a person, the butler's
+        other sessions run; afterwards it queues to continue. Raises `SessionEnded`
+        when the session ended meanwhile. A no-op for anything but the working session.
+        """
+        if self._baton.holder != session_id:
+            yield
+            return
+        self._baton.give(session_id)
+        log.info("session %s steps aside while its call waits for approval", session_id)
+        yield  # an exception here (the caller went away) ends it: no queuing again
+        await self._baton.take(session_id)
 
     async def _run_locked(
         self,
         runtime: SessionRuntime,
+        session_id: uuid.UUID,
         prompt: str,
         trigger_source: str,
         context: Any,
         timeout: float,
+        tools: bool = True,
     ) -> SpawnerResult:
-        session_id = uuid.uuid4()
         started = time.monotonic()
         log.info(
             "spawner trigger: session %s (%s) started on %s",
@@ -168,6 +196,7 @@ class Spawner:
             max_turns=self._max_turns,
             context=context,
             env=self._env,
+            tools=tools,
         )
         output: str | None = None
         error: str | None = None

@@ -15,6 +15,8 @@ import asyncpg
 import uvicorn
 
 from butlers import migrations
+from butlers.auth.http import HostPolicy
+from butlers.auth.tokens import TokenBook
 from butlers.core.context import ButlerContext
 from butlers.core.services import build_session_services
 from butlers.daemon.http import build_http_app
@@ -106,39 +108,56 @@ async def serve(settings: ButlerSettings) -> None:
     sock = bind_socket(settings.host, port, name)
     pool = await create_pool(settings.dsn, schema, application_name=f"butler:{name}")
     try:
+        auth = settings.auth
         butler = ButlerContext(
             resource=resource,
             schema=schema,
             pool=pool,
             environ=settings.environ,
             approval_timeout_seconds=settings.approval_timeout_seconds,
+            tokens=TokenBook(
+                user_digests=auth.user_tokens,
+                switchboard_digest=auth.switchboard_token_sha256,
+                registration_key=auth.registration_key,
+            ),
+            token=auth.token,
         )
         mcp = build_server(butler)
         modules = await start_modules(mcp, butler)
         local_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
         own_url = f"http://{local_host}:{port}/mcp"
-        services = build_session_services(
-            mcp, butler, settings, mcp_url=own_url, hidden_tools=modules.session_hidden_tools()
-        )
+        services = build_session_services(mcp, butler, settings, mcp_url=own_url)
         register_session_service_tools(mcp, services)
         await services.start(butler)
         modules.services["spawner"] = services.spawner
         configure_tracing(
             name, otlp_endpoint=settings.otlp_endpoint, span_file=_span_file(settings, name)
         )
-        await finalize_server(mcp, butler, secrets=services.redactor.secrets)
+        await finalize_server(
+            mcp,
+            butler,
+            secrets=services.redactor.secrets,
+            session_hidden=modules.session_hidden_tools(),
+        )
+        advertise_url = settings.advertise_url or own_url
         registrar = (
             Registrar(
                 butler,
                 switchboard_url=settings.switchboard_url,
-                advertise_url=settings.advertise_url or own_url,
+                advertise_url=advertise_url,
                 interval=settings.heartbeat_interval,
             )
             if settings.switchboard_url
             else None
         )
         chains = [migrations.CORE, *module_chains(resource.spec.modules)]
-        app = build_http_app(mcp, name, make_ready_check(pool, chains))
+        hosts = HostPolicy(
+            names=[*auth.allowed_hosts, _host_of(advertise_url), settings.host],
+            origins=auth.allowed_origins,
+        )
+        app = build_http_app(
+            mcp, name, make_ready_check(pool, chains), book=butler.tokens, hosts=hosts
+        )
         config = uvicorn.Config(
             app,
             log_config=None,
@@ -186,6 +205,12 @@ class _GracefulServer(uvicorn.Server):
             self.force_exit = True
         else:
             self.should_exit = True
+
+
+def _host_of(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).hostname or ""
 
 
 def _span_file(settings: ButlerSettings, name: str) -> Path | None:

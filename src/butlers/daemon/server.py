@@ -22,6 +22,8 @@ from butlers.tools.status import register_status_tool
 def build_server(butler: ButlerContext) -> FastMCP:
     """A FastMCP server with the core tools of `butler`'s butler."""
     mcp = FastMCP(name=butler.name, instructions=butler.resource.spec.instructions or None)
+    # First middleware, so outermost: a refused call reaches nothing else.
+    mcp.add_middleware(butler.access)
     register_status_tool(mcp, butler)
     register_state_tools(mcp, StateStore(butler.pool))
     register_session_tools(mcp, SessionStore(butler.pool))
@@ -48,10 +50,16 @@ async def install_schema_lookup(mcp: FastMCP, tools: Sequence[Tool] | None = Non
 
 
 async def finalize_server(
-    mcp: FastMCP, butler: ButlerContext, *, secrets: tuple[str, ...] = ()
+    mcp: FastMCP,
+    butler: ButlerContext,
+    *,
+    secrets: tuple[str, ...] = (),
+    session_hidden: tuple[str, ...] = (),
 ) -> None:
-    """Once every tool is registered: the input-schema table and the tool spans."""
+    """Once every tool is registered: the access table, the input-schema table and the
+    tool spans."""
     tools = await mcp.list_tools()
+    butler.access.install(tools, session_hidden)
     modules = {t.name: str((t.meta or {}).get("module", "core")) for t in tools}
     sensitive: dict[str, set[str]] = {
         t.name: set((t.meta or {}).get("sensitive_args", ())) for t in tools

@@ -1,5 +1,9 @@
 """Core tools `schedule_create`, `schedule_list`, `schedule_update`, `schedule_delete`,
-`schedule_toggle` over the scheduled tasks of this butler."""
+`schedule_toggle` over the scheduled tasks of this butler.
+
+Creating and changing schedules is closed to LLM sessions (a schedule spends money
+and runs jobs on its own, again and again); a job's arguments are validated against
+the job's signature before they are stored."""
 
 from __future__ import annotations
 
@@ -10,12 +14,14 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
+from butlers.auth.access import access_meta
 from butlers.jsonutil import to_json
-from butlers.scheduling.jobs import JobRegistry
+from butlers.scheduling.jobs import InvalidJobArguments, JobRegistry
 from butlers.spec import SCHEDULE_NAME_PATTERN
 from butlers.stores.schedules import DuplicateSchedule, ScheduleStore
 
 CORE = {"module": "core"}
+CHANGE = CORE | access_meta(sessions=False)
 Name = Annotated[str, Field(pattern=SCHEDULE_NAME_PATTERN, description="Schedule name.")]
 Cron = Annotated[str, Field(description="Five-field cron expression, UTC.")]
 
@@ -25,6 +31,13 @@ def _check_cron(cron: str) -> None:
         raise ToolError(f"cron {cron!r} is not a five-field cron expression (e.g. '0 8 * * *')")
 
 
+def _check_job(jobs: JobRegistry, job: str, args: dict[str, Any]) -> None:
+    try:
+        jobs.validate(job, args)
+    except (LookupError, InvalidJobArguments) as exc:
+        raise ToolError(str(exc)) from None
+
+
 def _found(row: dict[str, Any] | None, name: str) -> JsonValue:
     if row is None:
         raise ToolError(f"no schedule named {name!r} on this butler")
@@ -32,7 +45,7 @@ def _found(row: dict[str, Any] | None, name: str) -> JsonValue:
 
 
 def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistry) -> None:
-    @mcp.tool(meta=CORE)
+    @mcp.tool(meta=CHANGE)
     async def schedule_create(
         name: Name,
         cron: Cron,
@@ -48,10 +61,9 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         if (prompt is None) == (job is None):
             raise ToolError("a schedule needs exactly one of 'prompt' or 'job'")
         if job is not None:
-            try:
-                jobs.get(job)
-            except LookupError as exc:
-                raise ToolError(str(exc)) from None
+            _check_job(jobs, job, dict(job_args or {}))
+        elif job_args:
+            raise ToolError("job_args belong to a job schedule; this one runs a prompt")
         try:
             row = await store.create(
                 name=name,
@@ -70,7 +82,7 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         """Every schedule of this butler (from the spec and created at runtime), by name."""
         return to_json(await store.list())  # type: ignore[no-any-return]
 
-    @mcp.tool(meta=CORE)
+    @mcp.tool(meta=CHANGE)
     async def schedule_update(
         name: Name,
         cron: Cron | None = None,
@@ -81,15 +93,22 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         """Change a schedule's cron (re-arming it), prompt, job arguments or enabled flag."""
         if cron is not None:
             _check_cron(cron)
+        if job_args is not None:
+            current = await store.get(name)
+            if current is None:
+                raise ToolError(f"no schedule named {name!r} on this butler")
+            if not current["job_name"]:
+                raise ToolError(f"schedule {name!r} runs a prompt; it takes no job_args")
+            _check_job(jobs, current["job_name"], dict(job_args))
         row = await store.update(name, cron=cron, prompt=prompt, enabled=enabled, job_args=job_args)
         return _found(row, name)
 
-    @mcp.tool(meta=CORE, annotations={"destructiveHint": True})
+    @mcp.tool(meta=CHANGE, annotations={"destructiveHint": True})
     async def schedule_delete(name: Name) -> JsonValue:
         """Delete a schedule. `deleted` says whether it existed."""
         return {"name": name, "deleted": await store.delete(name)}
 
-    @mcp.tool(meta=CORE)
+    @mcp.tool(meta=CHANGE)
     async def schedule_toggle(name: Name, enabled: bool | None = None) -> JsonValue:
         """Enable or disable a schedule (flip it when `enabled` is omitted)."""
         if enabled is None:

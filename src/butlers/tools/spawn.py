@@ -8,14 +8,18 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
+from butlers.auth.access import access_meta
 from butlers.core.scheduler import Scheduler
 from butlers.core.spawner import NoRuntimeConfigured, Spawner
 
 CORE = {"module": "core"}
+# A session never starts sessions; the switchboard may route to `trigger`.
+TRIGGER = CORE | access_meta(sessions=False, router=True)
+TICK = CORE | access_meta(sessions=False)
 
 
 def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -> None:
-    @mcp.tool(meta=CORE)
+    @mcp.tool(meta=TRIGGER)
     async def trigger(
         prompt: Annotated[str, Field(min_length=1, description="What the session should do.")],
         context: Annotated[
@@ -45,7 +49,7 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
             raise ToolError(str(exc)) from None
         return result.to_json()
 
-    @mcp.tool(meta=CORE)
+    @mcp.tool(meta=TICK)
     async def tick() -> JsonValue:
         """Run every scheduled task that is due now; returns what ran and its outcome."""
         return {"ran": await scheduler.tick()}  # type: ignore[dict-item]
