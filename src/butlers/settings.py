@@ -16,6 +16,7 @@ DEFAULT_DATA_DIR = Path(".butlers")
 DEFAULT_ROSTER_DIR = Path("roster")
 DEFAULT_HEARTBEAT_INTERVAL = 15.0
 DEFAULT_TICK_INTERVAL = 30.0
+DEFAULT_MAX_QUEUED_SESSIONS = 32
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class ButlerSettings:
     # Tracing: OTLP/HTTP endpoint, and/or a directory of JSON-lines span files.
     otlp_endpoint: str | None = None
     span_dir: Path | None = None
+    # Sessions running or waiting per butler; beyond it `trigger` answers "busy".
+    max_queued_sessions: int = DEFAULT_MAX_QUEUED_SESSIONS
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -127,6 +130,9 @@ class ButlerSettings:
                 env.get("BUTLERS_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
             ),
             span_dir=Path(env["BUTLERS_SPAN_DIR"]) if env.get("BUTLERS_SPAN_DIR") else None,
+            max_queued_sessions=_positive_int(
+                env, "BUTLERS_MAX_QUEUED_SESSIONS", DEFAULT_MAX_QUEUED_SESSIONS
+            ),
         )
 
 
@@ -161,6 +167,19 @@ def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ButlersError(f"{name}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise ButlersError(f"{name}={raw!r} must be positive")
+    return value
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ButlersError(f"{name}={raw!r} is not a whole number") from None
     if value <= 0:
         raise ButlersError(f"{name}={raw!r} must be positive")
     return value

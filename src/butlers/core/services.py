@@ -46,8 +46,10 @@ class SessionServices:
     jobs: JobRegistry
 
     async def start(self, butler: ButlerContext) -> None:
-        """Mask secrets in logs, sync the spec's schedules, start the scheduler loop."""
+        """Mask secrets in logs, mark sessions a dead process left `running` as
+        interrupted, sync the spec's schedules, start the scheduler loop."""
         install_log_redaction(self.redactor)
+        await self.spawner.recover()
         await self.scheduler.store.sync_spec(list(butler.resource.spec.schedules))
         self.scheduler.start()
 
@@ -89,6 +91,7 @@ def build_session_services(
         max_turns=config.max_turns if config else spec.runtime.max_turns,
         env=session_env(spec, settings, config),
         redactor=redactor,
+        max_queued=settings.max_queued_sessions,
     )
     jobs = jobs or builtin_jobs()
     store = ScheduleStore(butler.pool, partial(_next_due_for, name))

@@ -1,5 +1,6 @@
 """`approvals`: gated tool calls wait for a human decision, with an audit trail."""
 
+import logging
 import uuid
 from typing import Annotated, Literal
 
@@ -13,6 +14,7 @@ from butlers.modules.approvals.store import ApprovalStore
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 
 NAME = "approvals"
+log = logging.getLogger(__name__)
 
 
 def _uuid(value: str) -> uuid.UUID:
@@ -33,6 +35,11 @@ class ApprovalsModule(Module):
         spec = ctx.butler.resource.spec.approvals
         timeout = ctx.butler.approval_timeout_seconds or spec.timeout_seconds
         self.store = ApprovalStore(ctx.pool)
+        expired = await self.store.expire_orphans()
+        if expired:
+            log.warning(
+                "expired %d approval request(s) whose held call died with its process", expired
+            )
         self.gate = ApprovalGate(self.store, timeout)
         ctx.services["approval_gate"] = self.gate
 

@@ -13,6 +13,9 @@ COLUMNS = (
 )
 
 
+ORPHANED = "the butler restarted while the call was held; the call did not run"
+
+
 class ApprovalStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
@@ -46,6 +49,16 @@ class ApprovalStore:
             approval_id,
         )
         return result != "UPDATE 0"
+
+    async def expire_orphans(self) -> int:
+        """At start-up: every pending request belonged to a held call of a process that is
+        gone (nothing holds it any more, so it can never run); mark them expired."""
+        result = await self._pool.execute(
+            "UPDATE approvals SET status = 'expired', decided_at = clock_timestamp(), "
+            "decided_by = 'system', reason = $1 WHERE status = 'pending'",
+            ORPHANED,
+        )
+        return int(result.split()[-1])
 
     async def decide(
         self, approval_id: uuid.UUID, status: str, decided_by: str, reason: str | None
