@@ -112,15 +112,7 @@ async def _run_foreground(settings: EcosystemSettings) -> int:
             try:
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
             except TimeoutError:
-                for butler in ecosystem.exited():
-                    print(
-                        f"butler {butler.name} exited (code {butler.process.returncode}); "  # type: ignore[union-attr]
-                        f"see {butler.log_path}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    await ecosystem.restart_butler(butler.name)
-                    ecosystem.write_state_file()
+                await ecosystem.supervise()
         print("stopping…", flush=True)
         return 0
     finally:

@@ -22,6 +22,7 @@ DEFAULT_TICK_INTERVAL = 30.0
 AUTH_SECRET_VARS = ("BUTLERS_TOKEN", "BUTLERS_REGISTRATION_KEY")
 _DIGEST_CHARS = frozenset("0123456789abcdef")
 _LABEL = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+DEFAULT_MAX_QUEUED_SESSIONS = 32
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ class ButlerSettings:
     otlp_endpoint: str | None = None
     span_dir: Path | None = None
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())
+    # Sessions running or waiting per butler; beyond it `trigger` answers "busy".
+    max_queued_sessions: int = DEFAULT_MAX_QUEUED_SESSIONS
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -135,6 +138,9 @@ class ButlerSettings:
             ),
             span_dir=Path(env["BUTLERS_SPAN_DIR"]) if env.get("BUTLERS_SPAN_DIR") else None,
             auth=AuthSettings.from_env(env),
+            max_queued_sessions=_positive_int(
+                env, "BUTLERS_MAX_QUEUED_SESSIONS", DEFAULT_MAX_QUEUED_SESSIONS
+            ),
         )
 
 
@@ -245,6 +251,19 @@ def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ButlersError(f"{name}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise ButlersError(f"{name}={raw!r} must be positive")
+    return value
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ButlersError(f"{name}={raw!r} is not a whole number") from None
     if value <= 0:
         raise ButlersError(f"{name}={raw!r} must be positive")
     return value

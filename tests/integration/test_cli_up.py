@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import os
@@ -14,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2 as httpx
 import pytest
 import yaml
 from fastmcp import Client
@@ -244,3 +246,46 @@ def test_send_without_a_running_ecosystem_says_how_to_start_one(tmp_path: Path) 
     result = _butlers("send", "--data-dir", str(tmp_path), "hello")
     assert result.returncode == 1
     assert "start one with `butlers up`" in result.stderr
+
+
+def _postmaster_pid(data: Path) -> int | None:
+    try:
+        return int((data / "postgres" / "pgdata" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def test_a_killed_database_is_restarted_and_butlers_reconnect_without_restarts(
+    tmp_path: Path,
+) -> None:
+    data, roster = tmp_path / "data", _roster(tmp_path, ("general", "health"))
+    up = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach")
+    assert up.returncode == 0, up.stderr
+    try:
+        state = json.loads((data / "ecosystem.json").read_text())
+        butlers = state["butlers"]
+        async with Client(butlers["general"]["url"]) as client:
+            await client.call_tool("state_set", {"key": "before", "value": 1})
+        killed = _postmaster_pid(data)
+        assert killed is not None
+        os.kill(killed, signal.SIGKILL)
+        assert _wait_gone([killed]) == []
+
+        deadline = time.monotonic() + 60
+        async with httpx.AsyncClient(timeout=2.0) as http:
+            while True:
+                restarted = _postmaster_pid(data)
+                ready = [
+                    (await http.get(b["url"].removesuffix("/mcp") + "/ready")).status_code
+                    for b in butlers.values()
+                ]
+                if restarted not in (None, killed) and _alive(restarted) and ready == [200, 200]:
+                    break
+                assert time.monotonic() < deadline, f"not ready again: {ready}, pid {restarted}"
+                await asyncio.sleep(0.2)
+        assert all(_alive(b["pid"]) for b in butlers.values()), "butlers were restarted"
+        async with Client(butlers["general"]["url"]) as client:
+            assert (await client.call_tool("state_get", {"key": "before"})).data == 1
+            await client.call_tool("state_set", {"key": "after", "value": 2})
+    finally:
+        _butlers("down", "--data-dir", str(data))

@@ -45,7 +45,8 @@ class SessionServices:
     jobs: JobRegistry
 
     async def start(self, butler: ButlerContext) -> None:
-        """Mask secrets in logs, sync the spec's schedules, start the scheduler loop."""
+        """Mask secrets in logs, mark sessions a dead process left `running` as
+        interrupted, sync the spec's schedules, start the scheduler loop."""
         install_log_redaction(self.redactor)
         schedules = list(butler.resource.spec.schedules)
         for index, schedule in enumerate(schedules):
@@ -57,6 +58,7 @@ class SessionServices:
                 raise ButlersError(
                     f"{butler.name}: spec.schedules[{index}] ({schedule.name}): {exc}"
                 ) from None
+        await self.spawner.recover()
         await self.scheduler.store.sync_spec(schedules)
         self.scheduler.start()
 
@@ -98,6 +100,7 @@ def build_session_services(
         max_turns=config.max_turns if config else spec.runtime.max_turns,
         env=session_env(spec, settings, config),
         redactor=redactor,
+        max_queued=settings.max_queued_sessions,
     )
     jobs = jobs or builtin_jobs()
     store = ScheduleStore(butler.pool, partial(_next_due_for, name))

@@ -58,6 +58,7 @@ class Registrar:
                 "hints": list(spec.routing.hints),
                 "modules": [m.name for m in self._butler.modules if m.status == "active"],
             },
+            idempotent=True,
         )
         self.registered.set()
         log.info("registered with the switchboard at %s as %s", self._switchboard, self._url)
@@ -71,7 +72,10 @@ class Registrar:
                     backoff = 0.2
                 await asyncio.sleep(self._interval)
                 result = await self._clients.call_tool(
-                    self._switchboard, "butler_heartbeat", {"name": self._butler.name}
+                    self._switchboard,
+                    "butler_heartbeat",
+                    {"name": self._butler.name},
+                    idempotent=True,
                 )
                 if not (result.data or {}).get("known", False):
                     self.registered.clear()

@@ -27,7 +27,7 @@ from butlers.db.embedded import free_port, port_held_only_by_closing_connections
 from butlers.db.provision import Credentials, provision
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.ecosystem.launcher import ButlerChild, warm_up
-from butlers.errors import EcosystemError, PortInUseError
+from butlers.errors import ButlersError, EcosystemError, PortInUseError
 from butlers.settings import EcosystemSettings
 from butlers.spec import ButlerResource, schema_name
 
@@ -263,6 +263,29 @@ class Ecosystem:
 
     def exited(self) -> list[ButlerProcess]:
         return [b for b in self.butlers.values() if b.process and b.process.poll() is not None]
+
+    async def supervise(self) -> None:
+        """One round of watching: restart the embedded database if it died (on its port,
+        so every butler's pool reconnects by itself), then every butler that exited."""
+        database = self.database
+        embedded = database.embedded if database is not None and database.started_here else None
+        if embedded is not None and not embedded.is_running():
+            log.warning("the embedded database stopped; restarting it")
+            try:
+                await asyncio.to_thread(embedded.restart)
+            except ButlersError as exc:
+                log.error("could not restart the database (trying again): %s", exc)
+            else:
+                log.info("the embedded database is running again")
+        for butler in self.exited():
+            log.warning(
+                "butler %s exited (code %s); restarting it; see %s",
+                butler.name,
+                butler.process.returncode if butler.process else None,
+                butler.log_path,
+            )
+            await self.restart_butler(butler.name)
+            self.write_state_file()
 
     async def kill_butler(self, name: str) -> None:
         """Stop one butler abruptly (SIGKILL), as a crash would."""

@@ -10,7 +10,7 @@ from pydantic import Field, JsonValue
 
 from butlers.auth.access import access_meta
 from butlers.core.scheduler import Scheduler
-from butlers.core.spawner import NoRuntimeConfigured, Spawner
+from butlers.core.spawner import IdempotencyConflict, NoRuntimeConfigured, Spawner, SpawnerBusy
 
 CORE = {"module": "core"}
 # A session never starts sessions; the switchboard may route to `trigger`.
@@ -32,11 +32,20 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
             float | None,
             Field(gt=0, description="Shorter timeout for this session (spec timeout caps it)."),
         ] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="Run at most once per key: a repeat returns the first session.",
+            ),
+        ] = None,
     ) -> JsonValue:
         """Run one LLM session of this butler on its own tools; sessions run one at a time.
 
         Returns the SpawnerResult: session_id, success, output, error, duration_ms,
-        tool_calls [{name, arguments, result}], input_tokens, output_tokens, model.
+        tool_calls [{name, arguments, result}], input_tokens, output_tokens, model, and
+        `duplicate` (true when a call with the same idempotency_key ran the session).
         """
         try:
             result = await spawner.trigger(
@@ -44,8 +53,9 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
                 trigger_source=trigger_source,
                 context=context,
                 timeout_seconds=timeout_seconds,
+                idempotency_key=idempotency_key,
             )
-        except NoRuntimeConfigured as exc:
+        except (NoRuntimeConfigured, SpawnerBusy, IdempotencyConflict) as exc:
             raise ToolError(str(exc)) from None
         return result.to_json()
 

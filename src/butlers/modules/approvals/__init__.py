@@ -23,7 +23,6 @@ from butlers.modules.base import Module, ModuleContext, migration_chain, tool_me
 
 log = logging.getLogger(__name__)
 NAME = "approvals"
-RESTARTED = "the butler restarted; the call that waited for this decision is gone"
 
 
 def _uuid(value: str) -> uuid.UUID:
@@ -44,12 +43,14 @@ class ApprovalsModule(Module):
         spec = ctx.butler.resource.spec.approvals
         timeout = ctx.butler.approval_timeout_seconds or spec.timeout_seconds
         self.store = ApprovalStore(ctx.pool)
+        expired = await self.store.expire_orphans()
+        if expired:
+            log.warning(
+                "expired %d approval request(s) whose held call died with its process", expired
+            )
         services = ctx.services
         self.gate = ApprovalGate(self.store, timeout, spawner=lambda: services.get("spawner"))
         ctx.services["approval_gate"] = self.gate
-        expired = await self.store.expire_all_pending(RESTARTED)
-        if expired:
-            log.info("expired %d approval request(s) left pending by a previous run", expired)
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         store = self.store

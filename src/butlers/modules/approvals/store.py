@@ -13,6 +13,9 @@ COLUMNS = (
 )
 
 
+ORPHANED = "the butler restarted while the call was held; the call did not run"
+
+
 class ApprovalStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
@@ -49,13 +52,13 @@ class ApprovalStore:
         )
         return result != "UPDATE 0"
 
-    async def expire_all_pending(self, reason: str) -> int:
-        """Expire every pending request (at start-up: no call of this butler waits for
-        any of them any more); how many there were."""
+    async def expire_orphans(self) -> int:
+        """At start-up: every pending request belonged to a held call of a process that is
+        gone (nothing holds it any more, so it can never run); mark them expired."""
         result = await self._pool.execute(
             "UPDATE approvals SET status = 'expired', decided_at = clock_timestamp(), "
             "decided_by = 'system', reason = $1 WHERE status = 'pending'",
-            reason,
+            ORPHANED,
         )
         return int(result.split()[-1])
 

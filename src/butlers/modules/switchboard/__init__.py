@@ -29,6 +29,8 @@ class SwitchboardConfig(ModuleConfig):
     route_timeout_seconds: Seconds = 600.0
     # A butler whose last heartbeat is older than this is shown as not alive.
     heartbeat_stale_seconds: Seconds = 90.0
+    # How often unfinished messages no task is processing are resumed (also at start).
+    recovery_interval_seconds: Seconds = 30.0
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -60,7 +62,9 @@ class SwitchboardModule(Module):
             classification_timeout=config.classification_timeout_seconds,
             route_timeout=config.route_timeout_seconds,
             stale_after=config.heartbeat_stale_seconds,
+            recovery_interval=config.recovery_interval_seconds,
         )
+        self._pipeline.start()
 
     async def stop(self) -> None:
         if self._pipeline is not None:
