@@ -38,8 +38,12 @@ def _parser() -> argparse.ArgumentParser:
     ecosystem_args(up)
     up.add_argument("--detach", action="store_true", help="return once every butler is ready")
     ecosystem_args(sub.add_parser("down", help="stop a running ecosystem"), roster=False)
-    ecosystem_args(
-        sub.add_parser("status", help="show the butlers of a running ecosystem"), roster=False
+    status = sub.add_parser("status", help="show the butlers of a running ecosystem")
+    ecosystem_args(status, roster=False)
+    status.add_argument(
+        "--mcp-config",
+        action="store_true",
+        help="print only an MCP client configuration (with the user's token) as JSON",
     )
     migrate = sub.add_parser("migrate", help="provision and migrate every butler (or one)")
     ecosystem_args(migrate)
@@ -121,13 +125,48 @@ async def _run_foreground(settings: EcosystemSettings) -> int:
 
 
 def _print_endpoints(state: dict) -> None:  # type: ignore[type-arg]
+    """The endpoints; never the token (this output may go to a log file)."""
     db = state["database"]
     print(f"database  {db['kind']} PostgreSQL at {db['host']}:{db['port']}/{db['database']}")
     print(f"{'BUTLER':<14} {'MCP ENDPOINT':<34} {'SCHEMA':<16} STATUS")
     for name, butler in state["butlers"].items():
         status = butler.get("status", "ready")
         print(f"{name:<14} {butler['url']:<34} {butler['schema']:<16} {status}")
+    print(
+        "Every endpoint needs the user's token (`token` in ecosystem.json); "
+        "`butlers status` shows how to connect."
+    )
     sys.stdout.flush()
+
+
+def mcp_client_config(state: dict) -> dict:  # type: ignore[type-arg]
+    """An MCP client configuration (Claude Code's `.mcp.json`, Cursor, ...) with the
+    user's token for every butler."""
+    header = {"Authorization": f"Bearer {state.get('token')}"}
+    return {
+        "mcpServers": {
+            name: {"type": "http", "url": butler["url"], "headers": header}
+            for name, butler in state["butlers"].items()
+        }
+    }
+
+
+def _print_connection(state: dict, data_dir: Path) -> None:  # type: ignore[type-arg]
+    token = state.get("token")
+    if not token:
+        return
+    first, butler = next(iter(state["butlers"].items()))
+    print(f"\nConnect with the user's token (also in {data_dir / 'ecosystem.json'}):")
+    print(f"  header       Authorization: Bearer {token}")
+    print(
+        f"  Claude Code  claude mcp add --transport http {first} {butler['url']} "
+        f'--header "Authorization: Bearer {token}"'
+    )
+    print(
+        "  Inspector    npx @modelcontextprotocol/inspector --cli "
+        f'{butler["url"]} --method tools/list --header "Authorization: Bearer {token}"'
+    )
+    print("  every butler `butlers status --mcp-config > .mcp.json`")
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -147,7 +186,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     if state is None:
         print(f"no ecosystem is running in {settings.data_dir}")
         return 3
+    if args.mcp_config:
+        import json
+
+        print(json.dumps(mcp_client_config(state), indent=2))
+        return 0
     _print_endpoints(state)
+    _print_connection(state, settings.data_dir)
     return 0 if all(b["status"] == "ready" for b in state["butlers"].values()) else 1
 
 

@@ -148,7 +148,8 @@ class ButlerSettings:
 class AuthSettings:
     """Who this butler lets in, and the token it presents to others.
 
-    BUTLERS_USER_TOKEN_SHA256   `[label=]digest,…` of the user tokens (full access); required
+    BUTLERS_USER_TOKEN_SHA256   `[label=]digest,…` of the user tokens (full access); a
+                                butler refuses to serve without one
     BUTLERS_TOKEN               this butler's own token (to the switchboard; the switchboard's
                                 to the butlers it routes to)
     BUTLERS_SWITCHBOARD_TOKEN_SHA256   digest of the switchboard's token (may call `trigger`)
@@ -164,6 +165,16 @@ class AuthSettings:
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
 
+    def require_users(self) -> None:
+        """A butler serves only callers with a token: without a user token nobody could
+        use it (and nobody could decide its approvals)."""
+        if not self.user_tokens:
+            raise ButlersError(
+                "BUTLERS_USER_TOKEN_SHA256 is not set: a butler serves only callers with a "
+                "token; set it to the SHA-256 of the user's token (`butlers up` and the "
+                'operator do), e.g. $(printf %s "$TOKEN" | sha256sum | cut -c1-64)'
+            )
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AuthSettings:
         raw_users = env.get("BUTLERS_USER_TOKEN_SHA256", "")
@@ -171,12 +182,6 @@ class AuthSettings:
             users = parse_user_digests(raw_users)
         except ValueError as exc:
             raise ButlersError(f"BUTLERS_USER_TOKEN_SHA256: {exc}") from None
-        if not users:
-            raise ButlersError(
-                "BUTLERS_USER_TOKEN_SHA256 is not set: a butler serves only callers with a "
-                "token; set it to the SHA-256 of the user's token (`butlers up` and the "
-                "operator do), e.g. $(printf %s \"$TOKEN\" | sha256sum | cut -c1-64)"
-            )
         switchboard = env.get("BUTLERS_SWITCHBOARD_TOKEN_SHA256") or None
         if switchboard is not None and not _is_digest(switchboard):
             raise ButlersError(
@@ -206,7 +211,7 @@ def parse_user_digests(raw: str) -> dict[str, str]:
         if not _LABEL.match(label) or not _is_digest(value):
             raise ValueError(
                 f"{entry[:80]!r} is not [label=]<SHA-256 hex digest of a token>, e.g. "
-                "$(printf %s \"$TOKEN\" | sha256sum | cut -c1-64)"
+                '$(printf %s "$TOKEN" | sha256sum | cut -c1-64)'
             )
         result[value] = label
     return result

@@ -31,7 +31,7 @@ def arguments_validator(fn: Callable[..., Any], skip: Collection[str] = ()) -> V
         parameters=parameters, return_annotation=None
     )
     shape.__annotations__ = {p.name: hints[p.name] for p in parameters if p.name in hints}
-    adapter: TypeAdapter[Any] = TypeAdapter(shape)
+    adapter: TypeAdapter[Any] = TypeAdapter(shape)  # type: ignore[arg-type]
 
     def validate(arguments: dict[str, Any]) -> None:
         adapter.validate_python(arguments)

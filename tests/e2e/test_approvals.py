@@ -4,6 +4,7 @@ import asyncio
 import time
 from typing import Any
 
+import httpx2 as httpx
 import pytest
 
 from butlers.testing.script_server import Script, step
@@ -11,6 +12,7 @@ from tests.support.contracts import AUDIT_FIELDS
 
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import APPROVAL_TIMEOUT_SECONDS
+from .harness.raw_mcp import headers, rpc
 
 
 async def _contact(handle: EcosystemHandle, name: str) -> str:
@@ -128,7 +130,7 @@ async def test_approval_rows_keep_the_audit_trail(butler_ecosystem: EcosystemHan
     await asyncio.wait_for(call, 10)
     assert (decided["status"], decided["decided_by"], decided["reason"]) == (
         "approved",
-        "e2e",
+        "user:e2e",
         "cleanup",
     )
     assert decided["decided_at"] >= decided["requested_at"]
@@ -166,14 +168,22 @@ async def test_only_the_user_token_decides(butler_ecosystem: EcosystemHandle) ->
         eco.call_raw("relationship", "contact_delete", {"contact_id": contact_id})
     )
     row = await _pending_row(eco, contact_id)
-    for token in (eco.butler_tokens["switchboard"], eco.butler_tokens["relationship"]):
-        async with eco.client("relationship", token=token) as other:
-            result = await other.call_tool(
-                "approval_decide",
-                {"approval_id": str(row["id"]), "decision": "approve", "decided_by": "user"},
-                raise_on_error=False,
-            )
-        assert result.is_error
+    # The switchboard's token gets in (it may route here) but may not decide; another
+    # butler's token is not even let in.
+    async with eco.client("relationship", token=eco.butler_tokens["switchboard"]) as router:
+        result = await router.call_tool(
+            "approval_decide",
+            {"approval_id": str(row["id"]), "decision": "approve", "decided_by": "user"},
+            raise_on_error=False,
+        )
+    assert result.is_error and "approval_decide" in result.content[0].text
+    async with httpx.AsyncClient(timeout=10) as http:
+        refused = await http.post(
+            eco["relationship"].url,
+            json=rpc("tools/call", {"name": "approval_decide", "arguments": {}}),
+            headers=headers(eco.butler_tokens["health"]),
+        )
+    assert refused.status_code == 401
     pool = await eco.pool("relationship")
     assert await pool.fetchval("SELECT status FROM approvals WHERE id = $1", row["id"]) == "pending"
     await _decide(eco, row["id"], "deny")

@@ -18,6 +18,18 @@ from .harness.runtime import CANARY_NAME, CANARY_VALUE, E2E_API_KEY
 
 SWITCHBOARD_ONLY = {"classify_message", "route"}
 
+# A session reads untrusted text, so it never holds a tool that changes who may do
+# what: approval decisions, schedules and jobs, the registry, history.
+NEVER_IN_A_SESSION = {
+    "trigger",
+    "tick",
+    "approval_decide",
+    "schedule_create",
+    "schedule_update",
+    "schedule_delete",
+    "schedule_toggle",
+}
+
 
 async def _tool_names(eco: EcosystemHandle, butler: str) -> set[str]:
     client = await eco.clients.get(eco[butler].url)
@@ -40,7 +52,7 @@ async def test_session_lists_only_its_own_butlers_tools(
     llm_script.route("relationship", step("ok"))
     await butler_ecosystem.call("relationship", "trigger", {"prompt": "list your tools"})
     listed = {t["name"] for t in llm_script.requests_for("relationship")[-1]["tools"]}
-    assert listed == await _tool_names(butler_ecosystem, "relationship") - {"trigger", "tick"}
+    assert listed == await _tool_names(butler_ecosystem, "relationship") - NEVER_IN_A_SESSION
     assert not listed & SWITCHBOARD_ONLY
 
 
@@ -81,20 +93,6 @@ async def test_runtime_key_never_reaches_session_rows_or_logs(
     assert log_files
     for log_file in log_files:
         assert E2E_API_KEY not in log_file.read_text(errors="replace"), log_file.name
-
-
-# -- what a session may hold ---------------------------------------------------------
-# A session reads untrusted text, so it never holds a tool that changes who may do
-# what: approval decisions, schedules and jobs, the registry, history.
-NEVER_IN_A_SESSION = {
-    "trigger",
-    "tick",
-    "approval_decide",
-    "schedule_create",
-    "schedule_update",
-    "schedule_delete",
-    "schedule_toggle",
-}
 
 
 async def test_classifier_is_offered_no_tools(

@@ -152,7 +152,9 @@ class AuthGate:
                 "error": "unauthorized",
                 "error_description": "send Authorization: Bearer <token> (see `butlers status`)",
             }
-        await _send_json(send, 401, body, [(b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())])
+        await _send_json(
+            send, 401, body, [(b"www-authenticate", b"Bearer " + ", ".join(parts).encode())]
+        )
 
     async def _metadata(self, scope: Scope, send: Send, host: str | None) -> None:
         suffix = scope["path"][len(METADATA_PATH) :] or "/mcp"

@@ -13,7 +13,8 @@ Three kinds, told apart by prefix:
 
 Verification hashes the presented token (SHA-256) and looks the digest up (a digest
 of a guess reveals nothing about stored tokens, so the lookup's timing leaks nothing);
-a butler token's HMAC is recomputed and compared with `hmac.compare_digest`. No token is ever logged: identities carry labels, never tokens.
+a butler token's HMAC is recomputed and compared with `hmac.compare_digest`. No token
+is ever logged: identities carry labels, never tokens.
 """
 
 from __future__ import annotations

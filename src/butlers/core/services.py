@@ -18,6 +18,7 @@ from fastmcp import FastMCP
 from butlers.core.context import ButlerContext
 from butlers.core.scheduler import Scheduler
 from butlers.core.spawner import Spawner
+from butlers.errors import ButlersError
 from butlers.llm.config import (
     build_session_runtime,
     not_configured_message,
@@ -28,7 +29,6 @@ from butlers.llm.config import (
 from butlers.llm.toolbox import in_memory_toolbox
 from butlers.redaction import Redactor, install_log_redaction
 from butlers.scheduling.cron import next_due
-from butlers.errors import ButlersError
 from butlers.scheduling.jobs import InvalidJobArguments, JobRegistry, builtin_jobs
 from butlers.settings import ButlerSettings
 from butlers.stores.schedules import ScheduleStore

@@ -204,9 +204,7 @@ class Spawner:
             )
         self._admit()
         try:
-            return await self._session(
-                prompt, trigger_source, context, timeout, None, None, tools
-            )
+            return await self._session(prompt, trigger_source, context, timeout, None, None, tools)
         finally:
             self._queued -= 1
 
@@ -284,7 +282,15 @@ class Spawner:
                 attributes={"butler.name": self.butler, "session.trigger_source": trigger_source},
             ) as span:
                 result = await self._run_locked(
-                    runtime, session_id, prompt, trigger_source, context, timeout, key, digest, tools
+                    runtime,
+                    session_id,
+                    prompt,
+                    trigger_source,
+                    context,
+                    timeout,
+                    key,
+                    digest,
+                    tools,
                 )
                 span.set_attributes(
                     {

@@ -39,6 +39,4 @@ def build_http_app(
         *sse.routes,
     ]
     gate = Middleware(AuthGate, book=book, hosts=hosts, butler=name)  # type: ignore[arg-type]
-    return Starlette(
-        routes=routes, middleware=[gate], lifespan=streamable.router.lifespan_context
-    )
+    return Starlette(routes=routes, middleware=[gate], lifespan=streamable.router.lifespan_context)

@@ -1,8 +1,8 @@
 """Registering this butler with the switchboard, and keeping its heartbeat.
 
 A background task owned by the daemon: it registers (name, description, URL,
-routing hints, modules) as soon as the switchboard answers, retrying with
-backoff, then sends a heartbeat every interval and registers again whenever
+routing hints, modules) with the butler's own token as soon as the switchboard
+answers, retrying with backoff, then sends a heartbeat every interval and registers again whenever
 the switchboard no longer knows it (e.g. after its database was reset).
 """
 
@@ -32,7 +32,11 @@ class Registrar:
         self._switchboard = switchboard_url
         self._url = advertise_url
         self._interval = interval
-        self._clients = ClientCache(timeout=10.0)
+        token = butler.token
+        # The butler's own token: the switchboard lets it register only its own name.
+        self._clients = ClientCache(
+            timeout=10.0, headers={"Authorization": f"Bearer {token}"} if token else None
+        )
         self._task: asyncio.Task[None] | None = None
         self.registered = asyncio.Event()
 

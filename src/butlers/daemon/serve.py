@@ -101,6 +101,7 @@ def run(spec_path: Path | None = None, *, port: int | None = None, host: str | N
 
 
 async def serve(settings: ButlerSettings) -> None:
+    settings.auth.require_users()
     resource = load_butler_file(settings.spec_path)
     name = resource.name
     schema = settings.schema or schema_name(name)

@@ -27,6 +27,7 @@ from butlers.db.embedded import free_port, port_held_only_by_closing_connections
 from butlers.db.provision import Credentials, provision
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.ecosystem.launcher import ButlerChild, warm_up
+from butlers.ecosystem.tokens import EcosystemTokens, write_private
 from butlers.errors import ButlersError, EcosystemError, PortInUseError
 from butlers.settings import EcosystemSettings
 from butlers.spec import ButlerResource, schema_name
@@ -83,6 +84,7 @@ class Ecosystem:
     database: DatabaseServer | None = None
     butlers: dict[str, ButlerProcess] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
+    tokens: EcosystemTokens | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -117,6 +119,7 @@ class Ecosystem:
         """Database up, every butler provisioned and migrated (nothing started)."""
         (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
         (self.data_dir / "specs").mkdir(parents=True, exist_ok=True)
+        self.tokens = EcosystemTokens.load_or_create(self.data_dir)
         phase = time.monotonic()
         if self.database is None:
             warm = asyncio.gather(asyncio.to_thread(warm_up), asyncio.to_thread(_import_alembic))
@@ -152,6 +155,7 @@ class Ecosystem:
                 spec_path=spec_path,
                 log_path=self.data_dir / "logs" / f"{name}.log",
             )
+        self.tokens.write_butler_tokens(self.data_dir, list(self.butlers))
         log.info("provisioned %d schemas in %.2f s", len(provisioned), time.monotonic() - phase)
         phase = time.monotonic()
         await asyncio.gather(
@@ -181,10 +185,12 @@ class Ecosystem:
             if switchboard is not None
             else {}
         )
+        assert self.tokens is not None
         env = {
             **os.environ,
             **routing,
             **self.extra_env,
+            **self.tokens.butler_env(butler.name, switchboard.name if switchboard else None),
             "BUTLERS_DSN": butler.dsn,
             "BUTLERS_SCHEMA": butler.schema,
             "BUTLERS_HOST": "127.0.0.1",
@@ -242,10 +248,15 @@ class Ecosystem:
         if switchboard is None:
             return
         from fastmcp import Client
+        from fastmcp.client.transports import StreamableHttpTransport
 
         expected = set(self.butlers)
         deadline = time.monotonic() + timeout
-        async with Client(switchboard.url, timeout=10) as client:
+        assert self.tokens is not None
+        transport = StreamableHttpTransport(
+            switchboard.url, headers={"Authorization": f"Bearer {self.tokens.user_token}"}
+        )
+        async with Client(transport, timeout=10) as client:
             while True:
                 rows = (await client.call_tool("butler_registry_list", {})).data or []
                 registered = {r["name"]: r["url"] for r in rows}
@@ -333,6 +344,8 @@ class Ecosystem:
     def describe(self) -> dict[str, Any]:
         assert self.database is not None
         return {
+            # The user's token: full access to every butler (clients, the dashboard).
+            "token": self.tokens.user_token if self.tokens else None,
             "database": self.database.describe(),
             "butlers": {name: b.describe() for name, b in sorted(self.butlers.items())},
             "switchboard": self.switchboard.url if self.switchboard else None,
@@ -341,10 +354,7 @@ class Ecosystem:
         }
 
     def write_state_file(self) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.describe(), indent=2))
-        tmp.chmod(0o600)
-        tmp.replace(self.state_file)
+        write_private(self.state_file, json.dumps(self.describe(), indent=2))
 
 
 def _import_alembic() -> None:

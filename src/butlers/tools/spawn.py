@@ -9,6 +9,7 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
 from butlers.auth.access import access_meta
+from butlers.auth.middleware import current_caller
 from butlers.core.scheduler import Scheduler
 from butlers.core.spawner import IdempotencyConflict, NoRuntimeConfigured, Spawner, SpawnerBusy
 
@@ -47,13 +48,15 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
         tool_calls [{name, arguments, result}], input_tokens, output_tokens, model, and
         `duplicate` (true when a call with the same idempotency_key ran the session).
         """
+        # Keys are scoped to the authenticated caller: nobody else can pre-empt them.
+        key = f"{current_caller().label}/{idempotency_key}" if idempotency_key else None
         try:
             result = await spawner.trigger(
                 prompt,
                 trigger_source=trigger_source,
                 context=context,
                 timeout_seconds=timeout_seconds,
-                idempotency_key=idempotency_key,
+                idempotency_key=key,
             )
         except (NoRuntimeConfigured, SpawnerBusy, IdempotencyConflict) as exc:
             raise ToolError(str(exc)) from None

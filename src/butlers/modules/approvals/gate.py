@@ -42,9 +42,7 @@ class Policy:
     def requires_approval(self, arguments: dict[str, Any]) -> bool:
         if self.mode == "always":
             return True
-        return any(
-            _changes(arguments, arg, self.defaults.get(arg)) for arg in self.sensitive_args
-        )
+        return any(_changes(arguments, arg, self.defaults.get(arg)) for arg in self.sensitive_args)
 
 
 def _changes(arguments: dict[str, Any], arg: str, default: Any) -> bool:
@@ -119,7 +117,9 @@ class ApprovalGate(Middleware):
         try:
             status = await self._hold(approval_id, session_id)
         except SessionEnded:
-            raise ToolError(f"{name}: the session ended while approval {approval_id} was pending") from None
+            raise ToolError(
+                f"{name}: the session ended while approval {approval_id} was pending"
+            ) from None
         if status == "approved":
             return await call_next(context)
         row = await self._store.get(approval_id) or {}

@@ -83,7 +83,10 @@ class Pipeline:
         wait: bool,
         route_timeout: float | None = None,
         classification_timeout: float | None = None,
+        submitted_by: str = "local",
     ) -> dict[str, Any]:
+        """`submitted_by` (the caller's identity) scopes the idempotency key: another
+        caller cannot pre-empt it."""
         with tracer().start_as_current_span(
             "switchboard.ingest",
             attributes={"ingest.channel": envelope.source.channel},
@@ -91,7 +94,9 @@ class Pipeline:
             request_id = uuid.uuid4()
             self._active.add(request_id)  # before the row exists: the sweep never races us
             try:
-                request_id, duplicate = await self._store.accept(envelope, _trace_id(), request_id)
+                request_id, duplicate = await self._store.accept(
+                    envelope, _trace_id(), request_id, submitted_by
+                )
             except BaseException:
                 self._active.discard(request_id)
                 raise
@@ -321,10 +326,12 @@ class Pipeline:
             return fallback(text, "no runtime configured for classification")
         source = f"classify:{request_id}" if request_id else "classify"
         try:
+            # The classifier reads untrusted text and holds no tool at all.
             result = await spawner.trigger(
                 build_classification_prompt(text, profiles),
                 trigger_source=source,
                 timeout_seconds=timeout,
+                tools=False,
             )
         except Exception as exc:
             return fallback(text, f"classification failed: {exc.__class__.__name__}: {exc}")

@@ -23,6 +23,10 @@ from butlers.switchboard.envelope import IngestEnvelopeV1
 OPEN_STATUSES = ("accepted", "classified")
 
 
+class IdempotencyConflict(Exception):
+    """An idempotency key this caller used before came back with different content."""
+
+
 class SwitchboardStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
@@ -30,15 +34,22 @@ class SwitchboardStore:
     # -- inbox -------------------------------------------------------------------
 
     async def accept(
-        self, envelope: IngestEnvelopeV1, trace_id: str | None, request_id: uuid.UUID
+        self,
+        envelope: IngestEnvelopeV1,
+        trace_id: str | None,
+        request_id: uuid.UUID,
+        submitted_by: str,
     ) -> tuple[uuid.UUID, bool]:
-        """(request_id, duplicate): a key seen before returns its first request_id."""
+        """(request_id, duplicate): a key this caller used before returns its first
+        request_id; with different content it is an `IdempotencyConflict`."""
+        digest = envelope.content_digest()
         inserted = await self._pool.fetchval(
             """
             INSERT INTO message_inbox
-                (request_id, idempotency_key, channel, provider, sender, text, envelope, trace_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8)
-            ON CONFLICT (idempotency_key) DO NOTHING
+                (request_id, idempotency_key, channel, provider, sender, text, envelope,
+                 trace_id, submitted_by, content_sha256)
+            VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10)
+            ON CONFLICT (submitted_by, idempotency_key) DO NOTHING
             RETURNING request_id
             """,
             request_id,
@@ -49,14 +60,24 @@ class SwitchboardStore:
             envelope.payload.text,
             envelope.model_dump_json(),
             trace_id,
+            submitted_by,
+            digest,
         )
         if inserted is not None:
             return inserted, False
-        existing = await self._pool.fetchval(
-            "SELECT request_id FROM message_inbox WHERE idempotency_key = $1",
+        existing = await self._pool.fetchrow(
+            "SELECT request_id, content_sha256 FROM message_inbox "
+            "WHERE submitted_by = $1 AND idempotency_key = $2",
+            submitted_by,
             envelope.idempotency_key,
         )
-        return existing, True
+        if existing["content_sha256"] not in (None, digest):
+            raise IdempotencyConflict(
+                f"idempotency key {envelope.idempotency_key!r} conflicts with message "
+                f"{existing['request_id']}, accepted earlier with different content; "
+                "nothing was accepted (use a new key for a new message)"
+            )
+        return existing["request_id"], True
 
     async def classified(self, request_id: uuid.UUID, classification: dict[str, Any]) -> bool:
         """accepted → classified, with the plan; False when it was not `accepted`."""
@@ -147,7 +168,8 @@ class SwitchboardStore:
     async def message(self, request_id: uuid.UUID) -> dict[str, Any] | None:
         row = await self._pool.fetchrow(
             "SELECT request_id, idempotency_key, channel, provider, sender, text, status, "
-            "classification, trace_id, received_at, completed_at, attempts, error "
+            "classification, trace_id, received_at, completed_at, attempts, error, "
+            "submitted_by "
             "FROM message_inbox WHERE request_id = $1",
             request_id,
         )
@@ -238,6 +260,19 @@ class SwitchboardStore:
             dumps(hints),
             dumps(modules),
         )
+
+    async def deregister(self, name: str) -> bool:
+        status = await self._pool.execute("DELETE FROM butler_registry WHERE name = $1", name)
+        return bool(status != "DELETE 0")
+
+    async def expire_registrations(self, older_than_seconds: float) -> list[str]:
+        """Remove entries whose last heartbeat is older than that; their names."""
+        rows = await self._pool.fetch(
+            "DELETE FROM butler_registry "
+            "WHERE last_seen_at < clock_timestamp() - make_interval(secs => $1) RETURNING name",
+            older_than_seconds,
+        )
+        return [row["name"] for row in rows]
 
     async def heartbeat(self, name: str) -> bool:
         status = await self._pool.execute(
