@@ -23,7 +23,7 @@ from fastmcp import Client
 from butlers import migrations
 from butlers.core.context import ButlerContext
 from butlers.core.services import build_session_services
-from butlers.daemon.server import build_server, register_session_service_tools
+from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
@@ -68,6 +68,7 @@ async def _measure(admin_dsn: str) -> None:
     mcp = build_server(butler)
     services = build_session_services(mcp, butler, settings, mcp_url="http://127.0.0.1:1/mcp")
     register_session_service_tools(mcp, services)
+    await finalize_server(mcp, butler)
     try:
         async with Client(mcp, timeout=30) as client:
             baseline: list[float] = []

@@ -19,6 +19,7 @@ import httpx2 as httpx
 import pytest
 import yaml
 from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 
 from butlers.db.embedded import free_port
 from tests.support.scratch import scratch_dir
@@ -43,6 +44,11 @@ def _roster(tmp_path: Path, names: tuple[str, ...] = ("health", "relationship"))
         doc["spec"]["port"] = free_port()
         (roster / f"{name}.yaml").write_text(yaml.safe_dump(doc))
     return roster
+
+
+def _client(url: str, token: str | None) -> Client:  # type: ignore[type-arg]
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return Client(StreamableHttpTransport(url, headers=headers))
 
 
 def _butlers(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -87,11 +93,19 @@ async def test_up_detach_serves_and_down_leaves_no_process_and_data_survives(
     health = state["butlers"]["health"]
     assert health["url"] == f"http://127.0.0.1:{health['port']}/mcp"
     assert health["schema"] == "health" and health["dsn"].startswith("postgresql://health:")
-    async with Client(health["url"]) as client:
+    token = state["token"]
+    async with _client(health["url"], token) as client:
         await client.call_tool("state_set", {"key": "survives", "value": {"n": 1}})
 
     status = _butlers("status", "--data-dir", str(data))
     assert status.returncode == 0 and status.stdout.count("ready") == 2
+    assert f"Authorization: Bearer {token}" in status.stdout
+    config = json.loads(_butlers("status", "--data-dir", str(data), "--mcp-config").stdout)
+    assert config["mcpServers"]["health"] == {
+        "type": "http",
+        "url": health["url"],
+        "headers": {"Authorization": f"Bearer {token}"},
+    }
 
     pids = [b["pid"] for b in state["butlers"].values()] + [state["supervisor_pid"]]
     down = _butlers("down", "--data-dir", str(data))
@@ -103,9 +117,42 @@ async def test_up_detach_serves_and_down_leaves_no_process_and_data_survives(
     again = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach")
     assert again.returncode == 0, again.stderr
     try:
-        url = json.loads((data / "ecosystem.json").read_text())["butlers"]["health"]["url"]
-        async with Client(url) as client:
+        state = json.loads((data / "ecosystem.json").read_text())
+        assert state["token"] == token, "configured clients must keep working after a restart"
+        async with _client(state["butlers"]["health"]["url"], token) as client:
             assert (await client.call_tool("state_get", {"key": "survives"})).data == {"n": 1}
+    finally:
+        _butlers("down", "--data-dir", str(data))
+
+
+async def test_tokens_are_private_files_and_the_endpoints_refuse_anyone_without_one(
+    tmp_path: Path,
+) -> None:
+    data, roster = tmp_path / "data", _roster(tmp_path, ("general", "switchboard"))
+    up = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach")
+    assert up.returncode == 0, up.stderr
+    try:
+        state = json.loads((data / "ecosystem.json").read_text())
+        token, url = state["token"], state["butlers"]["general"]["url"]
+        assert token.startswith("bu_") and token not in up.stdout
+        private = [data / "ecosystem.json", *sorted((data / "auth").iterdir())]
+        expected = {"ecosystem.json", "keys.json", "general.token", "switchboard.token"}
+        assert {p.name for p in private} >= expected
+        for path in private:
+            assert path.stat().st_mode & 0o777 == 0o600, path
+        assert (data / "auth").stat().st_mode & 0o777 == 0o700
+        async with httpx.AsyncClient(timeout=5) as http:
+            refused = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert refused.status_code == 401
+            assert refused.headers["www-authenticate"].startswith("Bearer")
+        async with _client(url, token) as client:
+            await client.call_tool("status", {})
+        sent = _butlers("send", "--data-dir", str(data), "--no-wait", "remember milk")
+        assert sent.returncode == 0, sent.stderr
+        secrets = [token, *(p.read_text().strip() for p in (data / "auth").glob("*.token"))]
+        for log in (data / "logs").glob("*.log"):
+            text = log.read_text(errors="replace")
+            assert not [s for s in secrets if s in text], log.name
     finally:
         _butlers("down", "--data-dir", str(data))
 
@@ -264,7 +311,7 @@ async def test_a_killed_database_is_restarted_and_butlers_reconnect_without_rest
     try:
         state = json.loads((data / "ecosystem.json").read_text())
         butlers = state["butlers"]
-        async with Client(butlers["general"]["url"]) as client:
+        async with _client(butlers["general"]["url"], state["token"]) as client:
             await client.call_tool("state_set", {"key": "before", "value": 1})
         killed = _postmaster_pid(data)
         assert killed is not None
@@ -284,7 +331,7 @@ async def test_a_killed_database_is_restarted_and_butlers_reconnect_without_rest
                 assert time.monotonic() < deadline, f"not ready again: {ready}, pid {restarted}"
                 await asyncio.sleep(0.2)
         assert all(_alive(b["pid"]) for b in butlers.values()), "butlers were restarted"
-        async with Client(butlers["general"]["url"]) as client:
+        async with _client(butlers["general"]["url"], state["token"]) as client:
             assert (await client.call_tool("state_get", {"key": "before"})).data == 1
             await client.call_tool("state_set", {"key": "after", "value": 2})
     finally:

@@ -69,9 +69,6 @@ class AccessMiddleware(Middleware):
             table[tool.name] = meta
         self._meta = table
 
-    def meta(self, tool: str) -> Mapping[str, Any]:
-        return self._meta.get(tool, {})
-
     def session_tools(self) -> set[str]:
         """Tools an LLM session may call (what a session's `tools/list` shows)."""
         return {name for name, meta in self._meta.items() if meta.get(SESSIONS, True)}
@@ -81,7 +78,12 @@ class AccessMiddleware(Middleware):
         identity = caller_identity(context)
         if identity is None:
             raise ToolError("this request carries no identity; send a bearer token")
-        reason = refusal(identity, name, self.meta(name), context.message.arguments or {})
+        meta = self._meta.get(name)
+        if meta is None and identity.kind not in ("user", "local"):
+            # Not (yet) in the table: nobody but the owner may call what is undeclared.
+            reason: str | None = f"{name} is not available to {identity.label}"
+        else:
+            reason = refusal(identity, name, meta or {}, context.message.arguments or {})
         if reason is not None:
             log.warning("refused %s to %s: %s", name, identity.label, reason)
             raise ToolError(reason)
@@ -94,4 +96,8 @@ class AccessMiddleware(Middleware):
             return []
         if identity.kind in ("user", "local"):
             return tools
-        return [tool for tool in tools if may_list(identity, self.meta(tool.name))]
+        return [
+            tool
+            for tool in tools
+            if tool.name in self._meta and may_list(identity, self._meta[tool.name])
+        ]

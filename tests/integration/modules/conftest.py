@@ -11,7 +11,7 @@ from fastmcp import Client, FastMCP
 
 from butlers import migrations
 from butlers.core.context import ButlerContext
-from butlers.daemon.server import build_server, install_schema_lookup
+from butlers.daemon.server import build_server, finalize_server
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
 from butlers.modules.loader import ModuleSet, module_chains, start_modules
@@ -87,7 +87,7 @@ async def module_butler(
             mcp = build_server(butler)
             started = await start_modules(mcp, butler)
             stack.push_async_callback(started.stop)
-            await install_schema_lookup(mcp)
+            await finalize_server(mcp, butler, session_hidden=started.session_hidden_tools())
             client = await stack.enter_async_context(Client(mcp))
             return ModuleButler(butler=butler, mcp=mcp, client=client, module_set=started)
 

@@ -12,7 +12,7 @@ from fastmcp import Client, FastMCP
 
 from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices, build_session_services
-from butlers.daemon.server import build_server, register_session_service_tools
+from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.settings import ButlerSettings, RuntimeOverrides
 from butlers.spec import ButlerResource
 from butlers.testing.script_server import ScriptServer
@@ -76,6 +76,7 @@ async def make_app(
         mcp = build_server(butler)
         services = build_session_services(mcp, butler, settings, mcp_url="http://127.0.0.1:1/mcp")
         register_session_service_tools(mcp, services)
+        await finalize_server(mcp, butler)
         await services.scheduler.store.sync_spec(list(resource.spec.schedules))
         client = Client(mcp, timeout=30)
         await client.__aenter__()

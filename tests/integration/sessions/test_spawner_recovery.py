@@ -16,10 +16,11 @@ from butlers.testing.script_server import Script, step
 from .conftest import make_settings
 
 
-async def _sessions(pool, key: str) -> list[dict]:  # type: ignore[no-untyped-def]
+async def _sessions(pool, key: str, *, tool: bool = True) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Sessions of a key; the `trigger` tool scopes keys to its caller (here `local`)."""
     rows = await pool.fetch(
         "SELECT session_id::text AS session_id, status FROM sessions WHERE idempotency_key = $1",
-        key,
+        f"local/{key}" if tool else key,
     )
     return [dict(r) for r in rows]
 
@@ -66,7 +67,8 @@ async def test_a_keyed_session_outlives_a_caller_that_went_away(make_app, llm_sc
         await caller
     repeat = await spawner.trigger("p", idempotency_key="gone")
     assert repeat.success and repeat.output == "Finished anyway." and repeat.duplicate
-    assert [s["status"] for s in await _sessions(app.butler.pool, "gone")] == ["completed"]
+    statuses = [s["status"] for s in await _sessions(app.butler.pool, "gone", tool=False)]
+    assert statuses == ["completed"]
 
 
 async def test_an_unkeyed_session_is_cancelled_with_its_caller(make_app, llm_script: Script):
@@ -128,7 +130,7 @@ async def test_a_key_recorded_by_a_dead_process_returns_its_interrupted_session(
     app = await make_app()
     await app.butler.pool.execute(
         "INSERT INTO sessions (session_id, butler_name, trigger_source, prompt, status, "
-        "idempotency_key) VALUES ($1, 'health', 'trigger', 'p', 'running', 'route:dead')",
+        "idempotency_key) VALUES ($1, 'health', 'trigger', 'p', 'running', 'local/route:dead')",
         uuid.uuid4(),
     )
     await app.services.spawner.recover()

@@ -112,7 +112,7 @@ async def test_the_token_identifies_the_session_while_it_runs(tmp_path: Path):
 
     class Recording(ClaudeCodeRuntime):
         async def _run(self, command, request, cwd):  # type: ignore[no-untyped-def]
-            config = json.loads(Path(command[command.index("--mcp-config") + 1]).read_text())
+            config = json.loads(Path(command[command.index("--mcp-config") + 1]).read_text())  # noqa: ASYNC240
             header = config["mcpServers"]["health"]["headers"]["Authorization"]
             seen["identity"] = tokens.verify(header.removeprefix("Bearer "))
             body = {"type": "result", "is_error": False, "result": "ok"}
