@@ -53,11 +53,15 @@ async def test_a_wrong_token_is_refused_as_invalid(butler_ecosystem: EcosystemHa
 
 
 async def test_sse_needs_a_token(butler_ecosystem: EcosystemHandle) -> None:
+    """Both halves of the SSE transport: the event stream and the message endpoint."""
     async with httpx.AsyncClient(timeout=10) as http:
         for name in butler_ecosystem.names:
             url = butler_ecosystem[name].sse_url
             async with http.stream("GET", url, headers={"Accept": "text/event-stream"}) as r:
                 assert r.status_code == 401, name
+            messages = url.removesuffix("/sse") + "/messages/?session_id=" + "0" * 32
+            posted = await http.post(messages, json=rpc("tools/list"))
+            assert posted.status_code == 401, name
 
 
 async def test_a_session_opened_by_the_user_cannot_be_used_with_another_token(
