@@ -24,6 +24,7 @@ import ipaddress
 import json
 import logging
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -46,6 +47,9 @@ class HostPolicy:
     def __init__(self, names: Iterable[str] = (), origins: Iterable[str] = ()) -> None:
         self.names = frozenset(n.strip().lower().rstrip(".") for n in names if n.strip())
         self.origins = frozenset(o.strip().lower().rstrip("/") for o in origins if o.strip())
+        # Parsing costs microseconds; clients send the same few values over and over.
+        self.host_ok = lru_cache(maxsize=512)(self.host_ok)  # type: ignore[method-assign]
+        self.origin_ok = lru_cache(maxsize=512)(self.origin_ok)  # type: ignore[method-assign]
 
     def host_ok(self, host: str | None) -> bool:
         if not host:
@@ -132,7 +136,7 @@ class AuthGate:
             await self._challenge(scope, send, host, invalid=token is not None)
             return
         scope[SCOPE_KEY] = identity
-        scope["user"] = AuthenticatedUser(_access_token(identity))
+        scope["user"] = _authenticated(identity)
         await self.app(scope, receive, send)
 
     def _resource(self, scope: Scope, host: str | None, path: str) -> str:
@@ -173,6 +177,11 @@ def _bearer(value: str | None) -> str | None:
     if scheme.lower() != "bearer" or not credentials.strip():
         return None
     return credentials.strip()
+
+
+@lru_cache(maxsize=1024)
+def _authenticated(identity: Identity) -> AuthenticatedUser:
+    return AuthenticatedUser(_access_token(identity))
 
 
 def _access_token(identity: Identity) -> AccessToken:

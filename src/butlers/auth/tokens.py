@@ -32,6 +32,7 @@ BUTLER_PREFIX = "bb_"
 SESSION_PREFIX = "bs_"
 _BUTLER_TOKEN = re.compile(r"^bb_([a-z]([a-z0-9-]{0,61}[a-z0-9])?)\.([0-9a-f]{64})$")
 MAX_TOKEN_LENGTH = 512
+VERIFIED_KEPT = 4096  # butler tokens whose HMAC was checked, by digest
 
 
 def new_secret() -> str:
@@ -73,6 +74,7 @@ class TokenBook:
         self._switchboard_digest = switchboard_digest
         self._registration_key = registration_key
         self._sessions: dict[str, Identity] = {}
+        self._verified: dict[str, Identity] = {}  # butler tokens already checked
 
     @property
     def has_users(self) -> bool:
@@ -89,6 +91,17 @@ class TokenBook:
         return _lookup(table, presented)
 
     def _verify_butler(self, token: str, presented: str) -> Identity | None:
+        known = self._verified.get(presented)
+        if known is not None:
+            return known
+        identity = self._check_butler(token, presented)
+        if identity is not None:
+            if len(self._verified) >= VERIFIED_KEPT:
+                self._verified.clear()
+            self._verified[presented] = identity
+        return identity
+
+    def _check_butler(self, token: str, presented: str) -> Identity | None:
         match = _BUTLER_TOKEN.match(token)
         if match is None:
             return None
