@@ -24,7 +24,7 @@ import yaml
 
 from butlers import migrations
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
-from butlers.db.provision import Credentials, provision
+from butlers.db.provision import Credentials, ensure
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.ecosystem.launcher import ButlerChild, warm_up
 from butlers.ecosystem.tokens import EcosystemTokens, write_private
@@ -135,7 +135,7 @@ class Ecosystem:
         schemas = {r.name: schema_name(r.name, self.settings.schema_prefix) for r in self.resources}
         provisioned = await asyncio.gather(
             *(
-                provision(admin_dsn, schema, password=_known_password(known, schema))
+                ensure(admin_dsn, schema, password=_known_password(known, schema))
                 for schema in schemas.values()
             )
         )
