@@ -9,12 +9,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.ecosystem.supervisor import Ecosystem
 from butlers.roster import load_roster
 from butlers.settings import EcosystemSettings
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def user_client(eco: Ecosystem, name: str, timeout: float = 60) -> Client:  # type: ignore[type-arg]
+    """An MCP client of butler `name` with the ecosystem's user token."""
+    assert eco.tokens is not None
+    headers = {"Authorization": f"Bearer {eco.tokens.user_token}"}
+    return Client(StreamableHttpTransport(eco.butlers[name].url, headers=headers), timeout=timeout)
 
 
 def percentile(samples: list[float], q: float) -> float:

@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 from fastmcp import Client
 
+from _common import user_client
 from butlers.daemon.butler import build_butler
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.pool import create_pool, dumps
@@ -39,9 +40,10 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
     return cuts[49] * 1000, cuts[98] * 1000
 
 
-async def _time_mcp(url: Any, tool: str) -> list[float]:
+async def _time_mcp(target: Any, tool: str) -> list[float]:
+    """`target`: a server (in memory) or a ready client."""
     samples = []
-    async with Client(url, timeout=30) as client:
+    async with target if isinstance(target, Client) else Client(target, timeout=30) as client:
         for i in range(WARMUP + N):
             started = time.perf_counter()
             if tool == "measurement_log":
@@ -99,8 +101,8 @@ async def main() -> None:
             await ecosystem.start()
             try:
                 butler = ecosystem.butlers["health"]
-                mcp = await _time_mcp(butler.url, "measurement_log")
-                core = await _time_mcp(butler.url, "state_set")
+                mcp = await _time_mcp(user_client(ecosystem, "health"), "measurement_log")
+                core = await _time_mcp(user_client(ecosystem, "health"), "state_set")
                 memory = await _time_in_memory(butler)
                 raw = await _time_asyncpg(butler.dsn, butler.schema)
             finally:

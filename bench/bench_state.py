@@ -14,7 +14,7 @@ import time
 
 from fastmcp import Client
 
-from _common import ecosystem, summary, timed
+from _common import ecosystem, summary, timed, user_client
 from butlers.db.pool import create_pool, dumps
 
 N = 1000
@@ -26,7 +26,7 @@ async def main() -> None:
     async with ecosystem(["health"]) as eco:
         butler = eco.butlers["health"]
         pool = await create_pool(butler.dsn, butler.schema, min_size=1, max_size=1)
-        async with Client(butler.url) as client:
+        async with user_client(eco, "health") as client:
             await client.call_tool("state_set", {"key": "bench", "value": {"weight": 80}})
 
             async def mcp_get() -> object:
@@ -72,7 +72,7 @@ async def main() -> None:
             )
         await pool.close()
 
-        clients = [Client(butler.url) for _ in range(CLIENTS)]
+        clients = [user_client(eco, "health") for _ in range(CLIENTS)]
         for c in clients:
             await c.__aenter__()
 

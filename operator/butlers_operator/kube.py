@@ -210,6 +210,12 @@ class KubeClient:
     async def list(self, path: str) -> list[dict[str, Any]]:
         return list((await self._request("GET", path) or {}).get("items") or [])
 
+    async def create(self, desired: dict[str, Any]) -> dict[str, Any] | None:
+        """POST a new object; KubeError 409 when it exists already."""
+        meta = desired["metadata"]
+        collection = build_object_path(desired["apiVersion"], desired["kind"], meta["namespace"])
+        return await self._request("POST", collection, desired)
+
     async def delete(self, path: str) -> bool:
         return await self._request("DELETE", path) is not None
 

@@ -18,11 +18,18 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import ValidationError
 
+from butlers.auth.tokens import new_secret, new_user_token
 from butlers.db.provision import Check, Credentials, deprovision, provision, verify
 from butlers.errors import DatabaseError
 from butlers.roster import format_validation_error
 from butlers.spec import FULL_API_VERSION, KIND, NAME_PATTERN, ButlerSpec
 from butlers_operator import render
+from butlers_operator.auth import (
+    NAMESPACE_SECRET,
+    REGISTRATION_KEY_KEY,
+    USER_TOKEN_KEY,
+    AuthInputs,
+)
 from butlers_operator.kube import KubeClient, KubeError, build_object_path
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.status import (
@@ -245,10 +252,9 @@ def _port(dsn: str) -> int:
     return urlsplit(dsn).port or 5432
 
 
-def find_switchboard_url(butlers: Sequence[Mapping[str, Any]]) -> str | None:
-    """The Service URL of the Butler that enables the switchboard module (first by name).
-
-    The same rule makes the NetworkPolicy admit it: its pod's role label.
+def find_switchboard(butlers: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """(name, Service URL) of the Butler that enables the switchboard module (first by
+    name). The same rule makes the NetworkPolicy admit it: its pod's role label.
     """
     for body in sorted(butlers, key=lambda b: b["metadata"]["name"]):
         if (body["metadata"].get("deletionTimestamp")) is not None:
@@ -259,15 +265,61 @@ def find_switchboard_url(butlers: Sequence[Mapping[str, Any]]) -> str | None:
             continue  # its own reconcile reports the invalid spec
         if spec.is_switchboard:
             meta = body["metadata"]
-            return build_endpoint(meta["name"], meta["namespace"], spec.port)
+            return meta["name"], build_endpoint(meta["name"], meta["namespace"], spec.port)
     return None
 
 
-async def read_switchboard_url(kube: KubeClient, namespace: str) -> str | None:
+def find_switchboard_url(butlers: Sequence[Mapping[str, Any]]) -> str | None:
+    found = find_switchboard(butlers)
+    return found[1] if found else None
+
+
+async def read_switchboard(kube: KubeClient, namespace: str) -> tuple[str, str] | None:
     """Where the butlers of this namespace register: None when no Butler runs a switchboard."""
-    return find_switchboard_url(
-        await kube.list(build_object_path(FULL_API_VERSION, KIND, namespace))
-    )
+    return find_switchboard(await kube.list(build_object_path(FULL_API_VERSION, KIND, namespace)))
+
+
+async def ensure_namespace_auth(
+    kube: KubeClient, namespace: str, switchboard: str | None
+) -> AuthInputs:
+    """The namespace's `butlers-auth` Secret: created with random tokens when missing,
+    completed when a key is missing, never overwritten (a person may set or rotate it)."""
+    path = build_object_path("v1", "Secret", namespace, NAMESPACE_SECRET)
+    for _attempt in (1, 2):
+        live = await kube.get(path)
+        values = {key: _decode(live, key) for key in (USER_TOKEN_KEY, REGISTRATION_KEY_KEY)}
+        if values[USER_TOKEN_KEY] and values[REGISTRATION_KEY_KEY]:
+            return AuthInputs(
+                str(values[USER_TOKEN_KEY]), str(values[REGISTRATION_KEY_KEY]), switchboard
+            )
+        missing = {
+            USER_TOKEN_KEY: values[USER_TOKEN_KEY] or new_user_token(),
+            REGISTRATION_KEY_KEY: values[REGISTRATION_KEY_KEY] or new_secret(),
+        }
+        data = {k: base64.b64encode(v.encode()).decode() for k, v in missing.items()}
+        try:
+            if live is None:
+                await kube.create(_auth_secret(namespace, data))
+            else:
+                await kube.patch(path, {"data": data})
+        except KubeError as exc:
+            if exc.status != 409:  # another pass created it first: read theirs
+                raise
+    raise KubeError(409, f"Secret {namespace}/{NAMESPACE_SECRET} keeps changing under us")
+
+
+def _auth_secret(namespace: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": NAMESPACE_SECRET,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": "butlers-operator"},
+        },
+        "type": "Opaque",
+        "data": data,
+    }
 
 
 async def read_pod_inputs(
@@ -348,7 +400,11 @@ async def reconcile_butler(
     except DatabaseError as exc:
         down = Condition(DATABASE_READY, False, exc.reason, str(exc))
         return await _failed(kube, body, down, retry=True)
-    switchboard_url = await read_switchboard_url(kube, target.namespace)
+    switchboard = await read_switchboard(kube, target.namespace)
+    switchboard_url = switchboard[1] if switchboard else None
+    auth = await ensure_namespace_auth(
+        kube, target.namespace, switchboard[0] if switchboard else None
+    )
     inputs = await read_pod_inputs(
         kube, target.namespace, render.referenced_inputs(target, settings)
     )
@@ -360,6 +416,7 @@ async def reconcile_butler(
         database.port,
         switchboard_url,
         inputs,
+        auth=auth,
     )
     outcome = Outcome(status={}, switchboard_url=switchboard_url)
     try:

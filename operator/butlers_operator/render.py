@@ -20,6 +20,7 @@ import yaml
 
 from butlers.db.provision import Credentials
 from butlers.spec import FULL_API_VERSION, KIND, EnvVarSpec
+from butlers_operator.auth import AuthInputs, build_auth_env, render_auth_secret
 from butlers_operator.netpol import render_network_policy
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.target import (
@@ -155,18 +156,23 @@ def referenced_inputs(target: ButlerTarget, settings: OperatorSettings) -> Input
 
 
 def build_config_hash(
-    config_map: dict[str, Any], secret: dict[str, Any], inputs: PodInputs | None = None
+    config_map: dict[str, Any],
+    secret: dict[str, Any],
+    inputs: PodInputs | None = None,
+    auth_secret: dict[str, Any] | None = None,
 ) -> str:
     """A digest of everything a pod reads at start: a change rolls the pod.
 
-    The spec, the butler's own Secret, and every Secret and ConfigMap its environment
-    comes from (runtime credentials, secretKeyRefs, the site-wide env Secret).
+    The spec, the butler's own Secrets (database, tokens), and every Secret and ConfigMap
+    its environment comes from (runtime credentials, secretKeyRefs, the site-wide env
+    Secret).
     """
     inputs = inputs or PodInputs()
     payload = json.dumps(
         {
             "config": config_map.get("data", {}),
             "secret": secret.get("data", {}),
+            "auth": (auth_secret or {}).get("data", {}),
             "secrets": inputs.secrets,
             "configMaps": inputs.config_maps,
         },
@@ -212,6 +218,7 @@ def build_butler_env(
         _secret_env(target, "BUTLERS_SCHEMA", "schema"),
         {"name": "BUTLERS_HOST", "value": "0.0.0.0"},
         {"name": "BUTLERS_PORT", "value": str(target.spec.port)},
+        *build_auth_env(target),
     ]
     if switchboard_url:
         env.append({"name": "BUTLERS_SWITCHBOARD_URL", "value": switchboard_url})
@@ -395,14 +402,18 @@ def render_all(
     database_port: int,
     switchboard_url: str | None = None,
     inputs: PodInputs | None = None,
+    *,
+    auth: AuthInputs,
 ) -> list[dict[str, Any]]:
     """Every object of one Butler, in the order they are applied."""
     secret = render_secret(target, credentials, dsn)
+    auth_secret = render_auth_secret(target, auth)
     config_map = render_config_map(target)
-    config_hash = build_config_hash(config_map, secret, inputs)
+    config_hash = build_config_hash(config_map, secret, inputs, auth_secret)
     objects = [
         render_service_account(target),
         secret,
+        auth_secret,
         config_map,
         render_deployment(target, settings, config_hash, switchboard_url),
         render_service(target),

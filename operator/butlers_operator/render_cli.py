@@ -2,12 +2,14 @@
 
 The same code the operator reconciles with (validation, the switchboard rule, every
 `render_*`), without an API server or a database. What it cannot know is shown as
-such: the role's password is a placeholder (so the pod-template hash differs from the
-real one), and the hash leaves out the Secrets the pods' environment comes from.
+such: the role's password and the tokens (made from the namespace's `butlers-auth`
+Secret) are placeholders (so the pod-template hash differs from the real one), and the
+hash leaves out the Secrets the pods' environment comes from.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -19,12 +21,14 @@ from butlers.db.provision import Credentials
 from butlers.errors import RosterError
 from butlers.roster import load_butler_file
 from butlers.spec import ButlerResource
-from butlers_operator.reconcile import InvalidButler, build_target, find_switchboard_url
+from butlers_operator.auth import AuthInputs, auth_secret_name
+from butlers_operator.reconcile import InvalidButler, build_target, find_switchboard
 from butlers_operator.render import PASSWORD_PLACEHOLDER, build_butler_dsn, render_all
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.target import build_schema_name
 
 PLACEHOLDER_HOST = "postgres"
+TOKEN_PLACEHOLDER = "made-from-secret-butlers-auth"
 
 
 def collect_files(paths: Iterable[str]) -> list[Path]:
@@ -76,11 +80,26 @@ def render_objects(
             f"postgresql://admin@{host}:{port}/{database}",
             settings.butler_database_host,
         )
-        objects.extend(
-            render_all(
-                target, settings, credentials, dsn, port, find_switchboard_url(same_namespace)
-            )
+        switchboard = find_switchboard(same_namespace)
+        auth = AuthInputs(
+            TOKEN_PLACEHOLDER, TOKEN_PLACEHOLDER, switchboard[0] if switchboard else None
         )
+        rendered = render_all(
+            target,
+            settings,
+            credentials,
+            dsn,
+            port,
+            switchboard[1] if switchboard else None,
+            auth=auth,
+        )
+        for manifest in rendered:
+            if manifest["kind"] == "Secret" and manifest["metadata"]["name"] == auth_secret_name(
+                target
+            ):
+                placeholder = base64.b64encode(TOKEN_PLACEHOLDER.encode()).decode()
+                manifest["data"] = {k: v and placeholder for k, v in manifest["data"].items()}
+        objects.extend(rendered)
     return objects
 
 

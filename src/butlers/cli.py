@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from butlers.errors import ButlersError
 from butlers.logs import configure_logging
@@ -43,8 +44,12 @@ def _parser() -> argparse.ArgumentParser:
     ecosystem_args(up)
     up.add_argument("--detach", action="store_true", help="return once every butler is ready")
     ecosystem_args(sub.add_parser("down", help="stop a running ecosystem"), roster=False)
-    ecosystem_args(
-        sub.add_parser("status", help="show the butlers of a running ecosystem"), roster=False
+    status = sub.add_parser("status", help="show the butlers of a running ecosystem")
+    ecosystem_args(status, roster=False)
+    status.add_argument(
+        "--mcp-config",
+        action="store_true",
+        help="print only an MCP client configuration (with the user's token) as JSON",
     )
     migrate = sub.add_parser("migrate", help="provision and migrate every butler (or one)")
     ecosystem_args(migrate)
@@ -126,15 +131,7 @@ async def _run_foreground(settings: EcosystemSettings) -> int:
             try:
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
             except TimeoutError:
-                for butler in ecosystem.exited():
-                    code = butler.process.returncode if butler.process else None
-                    print(
-                        f"butler {butler.name} exited (code {code}); see {butler.log_path}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    await ecosystem.restart_butler(butler.name)
-                    ecosystem.write_state_file()
+                await ecosystem.supervise()
         print("stopping…", flush=True)
         return 0
     finally:
@@ -143,13 +140,48 @@ async def _run_foreground(settings: EcosystemSettings) -> int:
 
 
 def _print_endpoints(state: EcosystemState, statuses: Mapping[str, str] | None = None) -> None:
+    """The endpoints; never the token (this output may go to a log file)."""
     db = state.database
     print(f"database  {db.kind} PostgreSQL at {db.host}:{db.port}/{db.database}")
     print(f"{'BUTLER':<14} {'MCP ENDPOINT':<34} {'SCHEMA':<16} STATUS")
     for name, butler in state.butlers.items():
         status = (statuses or {}).get(name, "ready")
         print(f"{name:<14} {butler.url:<34} {butler.schema_name:<16} {status}")
+    print(
+        "Every endpoint needs the user's token (`token` in ecosystem.json); "
+        "`butlers status` shows how to connect."
+    )
     sys.stdout.flush()
+
+
+def mcp_client_config(state: EcosystemState) -> dict[str, Any]:
+    """An MCP client configuration (Claude Code's `.mcp.json`, Cursor, ...) with the
+    user's token for every butler."""
+    header = {"Authorization": f"Bearer {state.token}"}
+    return {
+        "mcpServers": {
+            name: {"type": "http", "url": butler.url, "headers": header}
+            for name, butler in state.butlers.items()
+        }
+    }
+
+
+def _print_connection(state: EcosystemState, data_dir: Path) -> None:
+    token = state.token
+    if not token or not state.butlers:
+        return
+    first, butler = next(iter(state.butlers.items()))
+    print(f"\nConnect with the user's token (also in {data_dir / 'ecosystem.json'}):")
+    print(f"  header       Authorization: Bearer {token}")
+    print(
+        f"  Claude Code  claude mcp add --transport http {first} {butler.url} "
+        f'--header "Authorization: Bearer {token}"'
+    )
+    print(
+        "  Inspector    npx @modelcontextprotocol/inspector --cli "
+        f'{butler.url} --method tools/list --header "Authorization: Bearer {token}"'
+    )
+    print("  every butler `butlers status --mcp-config > .mcp.json`")
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -170,7 +202,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"no ecosystem is running in {settings.data_dir}")
         return 3
     state, statuses = probed
+    if args.mcp_config:
+        print(json.dumps(mcp_client_config(state), indent=2))
+        return 0
     _print_endpoints(state, statuses)
+    _print_connection(state, settings.data_dir)
     return 0 if all(status == "ready" for status in statuses.values()) else 1
 
 

@@ -4,7 +4,13 @@ Opening an MCP client costs a round trip and tens of milliseconds, so callers
 keep one per butler. Each client lives inside its own owner task (the MCP
 client's context must be entered and exited by the same task); callers in any
 task use it. A client that fails at the transport level (the butler restarted
-or died) is dropped and reopened once before the error reaches the caller.
+or died) is dropped and reopened.
+
+Retries never run a call twice: a call the server refused unseen (its MCP session
+expired or the butler restarted: "Session terminated") is repeated on a fresh
+client; a call whose connection failed after the request was sent may have run,
+so it is repeated only when the caller says it is idempotent (a read, or a write
+carrying an idempotency key the server deduplicates).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import httpx2 as httpx
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_REQUEST
 
 log = logging.getLogger(__name__)
 OPEN_TIMEOUT = 10.0
@@ -27,6 +34,19 @@ CONNECTION_CLOSED = -32000  # JSON-RPC code the MCP client uses for a dropped co
 
 class EndpointUnavailable(ConnectionError):
     """The MCP endpoint could not be reached."""
+
+
+class OutcomeUnknown(EndpointUnavailable):
+    """The connection failed after the call was sent: it may or may not have run."""
+
+
+def _refused_unseen(exc: BaseException) -> bool:
+    """The server answered 404 for the MCP session: it never saw the call."""
+    return (
+        isinstance(exc, MCPError)
+        and exc.error.code == INVALID_REQUEST
+        and exc.error.message == "Session terminated"
+    )
 
 
 class _Owned:
@@ -118,25 +138,39 @@ class ClientCache:
             await owned.close()
 
     async def call_tool(
-        self, url: str, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
+        self,
+        url: str,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        idempotent: bool = False,
+        **kwargs: Any,
     ) -> Any:
-        """Call a tool; on a transport failure reopen the client once and retry.
-
-        Tool errors (the tool ran and failed) are not retried.
+        """Call a tool; a stale client is replaced and the call repeated once when that
+        cannot run it twice (see the module docstring). Tool errors are never retried.
         """
         for attempt in (1, 2):
-            client = await self.get(url)
+            client = await self.get(url)  # EndpointUnavailable: nothing was sent
             try:
                 return await client.call_tool(name, dict(arguments or {}), **kwargs)
             except ToolError:
                 raise
             except (httpx.HTTPError, OSError, RuntimeError, MCPError, EndpointUnavailable) as exc:
                 await self.drop(url)
-                if attempt == 2:
-                    if isinstance(exc, MCPError) and exc.error.code != CONNECTION_CLOSED:
-                        raise  # a fresh session got a protocol error: not a transport fault
-                    raise EndpointUnavailable(f"{url}: {exc.__class__.__name__}: {exc}") from exc
-                log.info("MCP client for %s is stale (%s); reopening", url, exc)
+                unseen = _refused_unseen(exc)
+                if attempt == 1 and (unseen or idempotent):
+                    log.info("MCP client for %s is stale (%s); reopening", url, exc)
+                    continue
+                if isinstance(exc, MCPError) and exc.error.code != CONNECTION_CLOSED and not unseen:
+                    raise  # the server answered with a protocol error: not a transport fault
+                if unseen:
+                    raise EndpointUnavailable(f"{url}: the server refused the session") from exc
+                raise OutcomeUnknown(
+                    f"{url}: {exc.__class__.__name__}: {exc} (the connection failed after "
+                    f"{name} was sent; not repeated, since it may have run)"
+                    if not idempotent
+                    else f"{url}: {exc.__class__.__name__}: {exc}"
+                ) from exc
         raise AssertionError("unreachable")
 
     async def close(self) -> None:

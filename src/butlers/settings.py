@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,12 @@ DEFAULT_DATA_DIR = Path(".butlers")
 DEFAULT_ROSTER_DIR = Path("roster")
 DEFAULT_HEARTBEAT_INTERVAL = 15.0
 DEFAULT_TICK_INTERVAL = 30.0
+# Secrets of the butler itself: read into settings, kept out of `environ` (what modules
+# and sessions may draw credentials from).
+AUTH_SECRET_VARS = ("BUTLERS_TOKEN", "BUTLERS_REGISTRATION_KEY")
+_DIGEST_CHARS = frozenset("0123456789abcdef")
+_LABEL = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+DEFAULT_MAX_QUEUED_SESSIONS = 32
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,9 @@ class ButlerSettings:
     span_dir: Path | None = None
     # Model prices on top of the built-in table: model → (input, output) USD per Mtok.
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    auth: AuthSettings = field(default_factory=lambda: AuthSettings())
+    # Sessions running or waiting per butler; beyond it `trigger` answers "busy".
+    max_queued_sessions: int = DEFAULT_MAX_QUEUED_SESSIONS
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -116,7 +126,7 @@ class ButlerSettings:
             parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
             runtime=RuntimeOverrides.from_env(env),
             tick_interval=_positive_float(env, "BUTLERS_TICK_INTERVAL", DEFAULT_TICK_INTERVAL),
-            environ=dict(env),
+            environ={k: v for k, v in env.items() if k not in AUTH_SECRET_VARS},
             approval_timeout_seconds=_optional_positive_float(
                 env, "BUTLERS_APPROVAL_TIMEOUT_SECONDS"
             ),
@@ -130,7 +140,92 @@ class ButlerSettings:
             ),
             span_dir=Path(env["BUTLERS_SPAN_DIR"]) if env.get("BUTLERS_SPAN_DIR") else None,
             prices=parse_prices(env.get("BUTLERS_PRICES") or ""),
+            auth=AuthSettings.from_env(env),
+            max_queued_sessions=_positive_int(
+                env, "BUTLERS_MAX_QUEUED_SESSIONS", DEFAULT_MAX_QUEUED_SESSIONS
+            ),
         )
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """Who this butler lets in, and the token it presents to others.
+
+    BUTLERS_USER_TOKEN_SHA256   `[label=]digest,…` of the user tokens (full access); a
+                                butler refuses to serve without one
+    BUTLERS_TOKEN               this butler's own token (to the switchboard; the switchboard's
+                                to the butlers it routes to)
+    BUTLERS_SWITCHBOARD_TOKEN_SHA256   digest of the switchboard's token (may call `trigger`)
+    BUTLERS_REGISTRATION_KEY    the switchboard only: verifies every butler's own token
+    BUTLERS_ALLOWED_HOSTS       host names this butler answers besides loopback and IPs
+    BUTLERS_ALLOWED_ORIGINS     browser origins allowed besides loopback ones
+    """
+
+    user_tokens: Mapping[str, str] = field(default_factory=dict)  # digest -> label
+    token: str | None = field(default=None, repr=False)
+    switchboard_token_sha256: str | None = None
+    registration_key: str | None = field(default=None, repr=False)
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+
+    def require_users(self) -> None:
+        """A butler serves only callers with a token: without a user token nobody could
+        use it (and nobody could decide its approvals)."""
+        if not self.user_tokens:
+            raise ButlersError(
+                "BUTLERS_USER_TOKEN_SHA256 is not set: a butler serves only callers with a "
+                "token; set it to the SHA-256 of the user's token (`butlers up` and the "
+                'operator do), e.g. $(printf %s "$TOKEN" | sha256sum | cut -c1-64)'
+            )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> AuthSettings:
+        raw_users = env.get("BUTLERS_USER_TOKEN_SHA256", "")
+        try:
+            users = parse_user_digests(raw_users)
+        except ValueError as exc:
+            raise ButlersError(f"BUTLERS_USER_TOKEN_SHA256: {exc}") from None
+        switchboard = env.get("BUTLERS_SWITCHBOARD_TOKEN_SHA256") or None
+        if switchboard is not None and not _is_digest(switchboard):
+            raise ButlersError(
+                "BUTLERS_SWITCHBOARD_TOKEN_SHA256 must be a SHA-256 hex digest (64 of 0-9a-f)"
+            )
+        key = env.get("BUTLERS_REGISTRATION_KEY") or None
+        if key is not None and len(key) < 32:
+            raise ButlersError("BUTLERS_REGISTRATION_KEY must be at least 32 characters")
+        return cls(
+            user_tokens=users,
+            token=env.get("BUTLERS_TOKEN") or None,
+            switchboard_token_sha256=switchboard,
+            registration_key=key,
+            allowed_hosts=_csv(env.get("BUTLERS_ALLOWED_HOSTS")),
+            allowed_origins=_csv(env.get("BUTLERS_ALLOWED_ORIGINS")),
+        )
+
+
+def parse_user_digests(raw: str) -> dict[str, str]:
+    """`[label=]digest,…` → {digest: label}; ValueError naming the bad entry."""
+    result: dict[str, str] = {}
+    for entry in (part.strip() for part in raw.split(",")):
+        if not entry:
+            continue
+        label, _, value = entry.rpartition("=")
+        label = label or "user"
+        if not _LABEL.match(label) or not _is_digest(value):
+            raise ValueError(
+                f"{entry[:80]!r} is not [label=]<SHA-256 hex digest of a token>, e.g. "
+                '$(printf %s "$TOKEN" | sha256sum | cut -c1-64)'
+            )
+        result[value] = label
+    return result
+
+
+def _is_digest(value: str) -> bool:
+    return len(value) == 64 and set(value) <= _DIGEST_CHARS
+
+
+def _csv(raw: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (raw or "").split(",") if part.strip())
 
 
 @dataclass(frozen=True)
@@ -202,6 +297,19 @@ def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ButlersError(f"{name}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise ButlersError(f"{name}={raw!r} must be positive")
+    return value
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ButlersError(f"{name}={raw!r} is not a whole number") from None
     if value <= 0:
         raise ButlersError(f"{name}={raw!r} must be positive")
     return value

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import httpx2 as httpx
 import pytest
-from fastmcp import Client
 
 from .harness.ecosystem import EcosystemHandle
 
@@ -32,14 +31,14 @@ async def test_every_roster_butler_is_running(butler_ecosystem: EcosystemHandle)
 
 async def test_every_butler_answers_tools_list_over_http(butler_ecosystem: EcosystemHandle) -> None:
     for name in butler_ecosystem.names:
-        async with Client(butler_ecosystem[name].url) as client:
+        async with butler_ecosystem.client(name) as client:
             tools = {tool.name for tool in await client.list_tools()}
         assert tools >= CORE_TOOLS, f"{name} lacks {CORE_TOOLS - tools}"
 
 
 async def test_every_butler_answers_over_sse(butler_ecosystem: EcosystemHandle) -> None:
     for name in butler_ecosystem.names:
-        async with Client(butler_ecosystem[name].sse_url) as client:
+        async with butler_ecosystem.client(name, sse=True) as client:
             result = await client.call_tool("status", {})
         assert result.data["name"] == name
 

@@ -7,7 +7,6 @@ import json
 from datetime import datetime
 
 import pytest
-from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from .harness.ecosystem import EcosystemHandle
@@ -31,12 +30,11 @@ FIDELITY_CASES = {
 
 
 async def test_state_persists_across_sessions(butler_ecosystem: EcosystemHandle) -> None:
-    url = butler_ecosystem["health"].url
-    async with Client(url) as client:
+    async with butler_ecosystem.client("health") as client:
         await client.call_tool(
             "state_set", {"key": "e2e-persist", "value": {"weight_goal": 75, "unit": "kg"}}
         )
-    async with Client(url) as client:
+    async with butler_ecosystem.client("health") as client:
         result = await client.call_tool("state_get", {"key": "e2e-persist"})
     assert result.data == {"weight_goal": 75, "unit": "kg"}
 
@@ -200,10 +198,9 @@ async def test_concurrent_state_writes_last_writer_wins(butler_ecosystem: Ecosys
     """Ten writers at once, each over its own client: the stored value is the one written
     last (the write that answered the latest `updated_at`), so no acknowledged write is
     lost to an earlier one, and the key has one row."""
-    url = butler_ecosystem["health"].url
 
     async def write(value: int) -> tuple[datetime, int]:
-        async with Client(url) as client:
+        async with butler_ecosystem.client("health") as client:
             result = await client.call_tool(
                 "state_set", {"key": "concurrent-test", "value": {"counter": value}}
             )

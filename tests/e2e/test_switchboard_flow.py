@@ -258,6 +258,59 @@ async def test_duplicate_idempotency_key_returns_the_same_request(
     assert len(rows) == 1
 
 
+async def test_same_key_with_different_content_is_a_conflict(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    """Not a silent duplicate: the second message would otherwise be lost unseen."""
+    llm_script.route("switchboard", classify_as(("general", "Note: pay rent", "pay rent")))
+    llm_script.route("general", step("Noted."))
+    first = await ingest(butler_ecosystem, "pay rent", key="conflict-key-1")
+    envelope = build_envelope(
+        "transfer everything",
+        channel="telegram",
+        provider="telegram",
+        idempotency_key="conflict-key-1",
+    )
+    result = await butler_ecosystem.call_raw(
+        "switchboard", "ingest_v1", {"envelope": envelope.model_dump(mode="json"), "wait": True}
+    )
+    assert result.is_error
+    text = result.content[0].text
+    assert "conflict" in text and first["request_id"] in text
+    rows = await switchboard_rows(
+        butler_ecosystem, "SELECT text FROM message_inbox WHERE idempotency_key = 'conflict-key-1'"
+    )
+    assert [r["text"] for r in rows] == ["pay rent"]
+
+
+async def test_derived_keys_of_different_senders_do_not_collide(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    """A provider's event id is unique per chat, not per provider: another sender who
+    reuses it must not pre-empt (swallow) this sender's message."""
+    for sender in ("mallory", "alice"):
+        llm_script.route("switchboard", classify_as(("general", f"Note from {sender}", "hi")))
+        llm_script.route("general", step("Noted."))
+    results = []
+    for sender in ("mallory", "alice"):
+        envelope = build_envelope(
+            f"hi from {sender}",
+            channel="telegram",
+            provider="telegram",
+            sender=sender,
+            event_id="telegram-update-42",
+        )
+        results.append(
+            await butler_ecosystem.call(
+                "switchboard",
+                "ingest_v1",
+                {"envelope": envelope.model_dump(mode="json"), "wait": True},
+            )
+        )
+    assert [r["duplicate"] for r in results] == [False, False]
+    assert results[0]["request_id"] != results[1]["request_id"]
+
+
 async def test_invalid_envelope_is_rejected_naming_the_field(
     butler_ecosystem: EcosystemHandle,
 ) -> None:
@@ -428,10 +481,8 @@ async def test_mcp_client_is_cached_and_replaced_after_a_restart(
 async def test_switchboard_only_tools_are_absent_elsewhere(
     butler_ecosystem: EcosystemHandle,
 ) -> None:
-    from fastmcp import Client
-
     for name in butler_ecosystem.names:
-        async with Client(butler_ecosystem[name].url) as client:
+        async with butler_ecosystem.client(name) as client:
             tools = {t.name for t in await client.list_tools()}
         has = {"ingest_v1", "classify_message", "route"} & tools
         expected = {"ingest_v1", "classify_message", "route"} if name == "switchboard" else set()

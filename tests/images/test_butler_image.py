@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 
 from butlers.db.embedded import free_port
 from butlers.db.provision import deprovision
@@ -26,6 +27,11 @@ from tests.support.docker_pods import DockerPod, RenderedPod, render_butler_pod
 ROOT = Path(__file__).resolve().parents[2]
 # `python -v` prints this for every module compiled from source instead of read from bytecode.
 COMPILED_FROM_SOURCE = re.compile(r"^# code object from (/\S+\.py)$", re.MULTILINE)
+
+
+def _client(rendered: RenderedPod, url: str) -> Client:  # type: ignore[type-arg]
+    headers = {"Authorization": f"Bearer {rendered.token}"}
+    return Client(StreamableHttpTransport(url, headers=headers))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +58,7 @@ async def test_rendered_pod_migrates_serves_ready_and_keeps_state_over_mcp(
     butler = await pod.start_pod()  # `migrate` ran to completion (exit 0) first
     base = f"http://127.0.0.1:{rendered.port}"
     await pod.wait_http(butler, f"{base}/ready")
-    async with Client(f"{base}/mcp") as client:
+    async with _client(rendered, f"{base}/mcp") as client:
         await client.call_tool("state_set", {"key": "images/lane", "value": {"unit": "kg"}})
         answer = await client.call_tool("state_get", {"key": "images/lane"})
     assert answer.data == {"unit": "kg"}
@@ -83,7 +89,7 @@ async def test_claude_code_runtime_sessions_say_the_image_has_no_cli(
     butler = await pod.start_pod()
     base = f"http://127.0.0.1:{rendered.port}"
     await pod.wait_http(butler, f"{base}/ready")
-    async with Client(f"{base}/mcp") as client:
+    async with _client(rendered, f"{base}/mcp") as client:
         result = (await client.call_tool("trigger", {"prompt": "log my weight: 80 kg"})).data
     assert result["success"] is False
     assert "install the Claude Code CLI or set BUTLERS_CLAUDE_PATH" in result["error"]

@@ -13,12 +13,14 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2 as httpx
 import pytest
 import yaml
 from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 
 from butlers.db.embedded import free_port
-from butlers.waiting import WaitTimeout, wait_until_blocking
+from butlers.waiting import WaitTimeout, wait_until, wait_until_blocking
 from tests.support.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +43,11 @@ def _roster(tmp_path: Path, names: tuple[str, ...] = ("health", "relationship"))
         doc["spec"]["port"] = free_port()
         (roster / f"{name}.yaml").write_text(yaml.safe_dump(doc))
     return roster
+
+
+def _client(url: str, token: str | None) -> Client:  # type: ignore[type-arg]
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return Client(StreamableHttpTransport(url, headers=headers))
 
 
 def _butlers(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -84,11 +91,19 @@ async def test_up_detach_serves_and_down_leaves_no_process_and_data_survives(
     health = state["butlers"]["health"]
     assert health["url"] == f"http://127.0.0.1:{health['port']}/mcp"
     assert health["schema"] == "health" and health["dsn"].startswith("postgresql://health:")
-    async with Client(health["url"]) as client:
+    token = state["token"]
+    async with _client(health["url"], token) as client:
         await client.call_tool("state_set", {"key": "survives", "value": {"n": 1}})
 
     status = _butlers("status", "--data-dir", str(data))
     assert status.returncode == 0 and status.stdout.count("ready") == 2
+    assert f"Authorization: Bearer {token}" in status.stdout
+    config = json.loads(_butlers("status", "--data-dir", str(data), "--mcp-config").stdout)
+    assert config["mcpServers"]["health"] == {
+        "type": "http",
+        "url": health["url"],
+        "headers": {"Authorization": f"Bearer {token}"},
+    }
 
     pids = [b["pid"] for b in state["butlers"].values()] + [state["supervisor_pid"]]
     down = _butlers("down", "--data-dir", str(data))
@@ -100,9 +115,42 @@ async def test_up_detach_serves_and_down_leaves_no_process_and_data_survives(
     again = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach")
     assert again.returncode == 0, again.stderr
     try:
-        url = json.loads((data / "ecosystem.json").read_text())["butlers"]["health"]["url"]
-        async with Client(url) as client:
+        state = json.loads((data / "ecosystem.json").read_text())
+        assert state["token"] == token, "configured clients must keep working after a restart"
+        async with _client(state["butlers"]["health"]["url"], token) as client:
             assert (await client.call_tool("state_get", {"key": "survives"})).data == {"n": 1}
+    finally:
+        _butlers("down", "--data-dir", str(data))
+
+
+async def test_tokens_are_private_files_and_the_endpoints_refuse_anyone_without_one(
+    tmp_path: Path,
+) -> None:
+    data, roster = tmp_path / "data", _roster(tmp_path, ("general", "switchboard"))
+    up = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach")
+    assert up.returncode == 0, up.stderr
+    try:
+        state = json.loads((data / "ecosystem.json").read_text())
+        token, url = state["token"], state["butlers"]["general"]["url"]
+        assert token.startswith("bu_") and token not in up.stdout
+        private = [data / "ecosystem.json", *sorted((data / "auth").iterdir())]
+        expected = {"ecosystem.json", "keys.json", "general.token", "switchboard.token"}
+        assert {p.name for p in private} >= expected
+        for path in private:
+            assert path.stat().st_mode & 0o777 == 0o600, path
+        assert (data / "auth").stat().st_mode & 0o777 == 0o700
+        async with httpx.AsyncClient(timeout=5) as http:
+            refused = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert refused.status_code == 401
+            assert refused.headers["www-authenticate"].startswith("Bearer")
+        async with _client(url, token) as client:
+            await client.call_tool("status", {})
+        sent = _butlers("send", "--data-dir", str(data), "--no-wait", "remember milk")
+        assert sent.returncode == 0, sent.stderr
+        secrets = [token, *(p.read_text().strip() for p in (data / "auth").glob("*.token"))]
+        for log in (data / "logs").glob("*.log"):
+            text = log.read_text(errors="replace")
+            assert not [s for s in secrets if s in text], log.name
     finally:
         _butlers("down", "--data-dir", str(data))
 
@@ -269,3 +317,50 @@ def test_send_without_a_running_ecosystem_says_how_to_start_one(tmp_path: Path) 
     result = _butlers("send", "--data-dir", str(tmp_path), "hello")
     assert result.returncode == 1
     assert "start one with `butlers up`" in result.stderr
+
+
+def _postmaster_pid(data: Path) -> int | None:
+    try:
+        return int((data / "postgres" / "pgdata" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def test_a_killed_database_is_restarted_and_butlers_reconnect_without_restarts(
+    tmp_path: Path,
+) -> None:
+    data, roster = tmp_path / "data", _roster(tmp_path, ("general", "health"))
+    up = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach")
+    assert up.returncode == 0, up.stderr
+    try:
+        state = json.loads((data / "ecosystem.json").read_text())
+        butlers = state["butlers"]
+        async with _client(butlers["general"]["url"], state["token"]) as client:
+            await client.call_tool("state_set", {"key": "before", "value": 1})
+        killed = _postmaster_pid(data)
+        assert killed is not None
+        os.kill(killed, signal.SIGKILL)
+        assert _wait_gone([killed]) == []
+
+        async with httpx.AsyncClient(timeout=2.0) as http:
+            ready: list[int] = []
+            restarted: int | None = None
+
+            async def back_up() -> bool:
+                nonlocal ready, restarted
+                restarted = _postmaster_pid(data)
+                ready = [
+                    (await http.get(b["url"].removesuffix("/mcp") + "/ready")).status_code
+                    for b in butlers.values()
+                ]
+                return restarted not in (None, killed) and _alive(restarted) and ready == [200, 200]
+
+            await wait_until(
+                back_up, timeout=60, message=lambda: f"not ready again: {ready}, pid {restarted}"
+            )
+        assert all(_alive(b["pid"]) for b in butlers.values()), "butlers were restarted"
+        async with _client(butlers["general"]["url"], state["token"]) as client:
+            assert (await client.call_tool("state_get", {"key": "before"})).data == 1
+            await client.call_tool("state_set", {"key": "after", "value": 2})
+    finally:
+        _butlers("down", "--data-dir", str(data))

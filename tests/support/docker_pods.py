@@ -19,10 +19,12 @@ from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
+from butlers.auth.tokens import new_secret, new_user_token
 from butlers.db.provision import provision
 from butlers.spec import ButlerResource, schema_name
 from butlers.waiting import WaitTimeout, wait_until
 from butlers_operator import render
+from butlers_operator.auth import AuthInputs
 from butlers_operator.settings import OperatorSettings
 from images.engine import docker
 from tests.e2e.harness.localrun import ContainerLaunch, build_pod_launches
@@ -42,6 +44,7 @@ class RenderedPod:
 
     port: int
     schema: str
+    token: str  # the user's token: the pod's butler accepts it
     deployment: dict[str, Any]
     secrets: dict[str, dict[str, Any]]
     config_maps: dict[str, dict[str, Any]]
@@ -67,12 +70,15 @@ async def render_butler_pod(
     credentials = await provision(admin_dsn, schema)
     dsn = render.build_butler_dsn(credentials, admin_dsn, None)
     database_port = urlsplit(admin_dsn).port or 5432
+    auth = AuthInputs(new_user_token(), new_secret(), None)
     by_kind: dict[str, dict[str, dict[str, Any]]] = {}
-    for manifest in render.render_all(target, settings, credentials, dsn, database_port):
+    objects = render.render_all(target, settings, credentials, dsn, database_port, auth=auth)
+    for manifest in objects:
         by_kind.setdefault(manifest["kind"], {})[manifest["metadata"]["name"]] = manifest
     return RenderedPod(
         port=port,
         schema=schema,
+        token=auth.user_token,
         deployment=by_kind["Deployment"][target.name],
         secrets=by_kind["Secret"],
         config_maps=by_kind["ConfigMap"],

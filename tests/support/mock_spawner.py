@@ -14,7 +14,11 @@ class MockSpawner:
 
     def __init__(self) -> None:
         self.invocations: list[dict[str, Any]] = []
+        self.keys: list[str | None] = []
         self._results: deque[SpawnerResult | Exception] = deque()
+
+    async def recover(self) -> int:
+        return 0
 
     def queue(self, result: SpawnerResult | Exception) -> None:
         self._results.append(result)
@@ -26,10 +30,12 @@ class MockSpawner:
         trigger_source: str = "trigger",
         context: Any = None,
         timeout_seconds: float | None = None,
+        idempotency_key: str | None = None,
     ) -> SpawnerResult:
         self.invocations.append(
             {"prompt": prompt, "trigger_source": trigger_source, "context": context}
         )
+        self.keys.append(idempotency_key)
         if self._results:
             queued = self._results.popleft()
             if isinstance(queued, Exception):

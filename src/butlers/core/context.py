@@ -9,6 +9,8 @@ from typing import Any
 
 import asyncpg
 
+from butlers.auth.middleware import AccessMiddleware
+from butlers.auth.tokens import TokenBook
 from butlers.spec import ButlerResource
 
 
@@ -41,6 +43,11 @@ class ButlerContext:
     approval_timeout_seconds: float | None = None  # overrides spec.approvals.timeout_seconds
     # The spawner's activity (`{"running": bool, "queued": int}`), once it exists.
     session_activity: Callable[[], dict[str, Any]] | None = None
+    # Who may call what: the tokens this butler accepts (and the session tokens it
+    # mints), the access rule over its tools, and its own token for calling others.
+    tokens: TokenBook = field(default_factory=TokenBook, repr=False)
+    access: AccessMiddleware = field(default_factory=AccessMiddleware, repr=False)
+    token: str | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:

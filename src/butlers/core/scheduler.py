@@ -16,7 +16,7 @@ from typing import Literal
 
 import asyncpg
 
-from butlers.core.spawner import NoRuntimeConfigured, Spawner
+from butlers.core.spawner import NoRuntimeConfigured, Spawner, SpawnerBusy
 from butlers.scheduling.jobs import JobContext, JobRegistry
 from butlers.stores.schedules import ScheduledTask, ScheduleStore
 
@@ -66,16 +66,23 @@ class Scheduler:
         try:
             if task.job_name:
                 job = self._jobs.get(task.job_name)
+                # Stored arguments are checked again: rows may predate a tighter bound.
+                self._jobs.validate(task.job_name, task.job_args or {})
                 ctx = JobContext(butler=self._butler, pool=self._pool, task_name=name)
                 async with asyncio.timeout(JOB_TIMEOUT):
                     await job(ctx, **(task.job_args or {}))
             else:
+                # One session per firing: a firing re-claimed after a crash finds the
+                # interrupted session under this key instead of running a second one.
+                due = task.next_due_at.isoformat() if task.next_due_at else "unscheduled"
                 result = await self._spawner.trigger(
-                    task.prompt or "", trigger_source=f"schedule:{name}"
+                    task.prompt or "",
+                    trigger_source=f"schedule:{name}",
+                    idempotency_key=f"schedule:{task.id}:{due}",
                 )
                 session_id = uuid.UUID(result.session_id)
                 error = result.error
-        except NoRuntimeConfigured as exc:
+        except (NoRuntimeConfigured, SpawnerBusy) as exc:
             error = str(exc)
         except TimeoutError:
             error = "timeout"
@@ -101,6 +108,7 @@ class Scheduler:
     async def _loop(self) -> None:
         while True:
             try:
+                await self._spawner.recover()  # rows whose final write never landed
                 ran = await self.tick()
                 if ran:
                     log.info("tick ran %s", ", ".join(f"{r.name}={r.status}" for r in ran))

@@ -39,8 +39,6 @@ from butlers.stores.schedules import ScheduleStore
 from butlers.stores.sessions import SessionStore
 
 log = logging.getLogger(__name__)
-# Tools an LLM session must not see: they start sessions themselves.
-SESSION_HIDDEN_TOOLS = ("trigger", "tick")
 
 
 @dataclass
@@ -52,13 +50,16 @@ class SessionServices:
 
     async def sync_schedules(self, schedules: Sequence[ScheduleSpec]) -> None:
         """Upsert the spec's schedules into `scheduled_tasks` (idempotent); a `job` schedule
-        naming no registered job is a `ScheduleError` naming it (nothing is written)."""
+        naming no registered job, or with arguments its job refuses, is a `ScheduleError`
+        naming it (nothing is written)."""
         check_jobs(schedules, self.jobs, source="spec.schedules")
         await self.scheduler.store.sync_spec(list(schedules))
 
-    def start(self) -> None:
-        """Mask secrets in this process's logs and start the scheduler loop."""
+    async def start(self) -> None:
+        """Mask secrets in this process's logs, mark sessions a dead process left `running`
+        as interrupted, start the scheduler loop."""
         install_log_redaction(self.redactor)
+        await self.spawner.recover()
         self.scheduler.start()
 
     async def aclose(self) -> None:
@@ -73,18 +74,18 @@ def build_session_services(
     *,
     mcp_url: str,
     jobs: JobRegistry | None = None,
-    hidden_tools: tuple[str, ...] = (),
 ) -> SessionServices:
-    """Spawner + scheduler of `butler`; sessions see `server`'s tools minus the hidden ones."""
+    """Spawner + scheduler of `butler`; sessions see what `server` shows a session."""
     spec, name = butler.resource.spec, butler.name
     config = resolve_runtime_config(name, spec, settings)
     redactor = Redactor(secret_values(spec, settings, config))
     session_runtime = (
         build_session_runtime(
             config,
-            open_toolbox=in_memory_toolbox(server, name, (*SESSION_HIDDEN_TOOLS, *hidden_tools)),
+            open_toolbox=in_memory_toolbox(server, name),
             mcp_url=mcp_url,
             base_env=dict(settings.environ),
+            tokens=butler.tokens,
         )
         if config
         else None
@@ -100,6 +101,7 @@ def build_session_services(
         env=session_env(spec, settings, config),
         redactor=redactor,
         prices=price_table(settings.prices),
+        max_queued=settings.max_queued_sessions,
     )
     butler.session_activity = spawner.activity
     jobs = jobs or builtin_jobs()

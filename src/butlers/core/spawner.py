@@ -1,24 +1,39 @@
 """The spawner: one LLM session at a time per butler, each logged in `sessions`.
 
-Triggers queue on a FIFO lock (asyncio.Lock wakes waiters in arrival order), so
-external and scheduled triggers interleave without starvation and session windows
-never overlap. Every session is exactly two writes: the `running` row before the
-runtime starts and the completed (or error) row after, both inside the lock. The
-lock is released whatever happens: error, timeout (`error="timeout"`), cancellation.
+Triggers queue on a FIFO baton (`core.baton`), so external and scheduled triggers
+interleave without starvation and only one session works at a time. A session whose
+tool call waits for a person's approval steps aside (`stepping_aside`) and queues
+again to continue, so it never blocks the butler's other sessions. Every session is
+exactly two writes: the `running` row before the runtime starts and the completed
+(or error) row after, both while it holds the baton. The baton is released whatever
+happens: error, timeout (`error="timeout"`), cancellation.
+
+The queue is bounded (`max_queued`): beyond it a trigger is refused at once with
+`SpawnerBusy`. A trigger with an idempotency key runs at most once per key: a repeat
+(a caller retrying after a dropped connection, the switchboard re-dispatching after a
+crash) waits for the first session or returns its recorded result. A keyed session is
+owned by the spawner, not by the caller's request, so a dropped connection does not
+cancel it and the repeat gets its real outcome.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import secrets
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import asyncpg
 from opentelemetry import trace
 
+from butlers.core.baton import Baton
 from butlers.llm.types import SessionFailure, SessionRequest, SessionRuntime, SessionTrace
 from butlers.pricing import PRICES, Price, cost_usd
 from butlers.redaction import Redactor
@@ -28,8 +43,22 @@ from butlers.telemetry import tracer
 log = logging.getLogger(__name__)
 
 
+DEFAULT_MAX_QUEUED = 32
+# A session whose process died (a crash, kill -9) is marked with this at start-up.
+INTERRUPTED = "interrupted: the butler process stopped while the session ran"
+COMPLETE_RETRY_SECONDS = 60.0  # how long the final write waits out a database outage
+
+
 class NoRuntimeConfigured(Exception):
     """The butler has no LLM runtime; the message says how to configure one."""
+
+
+class SpawnerBusy(Exception):
+    """The butler's session queue is full; the message says so and what to do."""
+
+
+class IdempotencyConflict(Exception):
+    """An idempotency key was used before for a different request."""
 
 
 @dataclass
@@ -47,6 +76,8 @@ class SpawnerResult:
     model: str | None = None
     trigger_source: str = "trigger"
     cost_usd: float | None = None
+    # True when this is the recorded outcome of an earlier call with the same key.
+    duplicate: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,7 +92,45 @@ class SpawnerResult:
             "model": self.model,
             "trigger_source": self.trigger_source,
             "cost_usd": self.cost_usd,
+            "duplicate": self.duplicate,
         }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], *, duplicate: bool) -> SpawnerResult:
+        """The outcome a session row records (a keyed trigger asked again)."""
+        status = row["status"]
+        error = None if status == "completed" else row["error"]
+        if status == "running":
+            error = f"session {row['session_id']} is still running in another process"
+        cost = row.get("cost_usd")
+        return cls(
+            session_id=str(row["session_id"]),
+            success=status == "completed",
+            output=row["output"],
+            error=error,
+            duration_ms=row["duration_ms"] or 0,
+            tool_calls=list(row["tool_calls"] or []),
+            input_tokens=row["input_tokens"],
+            output_tokens=row["output_tokens"],
+            model=row["model"],
+            trigger_source=row["trigger_source"],
+            cost_usd=None if cost is None else float(cost),
+            duplicate=duplicate,
+        )
+
+
+def request_hash(prompt: str, context: Any) -> str:
+    """What a repeated keyed trigger must match: its prompt and context."""
+    text = json.dumps([prompt, context], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class _Keyed:
+    """A keyed session in flight: its request hash and the task that runs it."""
+
+    digest: str
+    task: asyncio.Task[SpawnerResult]
 
 
 def current_trace_id() -> str:
@@ -86,6 +155,7 @@ class Spawner:
         env: dict[str, str] | None = None,
         redactor: Redactor | None = None,
         prices: dict[str, Price] | None = None,
+        max_queued: int = DEFAULT_MAX_QUEUED,
     ) -> None:
         self.butler = butler
         self._store = store
@@ -97,8 +167,12 @@ class Spawner:
         self._env = dict(env or {})
         self._redactor = redactor or Redactor([])
         self._prices = PRICES if prices is None else prices
-        self._lock = asyncio.Lock()
-        self._queued = 0
+        self._baton = Baton()
+        self._max_queued = max_queued
+        self._queued = 0  # sessions running or waiting for the lock
+        self._keyed: dict[str, _Keyed] = {}
+        self._running: set[uuid.UUID] = set()  # session rows this process is writing
+        self._closing = False
 
     @property
     def configured(self) -> bool:
@@ -106,11 +180,15 @@ class Spawner:
 
     @property
     def busy(self) -> bool:
-        return self._lock.locked()
+        return self._baton.busy
+
+    @property
+    def queued(self) -> int:
+        return self._queued
 
     def activity(self) -> dict[str, Any]:
-        """Whether a session runs now and how many triggers wait for the lock."""
-        return {"running": self.busy, "queued": self._queued}
+        """Whether a session runs now and how many sessions wait in line for it."""
+        return {"running": self.busy, "queued": self._baton.waiting}
 
     async def trigger(
         self,
@@ -119,22 +197,107 @@ class Spawner:
         trigger_source: str = "trigger",
         context: Any = None,
         timeout_seconds: float | None = None,
+        idempotency_key: str | None = None,
+        tools: bool = True,
     ) -> SpawnerResult:
+        """Run one session; `tools=False` gives it no tool at all (the classifier)."""
         if self._runtime is None:
             raise NoRuntimeConfigured(self._not_configured)
-        runtime = self._runtime
         timeout = min(timeout_seconds or self._timeout, self._timeout)
-        self._queued += 1
+        if idempotency_key is not None:
+            return await self._trigger_keyed(
+                prompt, trigger_source, context, timeout, idempotency_key, tools
+            )
+        self._admit()
         try:
-            await self._lock.acquire()
+            return await self._session(prompt, trigger_source, context, timeout, None, None, tools)
         finally:
             self._queued -= 1
+
+    def _admit(self) -> None:
+        if self._queued >= self._max_queued:
+            raise SpawnerBusy(
+                f"butler {self.butler!r} is busy: {self._queued} sessions are running or "
+                f"queued (the limit is {self._max_queued}); try again later"
+            )
+        self._queued += 1
+
+    async def _trigger_keyed(
+        self,
+        prompt: str,
+        trigger_source: str,
+        context: Any,
+        timeout: float,
+        key: str,
+        tools: bool,
+    ) -> SpawnerResult:
+        digest = request_hash(prompt, context)
+        keyed = self._keyed.get(key)
+        if keyed is None:
+            row = await self._store.by_idempotency_key(key)
+            if row is not None:
+                self._check_same_request(key, row["request_hash"], digest)
+                return SpawnerResult.from_row(row, duplicate=True)
+            keyed = self._keyed.get(key)  # started by another call while we looked
+        if keyed is not None:
+            self._check_same_request(key, keyed.digest, digest)
+            return replace(await asyncio.shield(keyed.task), duplicate=True)
+        self._admit()
+        task = asyncio.create_task(
+            self._session(prompt, trigger_source, context, timeout, key, digest, tools),
+            name=f"session {self.butler} {key}",
+        )
+        self._keyed[key] = _Keyed(digest, task)
+
+        def done(finished: asyncio.Task[SpawnerResult]) -> None:
+            self._queued -= 1
+            self._keyed.pop(key, None)
+            if not finished.cancelled() and finished.exception() is not None:
+                log.error("keyed session %s failed: %s", key, finished.exception())
+
+        task.add_done_callback(done)
+        # The session belongs to the spawner: a caller that goes away (a dropped
+        # connection) stops waiting, the session goes on and a repeat gets its outcome.
+        return await asyncio.shield(task)
+
+    @staticmethod
+    def _check_same_request(key: str, recorded: str | None, digest: str) -> None:
+        if recorded is not None and recorded != digest:
+            raise IdempotencyConflict(
+                f"idempotency key {key!r} was already used for a different prompt or "
+                "context; use a new key for a new request"
+            )
+
+    async def _session(
+        self,
+        prompt: str,
+        trigger_source: str,
+        context: Any,
+        timeout: float,
+        key: str | None,
+        digest: str | None,
+        tools: bool = True,
+    ) -> SpawnerResult:
+        runtime = self._runtime
+        assert runtime is not None
+        session_id = uuid.uuid4()
+        await self._baton.take(str(session_id))
         try:
             with tracer().start_as_current_span(
                 "butler.session",
                 attributes={"butler.name": self.butler, "session.trigger_source": trigger_source},
             ) as span:
-                result = await self._run_locked(runtime, prompt, trigger_source, context, timeout)
+                result = await self._run_locked(
+                    runtime,
+                    session_id,
+                    prompt,
+                    trigger_source,
+                    context,
+                    timeout,
+                    key,
+                    digest,
+                    tools,
+                )
                 span.set_attributes(
                     {
                         "session.id": result.session_id,
@@ -146,33 +309,77 @@ class Spawner:
                 )
                 return result
         finally:
-            self._lock.release()
+            self._baton.end(str(session_id))
+
+    @asynccontextmanager
+    async def stepping_aside(self, session_id: str) -> AsyncIterator[None]:
+        """While a tool call of session `session_id` waits for a person, the butler's
+        other sessions run; afterwards it queues to continue (`SessionEnded` if it
+        ended meanwhile). A no-op for anything but the session at work.
+        """
+        if self._baton.holder != session_id:
+            yield
+            return
+        self._baton.give(session_id)
+        log.info("session %s steps aside while its call waits for approval", session_id)
+        yield  # an exception here (the caller went away) ends it: no queuing again
+        await self._baton.take(session_id)
 
     async def _run_locked(
         self,
+        runtime: SessionRuntime,
+        session_id: uuid.UUID,
+        prompt: str,
+        trigger_source: str,
+        context: Any,
+        timeout: float,
+        key: str | None = None,
+        digest: str | None = None,
+        tools: bool = True,
+    ) -> SpawnerResult:
+        started = time.monotonic()
+        self._running.add(session_id)
+        try:
+            created = await self._store.create(
+                session_id,
+                butler_name=self.butler,
+                trigger_source=trigger_source,
+                prompt=self._redactor.text(prompt),
+                model=runtime.model_name,
+                trace_id=current_trace_id(),
+                context=self._redactor.value(context),
+                idempotency_key=key,
+                request_hash=digest,
+            )
+            if not created:  # the key was recorded by another process meanwhile
+                assert key is not None
+                row = await self._store.by_idempotency_key(key)
+                assert row is not None
+                self._check_same_request(key, row["request_hash"], digest or "")
+                return SpawnerResult.from_row(row, duplicate=True)
+            log.info(
+                "spawner trigger: session %s (%s) started on %s",
+                session_id,
+                trigger_source,
+                runtime.model_name,
+            )
+            return await self._run_created(
+                session_id, started, runtime, prompt, trigger_source, context, timeout, tools
+            )
+        finally:
+            self._running.discard(session_id)
+
+    async def _run_created(
+        self,
+        session_id: uuid.UUID,
+        started: float,
         runtime: SessionRuntime,
         prompt: str,
         trigger_source: str,
         context: Any,
         timeout: float,
+        tools: bool = True,
     ) -> SpawnerResult:
-        session_id = uuid.uuid4()
-        started = time.monotonic()
-        log.info(
-            "spawner trigger: session %s (%s) started on %s",
-            session_id,
-            trigger_source,
-            runtime.model_name,
-        )
-        await self._store.create(
-            session_id,
-            butler_name=self.butler,
-            trigger_source=trigger_source,
-            prompt=self._redactor.text(prompt),
-            model=runtime.model_name,
-            trace_id=current_trace_id(),
-            context=self._redactor.value(context),
-        )
         session = SessionTrace()
         request = SessionRequest(
             butler=self.butler,
@@ -182,6 +389,7 @@ class Spawner:
             max_turns=self._max_turns,
             context=context,
             env=self._env,
+            tools=tools,
         )
         output: str | None = None
         error: str | None = None
@@ -225,10 +433,13 @@ class Spawner:
         runtime: SessionRuntime,
         trigger_source: str,
     ) -> None:
-        error = "cancelled: the caller stopped waiting"
+        if self._closing:
+            error, status = "interrupted: the butler shut down during the session", "interrupted"
+        else:
+            error, status = "cancelled: the caller stopped waiting", "error"
         result = self._result(session_id, started, session, runtime, trigger_source, None, error)
-        await self._complete(session_id, result)
-        log.warning("session %s (%s) cancelled", session_id, trigger_source)
+        await self._complete(session_id, result, status)
+        log.warning("session %s (%s) %s", session_id, trigger_source, error)
 
     def _result(
         self,
@@ -258,19 +469,48 @@ class Spawner:
         )
         return result
 
-    async def _complete(self, session_id: uuid.UUID, result: SpawnerResult) -> None:
-        await self._store.complete(
-            session_id,
-            status="completed" if result.success else "error",
-            duration_ms=result.duration_ms,
-            tool_calls=result.tool_calls,
-            output=result.output,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            error=result.error,
-            cost_usd=result.cost_usd,
-        )
+    async def _complete(
+        self, session_id: uuid.UUID, result: SpawnerResult, status: str | None = None
+    ) -> None:
+        """The second write; retried while the database is unreachable (bounded), so a
+        short outage does not leave the row `running`."""
+        deadline = time.monotonic() + COMPLETE_RETRY_SECONDS
+        delay = 0.2
+        while True:
+            try:
+                await self._store.complete(
+                    session_id,
+                    status=status or ("completed" if result.success else "error"),
+                    duration_ms=result.duration_ms,
+                    tool_calls=result.tool_calls,
+                    output=result.output,
+                    input_tokens=result.input_tokens,
+                    output_tokens=result.output_tokens,
+                    error=result.error,
+                    cost_usd=result.cost_usd,
+                )
+                return
+            except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:
+                if time.monotonic() + delay > deadline:
+                    log.error("session %s: its outcome could not be written: %s", session_id, exc)
+                    raise
+                log.warning("session %s: database unreachable (%s); retrying", session_id, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def recover(self) -> int:
+        """Mark sessions left `running` by a dead process as `interrupted` (start-up, and
+        periodically for rows whose final write never landed); returns how many."""
+        count = await self._store.interrupt_running(INTERRUPTED, keep=list(self._running))
+        if count:
+            log.warning("marked %d orphaned session(s) as interrupted", count)
+        return count
 
     async def aclose(self) -> None:
+        self._closing = True
+        tasks = [keyed.task for keyed in self._keyed.values()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._runtime is not None:
             await self._runtime.aclose()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import asyncpg
 from fastmcp import FastMCP
 
+from butlers.auth.tokens import TokenBook
 from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices, build_session_services
 from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
@@ -39,8 +40,9 @@ class Butler:
         return self.context.name
 
     async def start(self) -> None:
-        """Background work: secrets masked in this process's logs, the scheduler loop."""
-        self.services.start()
+        """Background work: secrets masked in this process's logs, sessions a dead process
+        left `running` marked interrupted, the scheduler loop."""
+        await self.services.start()
 
     async def aclose(self) -> None:
         """Stop the scheduler and sessions first (they call module tools), then modules."""
@@ -64,12 +66,19 @@ async def build_butler(
     `mcp_url` is the butler's own MCP endpoint, for runtimes that call back over HTTP
     (`claude-code`); the spec's schedules are synced into `scheduled_tasks`.
     """
+    auth = settings.auth
     context = ButlerContext(
         resource=resource,
         schema=schema,
         pool=pool,
         environ=settings.environ,
         approval_timeout_seconds=settings.approval_timeout_seconds,
+        tokens=TokenBook(
+            user_digests=auth.user_tokens,
+            switchboard_digest=auth.switchboard_token_sha256,
+            registration_key=auth.registration_key,
+        ),
+        token=auth.token,
     )
     server = build_server(context)
     services = build_session_services(
@@ -78,7 +87,6 @@ async def build_butler(
         settings,
         mcp_url=mcp_url,
         jobs=jobs,
-        hidden_tools=session_hidden_tools(resource.spec.modules),
     )
     shared = ModuleServices(spawner=services.spawner, redactor=services.redactor)
     modules = await start_modules(server, context, shared)
@@ -86,7 +94,12 @@ async def build_butler(
     try:
         register_session_service_tools(server, services)
         await services.sync_schedules(resource.spec.schedules)
-        await finalize_server(server, context, services.redactor)
+        await finalize_server(
+            server,
+            context,
+            services.redactor,
+            session_hidden=session_hidden_tools(resource.spec.modules),
+        )
     except BaseException:
         await butler.aclose()
         raise

@@ -1,4 +1,5 @@
-"""The ASGI app of a butler: MCP at /mcp (streamable HTTP) and /sse, plus probes."""
+"""The ASGI app of a butler: MCP at /mcp (streamable HTTP) and /sse, plus probes,
+behind the auth gate (Host, Origin, bearer token; the probes stay open)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,20 @@ from collections.abc import Awaitable, Callable
 
 from fastmcp import FastMCP
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from butlers.auth.http import AuthGate, HostPolicy
+from butlers.auth.tokens import TokenBook
+
 ReadyCheck = Callable[[], Awaitable[tuple[bool, dict[str, object]]]]
 
 
-def build_http_app(mcp: FastMCP, name: str, ready_check: ReadyCheck) -> Starlette:
+def build_http_app(
+    mcp: FastMCP, name: str, ready_check: ReadyCheck, *, book: TokenBook, hosts: HostPolicy
+) -> Starlette:
     streamable = mcp.http_app(path="/mcp")
     sse = mcp.http_app(path="/sse", transport="sse")
 
@@ -31,4 +38,5 @@ def build_http_app(mcp: FastMCP, name: str, ready_check: ReadyCheck) -> Starlett
         *streamable.routes,
         *sse.routes,
     ]
-    return Starlette(routes=routes, lifespan=streamable.router.lifespan_context)
+    gate = Middleware(AuthGate, book=book, hosts=hosts, butler=name)
+    return Starlette(routes=routes, middleware=[gate], lifespan=streamable.router.lifespan_context)

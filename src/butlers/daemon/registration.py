@@ -1,8 +1,8 @@
 """Registering this butler with the switchboard, and keeping its heartbeat.
 
 A background task owned by the daemon: it registers (name, description, URL,
-routing hints, modules) as soon as the switchboard answers, retrying with
-backoff, then sends a heartbeat every interval and registers again whenever
+routing hints, modules) with the butler's own token as soon as the switchboard
+answers, retrying with backoff, then sends a heartbeat every interval and registers again whenever
 the switchboard no longer knows it (e.g. after its database was reset).
 
 Every failure is retried, but only an unreachable switchboard is routine (INFO);
@@ -39,7 +39,11 @@ class Registrar:
         self._switchboard = switchboard_url
         self._url = advertise_url
         self._interval = interval
-        self._clients = clients or ClientCache(timeout=10.0)
+        token = butler.token
+        # The butler's own token: the switchboard lets it register only its own name.
+        self._clients = clients or ClientCache(
+            timeout=10.0, headers={"Authorization": f"Bearer {token}"} if token else None
+        )
         self._task: asyncio.Task[None] | None = None
         self.registered = asyncio.Event()
 
@@ -65,6 +69,7 @@ class Registrar:
                 "hints": list(spec.routing.hints),
                 "modules": [m.name for m in self._butler.modules if m.status == "active"],
             },
+            idempotent=True,
         )
         self.registered.set()
         log.info("registered with the switchboard at %s as %s", self._switchboard, self._url)
@@ -78,7 +83,10 @@ class Registrar:
                     backoff = 0.2
                 await asyncio.sleep(self._interval)
                 result = await self._clients.call_tool(
-                    self._switchboard, "butler_heartbeat", {"name": self._butler.name}
+                    self._switchboard,
+                    "butler_heartbeat",
+                    {"name": self._butler.name},
+                    idempotent=True,
                 )
                 if not (result.data or {}).get("known", False):
                     self.registered.clear()

@@ -10,11 +10,13 @@ import socket
 import sys
 from pathlib import Path
 from types import FrameType
+from urllib.parse import urlsplit
 
 import asyncpg
 import uvicorn
 
 from butlers import migrations
+from butlers.auth.http import HostPolicy
 from butlers.daemon.butler import Butler, build_butler
 from butlers.daemon.http import ReadyCheck, build_http_app
 from butlers.daemon.registration import Registrar
@@ -97,6 +99,7 @@ def run(spec_path: Path | None = None, *, port: int | None = None, host: str | N
 
 
 async def serve(settings: ButlerSettings) -> None:
+    settings.auth.require_users()
     resource = load_butler_file(settings.spec_path)
     name = resource.name
     schema = settings.schema or schema_name(name)
@@ -125,18 +128,31 @@ async def _serve_http(
 ) -> None:
     """Start the butler's background work and serve HTTP on `sock` until asked to stop."""
     await butler.start()
+    advertise_url = settings.advertise_url or own_url
     registrar = (
         Registrar(
             butler.context,
             switchboard_url=settings.switchboard_url,
-            advertise_url=settings.advertise_url or own_url,
+            advertise_url=advertise_url,
             interval=settings.heartbeat_interval,
         )
         if settings.switchboard_url
         else None
     )
     chains = [migrations.CORE, *module_chains(butler.context.resource.spec.modules)]
-    app = build_http_app(butler.server, butler.name, make_ready_check(butler.context.pool, chains))
+    auth = settings.auth
+    # Host names this butler answers to: configured ones, its advertised URL's, its bind.
+    hosts = HostPolicy(
+        names=[*auth.allowed_hosts, _host_of(advertise_url), settings.host],
+        origins=auth.allowed_origins,
+    )
+    app = build_http_app(
+        butler.server,
+        butler.name,
+        make_ready_check(butler.context.pool, chains),
+        book=butler.context.tokens,
+        hosts=hosts,
+    )
     config = uvicorn.Config(
         app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10
     )
@@ -174,6 +190,10 @@ class _GracefulServer(uvicorn.Server):
             self.force_exit = True
         else:
             self.should_exit = True
+
+
+def _host_of(url: str) -> str:
+    return urlsplit(url).hostname or ""
 
 
 def _span_file(settings: ButlerSettings, name: str) -> Path | None:

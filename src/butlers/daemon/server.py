@@ -23,6 +23,8 @@ from butlers.tools.status import register_status_tool
 def build_server(butler: ButlerContext) -> FastMCP:
     """A FastMCP server with the core tools of `butler`'s butler."""
     mcp = FastMCP(name=butler.name, instructions=butler.resource.spec.instructions or None)
+    # First middleware, so outermost: a refused call reaches nothing else.
+    mcp.add_middleware(butler.access)
     register_status_tool(mcp, butler)
     register_state_tools(mcp, StateStore(butler.pool))
     register_session_tools(mcp, SessionStore(butler.pool))
@@ -48,10 +50,17 @@ async def install_schema_lookup(mcp: FastMCP, tools: Sequence[Tool] | None = Non
     mcp._mcp_server.get_tool_input_schema = schemas.get
 
 
-async def finalize_server(mcp: FastMCP, butler: ButlerContext, redactor: Redactor) -> None:
-    """Once every tool is registered: the input-schema table, the tools' declared sensitive
-    arguments given to the redaction policy, and the tool spans."""
+async def finalize_server(
+    mcp: FastMCP,
+    butler: ButlerContext,
+    redactor: Redactor,
+    *,
+    session_hidden: tuple[str, ...] = (),
+) -> None:
+    """Once every tool is registered: the access table, the input-schema table, the tools'
+    declared sensitive arguments given to the redaction policy, and the tool spans."""
     tools = await mcp.list_tools()
+    butler.access.install(tools, session_hidden)
     modules = {t.name: str((t.meta or {}).get("module", "core")) for t in tools}
     sensitive: dict[str, set[str]] = {
         t.name: set((t.meta or {}).get("sensitive_args", ())) for t in tools

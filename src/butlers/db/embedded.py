@@ -190,16 +190,29 @@ class EmbeddedPostgres:
             config = self._config() | {"port": port}
             self._write_config(config)
             self._write_server_settings(port)
-        user = self._prepare_user()
+        self._pg_start()
+        self._ensure_database()
+        return True
+
+    def restart(self) -> None:
+        """Start a server that died (kill -9, OOM) on the same port and data, so clients
+        reconnect to the address they know. Raises when the port is taken meanwhile."""
+        if self.is_running():
+            return
+        if not port_is_free(self.port):
+            raise DatabaseError(
+                f"cannot restart the embedded server: port {self.port} is in use by another process"
+            )
+        self._pg_start()
+
+    def _pg_start(self) -> None:
         try:
             self._run(
                 "pg_ctl", "-D", str(self.pgdata), "-l", str(self.log_file), "-w", "-t", "60",
-                "start", user=user,
+                "start", user=self._prepare_user(),
             )  # fmt: skip
         except DatabaseError as exc:
             raise DatabaseError(f"{exc}\n--- {self.log_file} ---\n{self._log_tail()}") from None
-        self._ensure_database()
-        return True
 
     def stop(self) -> None:
         if not self.is_running():

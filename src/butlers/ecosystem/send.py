@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import ToolError
 
 from butlers.ecosystem.control import PidFile
@@ -23,7 +24,11 @@ async def send_message(data_dir: Path, text: str, *, wait: bool, timeout: float)
     if not url:
         raise EcosystemError("the running roster has no butler with the switchboard module")
     envelope = build_envelope(text, channel="cli", provider="butlers")
-    async with Client(url, timeout=timeout + 30) as client:
+    token = state.token
+    if not token:
+        raise EcosystemError(f"{data_dir / 'ecosystem.json'} has no token; restart `butlers up`")
+    transport = StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}"})
+    async with Client(transport, timeout=timeout + 30) as client:
         try:
             result = await client.call_tool(
                 "ingest_v1",

@@ -7,6 +7,7 @@ prints). The file is written atomically with mode 0600: it holds DSNs.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -47,6 +48,9 @@ class ButlerInfo(StateModel):
 
 
 class EcosystemState(StateModel):
+    # The user's token (full access to every butler): `butlers send`, outside clients
+    # and the dashboard read it here; the file is 0600.
+    token: str | None = None
     database: DatabaseInfo
     butlers: dict[str, ButlerInfo]
     switchboard: str | None = None  # its MCP URL, when the roster has one
@@ -59,9 +63,11 @@ class EcosystemState(StateModel):
     def write(self, data_dir: Path) -> None:
         """Replace the state file atomically (readers never see half a file)."""
         path = state_path(data_dir)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(self.to_json())
-        tmp.chmod(0o600)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        # Created 0600: the file holds the user's token, never readable by others.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as file:
+            file.write(self.to_json())
         tmp.replace(path)
 
 

@@ -26,7 +26,8 @@ from butlers.db.provision import Credentials, ensure
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.ecosystem.launcher import ButlerChild, warm_up
 from butlers.ecosystem.state import ButlerInfo, EcosystemState, state_path
-from butlers.errors import EcosystemError, PortInUseError
+from butlers.ecosystem.tokens import EcosystemTokens
+from butlers.errors import ButlersError, EcosystemError, PortInUseError
 from butlers.roster import find_switchboard
 from butlers.settings import EcosystemSettings
 from butlers.spec import ButlerResource, schema_name
@@ -83,6 +84,7 @@ class Ecosystem:
     database: DatabaseServer | None = None
     butlers: dict[str, ButlerProcess] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
+    tokens: EcosystemTokens | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -117,6 +119,7 @@ class Ecosystem:
         """Database up, every butler provisioned and migrated (nothing started)."""
         (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
         (self.data_dir / "specs").mkdir(parents=True, exist_ok=True)
+        self.tokens = EcosystemTokens.load_or_create(self.data_dir)
         phase = time.monotonic()
         if self.database is None:
             warm = asyncio.gather(asyncio.to_thread(warm_up), asyncio.to_thread(_import_alembic))
@@ -152,6 +155,7 @@ class Ecosystem:
                 spec_path=spec_path,
                 log_path=self.data_dir / "logs" / f"{name}.log",
             )
+        self.tokens.write_butler_tokens(self.data_dir, list(self.butlers))
         log.info("provisioned %d schemas in %.2f s", len(provisioned), time.monotonic() - phase)
         phase = time.monotonic()
         await asyncio.gather(
@@ -181,10 +185,12 @@ class Ecosystem:
             if switchboard is not None
             else {}
         )
+        assert self.tokens is not None
         env = {
             **os.environ,
             **routing,
             **self.extra_env,
+            **self.tokens.butler_env(butler.name, switchboard.name if switchboard else None),
             "BUTLERS_DSN": butler.dsn,
             "BUTLERS_SCHEMA": butler.schema,
             "BUTLERS_HOST": "127.0.0.1",
@@ -242,9 +248,14 @@ class Ecosystem:
         if switchboard is None:
             return
         from fastmcp import Client
+        from fastmcp.client.transports import StreamableHttpTransport
 
         missing = set(self.butlers)
-        async with Client(switchboard.url, timeout=10) as client:
+        assert self.tokens is not None
+        transport = StreamableHttpTransport(
+            switchboard.url, headers={"Authorization": f"Bearer {self.tokens.user_token}"}
+        )
+        async with Client(transport, timeout=10) as client:
 
             async def all_registered() -> bool:
                 rows = (await client.call_tool("butler_registry_list", {})).data or []
@@ -268,6 +279,29 @@ class Ecosystem:
 
     def exited(self) -> list[ButlerProcess]:
         return [b for b in self.butlers.values() if b.process and b.process.poll() is not None]
+
+    async def supervise(self) -> None:
+        """One round of watching: restart the embedded database if it died (on its port,
+        so every butler's pool reconnects by itself), then every butler that exited."""
+        database = self.database
+        embedded = database.embedded if database is not None and database.started_here else None
+        if embedded is not None and not embedded.is_running():
+            log.warning("the embedded database stopped; restarting it")
+            try:
+                await asyncio.to_thread(embedded.restart)
+            except ButlersError as exc:
+                log.error("could not restart the database (trying again): %s", exc)
+            else:
+                log.info("the embedded database is running again")
+        for butler in self.exited():
+            log.warning(
+                "butler %s exited (code %s); restarting it; see %s",
+                butler.name,
+                butler.process.returncode if butler.process else None,
+                butler.log_path,
+            )
+            await self.restart_butler(butler.name)
+            self.write_state_file()
 
     async def kill_butler(self, name: str) -> None:
         """Stop one butler abruptly (SIGKILL), as a crash would."""
@@ -315,6 +349,8 @@ class Ecosystem:
     def describe(self) -> EcosystemState:
         assert self.database is not None
         return EcosystemState(
+            # The user's token: full access to every butler (clients, the dashboard).
+            token=self.tokens.user_token if self.tokens else None,
             database=self.database.describe(),
             butlers={name: b.describe() for name, b in sorted(self.butlers.items())},
             switchboard=self.switchboard.url if self.switchboard else None,

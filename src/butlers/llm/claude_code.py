@@ -1,6 +1,11 @@
-"""The Claude Code CLI as a runtime: one `claude -p` process per session, whose MCP
-configuration names only this butler's endpoint and whose environment holds only the
-variables the spec declares."""
+"""The Claude Code CLI as a runtime: one `claude -p` process per session.
+
+Its MCP configuration names only this butler's endpoint, with a token minted for this
+one session: the butler's access rule sees a session and shows and allows exactly
+what it shows the HTTP adapters' sessions. Claude Code's own tools (shell, files,
+web) are disallowed; the classifier's sessions get no MCP server at all. The prompt
+goes in on stdin (argv is visible to every user in `ps`), the token in a file only
+this user can read; the environment holds only the variables the spec declares."""
 
 from __future__ import annotations
 
@@ -9,38 +14,48 @@ import contextlib
 import json
 import os
 import tempfile
-from pathlib import Path
 from typing import Any
 
+from butlers.auth.tokens import TokenBook
 from butlers.llm.types import ModelError, SessionRequest, SessionTrace, first_user_text
 
 # Variables a CLI needs to run at all; nothing else of the butler's environment leaks in.
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER")
+# Claude Code's built-in tools: a session of a butler has that butler's tools, nothing else.
+BUILTIN_TOOLS = (
+    "Bash", "BashOutput", "KillShell", "Edit", "MultiEdit", "Write", "Read", "Glob", "Grep",
+    "LS", "NotebookEdit", "NotebookRead", "WebFetch", "WebSearch", "Task", "Agent",
+    "TodoWrite", "ExitPlanMode", "SlashCommand", "Skill",
+)  # fmt: skip
 
 
-def render_mcp_config(butler: str, mcp_url: str) -> dict[str, Any]:
-    return {"mcpServers": {butler: {"type": "http", "url": mcp_url}}}
+def render_mcp_config(butler: str, mcp_url: str, token: str | None) -> dict[str, Any]:
+    """Only this butler's endpoint, with the session's token; no server without one."""
+    if token is None:
+        return {"mcpServers": {}}
+    server = {"type": "http", "url": mcp_url, "headers": {"Authorization": f"Bearer {token}"}}
+    return {"mcpServers": {butler: server}}
 
 
 def build_command(
     executable: str, butler: str, config_path: str, request: SessionRequest, model: str | None
 ) -> list[str]:
+    """The argv of one session; the prompt is not on it (it goes in on stdin)."""
     command = [
         executable,
         "-p",
-        first_user_text(request),
         "--mcp-config",
         config_path,
         "--strict-mcp-config",
-        "--allowedTools",
-        f"mcp__{butler}__*",
         "--disallowedTools",
-        f"mcp__{butler}__trigger,mcp__{butler}__tick",
+        ",".join(BUILTIN_TOOLS),
         "--output-format",
         "json",
         "--max-turns",
         str(request.max_turns),
     ]
+    if request.tools:
+        command += ["--allowedTools", f"mcp__{butler}__*"]
     if request.system:
         command += ["--append-system-prompt", request.system]
     if model:
@@ -54,46 +69,70 @@ def session_process_env(request: SessionRequest, base: dict[str, str]) -> dict[s
 
 class ClaudeCodeRuntime:
     def __init__(
-        self, *, executable: str, mcp_url: str, model: str | None, base_env: dict[str, str]
+        self,
+        *,
+        executable: str,
+        mcp_url: str,
+        model: str | None,
+        base_env: dict[str, str],
+        tokens: TokenBook,
     ) -> None:
         self._executable = executable
         self._mcp_url = mcp_url
         self._base_env = base_env
+        self._tokens = tokens
         self.model_name = model
 
     async def run(self, request: SessionRequest, trace: SessionTrace) -> str:
-        with tempfile.TemporaryDirectory(prefix="butlers-claude-") as tmp:
-            config_path = os.path.join(tmp, "mcp.json")
-            config = json.dumps(render_mcp_config(request.butler, self._mcp_url))
-            await asyncio.to_thread(Path(config_path).write_text, config)
-            command = build_command(
-                self._executable, request.butler, config_path, request, self.model_name
-            )
-            try:
-                process = await asyncio.create_subprocess_exec(
-                    *command,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                    env=session_process_env(request, self._base_env),
-                    cwd=tmp,
+        token = self._tokens.issue_session(request.session_id) if request.tools else None
+        try:
+            with tempfile.TemporaryDirectory(prefix="butlers-claude-") as tmp:
+                config_path = os.path.join(tmp, "mcp.json")
+                config = json.dumps(render_mcp_config(request.butler, self._mcp_url, token))
+                await asyncio.to_thread(_write_private, config_path, config)
+                command = build_command(
+                    self._executable, request.butler, config_path, request, self.model_name
                 )
-            except OSError as exc:
-                raise ModelError(
-                    f"cannot run {self._executable!r} ({exc.strerror}): install the Claude Code "
-                    "CLI or set BUTLERS_CLAUDE_PATH"
-                ) from None
-            try:
-                stdout, stderr = await process.communicate()
-            finally:
-                if process.returncode is None:  # cancelled (timeout): do not leave it running
-                    process.kill()
-                    with contextlib.suppress(ProcessLookupError):
-                        await process.wait()
-        return parse_result(stdout, stderr, process.returncode, trace)
+                stdout, stderr, code = await self._run(command, request, tmp)
+        finally:
+            if token is not None:
+                self._tokens.revoke(token)
+        return parse_result(stdout, stderr, code, trace)
+
+    async def _run(
+        self, command: list[str], request: SessionRequest, cwd: str
+    ) -> tuple[bytes, bytes, int | None]:
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=session_process_env(request, self._base_env),
+                cwd=cwd,
+            )
+        except OSError as exc:
+            raise ModelError(
+                f"cannot run {self._executable!r} ({exc.strerror}): install the Claude Code "
+                "CLI or set BUTLERS_CLAUDE_PATH"
+            ) from None
+        try:
+            stdout, stderr = await process.communicate(first_user_text(request).encode())
+        finally:
+            if process.returncode is None:  # cancelled (timeout): do not leave it running
+                process.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    await process.wait()
+        return stdout, stderr, process.returncode
 
     async def aclose(self) -> None:
         """Nothing to release: every session's process ends with the session."""
+
+
+def _write_private(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(text)
 
 
 def parse_result(stdout: bytes, stderr: bytes, code: int | None, trace: SessionTrace) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from butlers.auth.tokens import TokenBook
 from butlers.llm.anthropic import AnthropicChatModel
 from butlers.llm.claude_code import ClaudeCodeRuntime
 from butlers.llm.loop import LoopRuntime
@@ -91,13 +92,18 @@ def resolve_runtime_config(
 def build_session_runtime(
     config: RuntimeConfig,
     *,
-    open_toolbox: Callable[[], Any],
+    open_toolbox: Callable[..., Any],
     mcp_url: str,
     base_env: dict[str, str],
+    tokens: TokenBook,
 ) -> SessionRuntime:
     if config.adapter == "claude-code":
         return ClaudeCodeRuntime(
-            executable=config.claude_path, mcp_url=mcp_url, model=config.model, base_env=base_env
+            executable=config.claude_path,
+            mcp_url=mcp_url,
+            model=config.model,
+            base_env=base_env,
+            tokens=tokens,
         )
     model: Any
     if config.adapter == "openai":
@@ -145,4 +151,5 @@ def secret_values(
         values.append(config.api_key)
     if settings.runtime.openai_api_key:
         values.append(settings.runtime.openai_api_key)
+    values += [v for v in (settings.auth.token, settings.auth.registration_key) if v]
     return values

@@ -77,12 +77,14 @@ class LoopRuntime:
         model_name: str | None,
     ) -> None:
         self._model = model
-        # (session_id) -> async context manager yielding a Toolbox
+        # (session_id, *, tools) -> async context manager yielding a Toolbox
         self._open_toolbox = open_toolbox
         self.model_name = model_name
 
     async def run(self, request: SessionRequest, trace: SessionTrace) -> str:
-        toolbox_cm: AbstractAsyncContextManager[Toolbox] = self._open_toolbox(request.session_id)
+        toolbox_cm: AbstractAsyncContextManager[Toolbox] = self._open_toolbox(
+            request.session_id, tools=request.tools
+        )
         async with toolbox_cm as toolbox:
             return await run_agent_loop(self._model, toolbox, request, trace)
 

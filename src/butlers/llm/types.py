@@ -70,6 +70,8 @@ class SessionRequest:
     max_turns: int
     context: Any = None
     env: dict[str, str] = field(default_factory=dict, repr=False)
+    # False: the session may call no tool at all (the switchboard's classifier).
+    tools: bool = True
 
 
 @dataclass

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import asyncpg
+from pydantic import Field, ValidationError
 
 from butlers.db.pool import dumps
+from butlers.signatures import Validator, arguments_validator, describe
 
 
 @dataclass(frozen=True)
@@ -29,12 +31,29 @@ class UnknownJob(LookupError):
     pass
 
 
+class InvalidJobArguments(ValueError):
+    """A job's arguments do not fit its signature; the message names each argument."""
+
+
 class JobRegistry:
     def __init__(self, jobs: dict[str, Job] | None = None) -> None:
-        self._jobs: dict[str, Job] = dict(jobs or {})
+        self._jobs: dict[str, Job] = {}
+        self._validators: dict[str, Validator] = {}
+        for name, job in (jobs or {}).items():
+            self.register(name, job)
 
     def register(self, name: str, job: Job) -> None:
         self._jobs[name] = job
+        self._validators[name] = arguments_validator(job, skip=("ctx",))
+
+    def validate(self, name: str, args: dict[str, Any]) -> None:
+        """Raise UnknownJob or InvalidJobArguments (bounds included) before anything
+        stores or runs these arguments."""
+        self.get(name)
+        try:
+            self._validators[name](dict(args))
+        except ValidationError as exc:
+            raise InvalidJobArguments(f"job {name!r}: {describe(exc)}") from None
 
     def names(self) -> list[str]:
         return sorted(self._jobs)
@@ -48,7 +67,9 @@ class JobRegistry:
             ) from None
 
 
-async def state_snapshot(ctx: JobContext, key: str = "snapshot:state") -> dict[str, Any]:
+async def state_snapshot(
+    ctx: JobContext, key: Annotated[str, Field(min_length=1, max_length=512)] = "snapshot:state"
+) -> dict[str, Any]:
     """Copy the count and keys of the state store under `key` (a heartbeat of sorts)."""
     keys = [r["key"] for r in await ctx.pool.fetch("SELECT key FROM state ORDER BY key")]
     keys = [k for k in keys if k != key]
@@ -62,8 +83,11 @@ async def state_snapshot(ctx: JobContext, key: str = "snapshot:state") -> dict[s
     return value
 
 
-async def prune_sessions(ctx: JobContext, keep_days: int = 30) -> dict[str, Any]:
-    """Delete finished sessions older than `keep_days`."""
+async def prune_sessions(
+    ctx: JobContext, keep_days: Annotated[int, Field(ge=1, le=36500)] = 30
+) -> dict[str, Any]:
+    """Delete finished sessions older than `keep_days` (at least one day: a job never
+    wipes the session log)."""
     status = await ctx.pool.execute(
         "DELETE FROM sessions WHERE status <> 'running' "
         "AND created_at < now() - make_interval(days => $1)",

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from butlers.errors import ButlersError
 from butlers.roster import format_validation_error
-from butlers.scheduling.jobs import JobRegistry, UnknownJob
+from butlers.scheduling.jobs import InvalidJobArguments, JobRegistry, UnknownJob
 from butlers.spec import ScheduleSpec
 
 
@@ -36,12 +36,13 @@ def validate_schedule(
 
 
 def check_jobs(schedules: Sequence[ScheduleSpec], jobs: JobRegistry, *, source: str) -> None:
-    """Every `job` schedule names a registered job."""
+    """Every `job` schedule names a registered job and gives it arguments it accepts."""
     for index, schedule in enumerate(schedules):
         if schedule.job is None:
             continue
         try:
-            jobs.get(schedule.job)
-        except UnknownJob as exc:
+            jobs.validate(schedule.job, schedule.job_args)
+        except (UnknownJob, InvalidJobArguments) as exc:
             where = source if source == "schedule" else f"{source}[{index}]"
-            raise ScheduleError(f"{where}.job: {exc}") from None
+            field = "job" if isinstance(exc, UnknownJob) else "jobArgs"
+            raise ScheduleError(f"{where}.{field}: {exc}") from None

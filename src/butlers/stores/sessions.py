@@ -97,12 +97,18 @@ class SessionStore:
         model: str | None,
         trace_id: str | None,
         context: Any = None,
-    ) -> None:
-        """First of the two writes of a session: the `running` row."""
-        await self._pool.execute(
+        idempotency_key: str | None = None,
+        request_hash: str | None = None,
+    ) -> bool:
+        """First of the two writes of a session: the `running` row.
+
+        False (nothing written) when a session with this idempotency key exists.
+        """
+        status = await self._pool.execute(
             "INSERT INTO sessions (session_id, butler_name, trigger_source, prompt, model, "
-            "status, trace_id, context) "
-            "VALUES ($1, $2, $3, $4, $5, 'running', $6, $7::text::jsonb)",
+            "status, trace_id, context, idempotency_key, request_hash) "
+            "VALUES ($1, $2, $3, $4, $5, 'running', $6, $7::text::jsonb, $8, $9) "
+            "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
             session_id,
             butler_name,
             trigger_source,
@@ -110,7 +116,31 @@ class SessionStore:
             model,
             trace_id,
             None if context is None else dumps(context),
+            idempotency_key,
+            request_hash,
         )
+        return bool(status != "INSERT 0 0")
+
+    async def by_idempotency_key(self, key: str) -> dict[str, Any] | None:
+        """The session a keyed trigger ran, with its request hash."""
+        row = await self._pool.fetchrow(
+            f"SELECT {Session.columns()}, request_hash FROM sessions WHERE idempotency_key = $1",
+            key,
+        )
+        return None if row is None else dict(row)
+
+    async def interrupt_running(self, reason: str, keep: Sequence[uuid.UUID] = ()) -> int:
+        """Mark every `running` session except `keep` as `interrupted` (their process is
+        gone); returns how many were marked."""
+        status = await self._pool.execute(
+            "UPDATE sessions SET status = 'interrupted', completed_at = clock_timestamp(), "
+            "duration_ms = GREATEST(0, (extract(epoch FROM clock_timestamp() - created_at) "
+            "* 1000)::int), error = $1 "
+            "WHERE status = 'running' AND NOT (session_id = ANY($2::uuid[]))",
+            reason,
+            list(keep),
+        )
+        return int(status.split()[-1])
 
     async def complete(
         self,

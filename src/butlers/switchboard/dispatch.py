@@ -67,6 +67,16 @@ class FanoutPlan:
     request_id: uuid.UUID
     entries: tuple[RouteEntry, ...]
     abort_policy: Literal["continue"] = "continue"
+    # One id per entry, fixed before dispatch so a re-dispatch reuses them (the target
+    # deduplicates its session by route id); fresh ones when empty.
+    route_ids: tuple[uuid.UUID, ...] = ()
+
+    def ids(self) -> tuple[uuid.UUID, ...]:
+        if self.route_ids:
+            if len(self.route_ids) != len(self.entries):
+                raise ValueError("a fan-out plan needs one route id per entry")
+            return self.route_ids
+        return tuple(uuid.uuid4() for _ in self.entries)
 
 
 @dataclass
@@ -99,13 +109,22 @@ class RouteOutcome:
 
 
 RouteOne = Callable[[RouteEntry, uuid.UUID], Awaitable[TriggerAnswer]]
+OnOutcome = Callable[[RouteOutcome], Awaitable[None]]
 
 
-async def execute_plan(plan: FanoutPlan, route_one: RouteOne, timeout: float) -> list[RouteOutcome]:
-    """Run `route_one` for every entry at once, each bounded by `timeout` seconds."""
+async def execute_plan(
+    plan: FanoutPlan, route_one: RouteOne, timeout: float, on_outcome: OnOutcome | None = None
+) -> list[RouteOutcome]:
+    """Run `route_one` for every entry at once, each bounded by `timeout` seconds;
+    `on_outcome` (e.g. logging the route) runs as each one finishes."""
 
-    async def run(entry: RouteEntry) -> RouteOutcome:
-        route_id = uuid.uuid4()
+    async def run(entry: RouteEntry, route_id: uuid.UUID) -> RouteOutcome:
+        result = await attempt(entry, route_id)
+        if on_outcome is not None:
+            await on_outcome(result)
+        return result
+
+    async def attempt(entry: RouteEntry, route_id: uuid.UUID) -> RouteOutcome:
         start = time.monotonic()
 
         def outcome(
@@ -128,7 +147,8 @@ async def execute_plan(plan: FanoutPlan, route_one: RouteOne, timeout: float) ->
             return outcome("error", error=f"{exc.__class__.__name__}: {exc}")
         return outcome("success", answer=answer)
 
-    return list(await asyncio.gather(*(run(entry) for entry in plan.entries)))
+    ids = plan.ids()
+    return list(await asyncio.gather(*(run(e, i) for e, i in zip(plan.entries, ids, strict=True))))
 
 
 def summarize(outcomes: list[RouteOutcome]) -> str:

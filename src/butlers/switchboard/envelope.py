@@ -7,6 +7,7 @@ channel/provider pair must be a known one, and the schema version is fixed.
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -77,17 +78,42 @@ class IngestEnvelopeV1(_Strict):
 
     @property
     def idempotency_key(self) -> str:
-        """The caller's key, or one derived from channel, provider and event id."""
+        """The caller's key, or one derived from where the event came from (channel,
+        provider, endpoint, sender, thread) and its id: providers number events per
+        chat or mailbox, so the event id alone would let one sender's message swallow
+        another's. Keys are also scoped to the authenticated caller (the inbox's
+        `submitted_by`)."""
         if self.control.idempotency_key:
             return self.control.idempotency_key
-        basis = f"{self.source.channel}:{self.source.provider}:{self.event.external_event_id}"
+        basis = json.dumps(
+            [
+                self.source.channel,
+                self.source.provider,
+                self.source.endpoint_identity,
+                self.sender.identity,
+                self.event.external_thread_id,
+                self.event.external_event_id,
+            ]
+        )
         return "derived:" + hashlib.sha256(basis.encode()).hexdigest()[:32]
+
+    def content_digest(self) -> str:
+        """What a repeat with the same key must match: who said what, where (not when
+        it was observed, nor its trace context)."""
+        content = [
+            self.source.channel,
+            self.source.provider,
+            self.source.endpoint_identity,
+            self.sender.identity,
+            self.payload.text,
+            self.payload.raw,
+        ]
+        text = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
 
 
 def parse_envelope(data: Any) -> IngestEnvelopeV1:
     """Validate JSON-shaped data (timestamps as ISO 8601 strings) strictly."""
-    import json
-
     return IngestEnvelopeV1.model_validate_json(json.dumps(data, default=_iso))
 
 

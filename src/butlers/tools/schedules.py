@@ -1,5 +1,9 @@
 """Core tools `schedule_create`, `schedule_list`, `schedule_update`, `schedule_delete`,
-`schedule_toggle` over the scheduled tasks of this butler."""
+`schedule_toggle` over the scheduled tasks of this butler.
+
+Creating and changing schedules is closed to LLM sessions (a schedule spends money
+and runs jobs on its own, again and again); a job's arguments are validated against
+the job's signature before they are stored."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
+from butlers.auth.access import access_meta
 from butlers.jsonutil import to_json
 from butlers.scheduling.jobs import JobRegistry
 from butlers.scheduling.validation import ScheduleError, validate_schedule
@@ -16,6 +21,7 @@ from butlers.spec import SCHEDULE_NAME_PATTERN
 from butlers.stores.schedules import DuplicateSchedule, ScheduledTask, ScheduleStore
 
 CORE = {"module": "core"}
+CHANGE = CORE | access_meta(sessions=False)
 Name = Annotated[str, Field(pattern=SCHEDULE_NAME_PATTERN, description="Schedule name.")]
 Cron = Annotated[str, Field(description="Five-field cron expression, UTC.")]
 
@@ -34,7 +40,7 @@ def _found(row: ScheduledTask | None, name: str) -> JsonValue:
 
 
 def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistry) -> None:
-    @mcp.tool(meta=CORE)
+    @mcp.tool(meta=CHANGE)
     async def schedule_create(
         name: Name,
         cron: Cron,
@@ -66,7 +72,7 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         """Every schedule of this butler (from the spec and created at runtime), by name."""
         return to_json(await store.list())
 
-    @mcp.tool(meta=CORE)
+    @mcp.tool(meta=CHANGE)
     async def schedule_update(
         name: Name,
         cron: Cron | None = None,
@@ -91,12 +97,12 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         row = await store.update(name, cron=cron, prompt=prompt, enabled=enabled, job_args=job_args)
         return _found(row, name)
 
-    @mcp.tool(meta=CORE, annotations={"destructiveHint": True})
+    @mcp.tool(meta=CHANGE, annotations={"destructiveHint": True})
     async def schedule_delete(name: Name) -> JsonValue:
         """Delete a schedule. `deleted` says whether it existed."""
         return {"name": name, "deleted": await store.delete(name)}
 
-    @mcp.tool(meta=CORE)
+    @mcp.tool(meta=CHANGE)
     async def schedule_toggle(name: Name, enabled: bool | None = None) -> JsonValue:
         """Enable or disable a schedule (flip it when `enabled` is omitted)."""
         if enabled is None:

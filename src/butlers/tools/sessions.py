@@ -18,7 +18,7 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
     async def sessions_list(
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         offset: Annotated[int, Field(ge=0)] = 0,
-        status: Literal["running", "completed", "error"] | None = None,
+        status: Literal["running", "completed", "error", "interrupted"] | None = None,
         trigger_source: str | None = None,
     ) -> JsonValue:
         """Recent sessions of this butler, newest first (without prompts and outputs)."""

@@ -8,15 +8,20 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
+from butlers.auth.access import access_meta
+from butlers.auth.middleware import current_caller
 from butlers.core.scheduler import Scheduler
-from butlers.core.spawner import NoRuntimeConfigured, Spawner
+from butlers.core.spawner import IdempotencyConflict, NoRuntimeConfigured, Spawner, SpawnerBusy
 from butlers.jsonutil import to_json
 
 CORE = {"module": "core"}
+# A session never starts sessions; the switchboard may route to `trigger`.
+TRIGGER = CORE | access_meta(sessions=False, router=True)
+TICK = CORE | access_meta(sessions=False)
 
 
 def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -> None:
-    @mcp.tool(meta=CORE)
+    @mcp.tool(meta=TRIGGER)
     async def trigger(
         prompt: Annotated[str, Field(min_length=1, description="What the session should do.")],
         context: Annotated[
@@ -29,24 +34,36 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
             float | None,
             Field(gt=0, description="Shorter timeout for this session (spec timeout caps it)."),
         ] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="Run at most once per key: a repeat returns the first session.",
+            ),
+        ] = None,
     ) -> JsonValue:
         """Run one LLM session of this butler on its own tools; sessions run one at a time.
 
         Returns the SpawnerResult: session_id, success, output, error, duration_ms,
-        tool_calls [{name, arguments, result}], input_tokens, output_tokens, model.
+        tool_calls [{name, arguments, result}], input_tokens, output_tokens, model, and
+        `duplicate` (true when a call with the same idempotency_key ran the session).
         """
+        # Keys are scoped to the authenticated caller: nobody else can pre-empt them.
+        key = f"{current_caller().label}/{idempotency_key}" if idempotency_key else None
         try:
             result = await spawner.trigger(
                 prompt,
                 trigger_source=trigger_source,
                 context=context,
                 timeout_seconds=timeout_seconds,
+                idempotency_key=key,
             )
-        except NoRuntimeConfigured as exc:
+        except (NoRuntimeConfigured, SpawnerBusy, IdempotencyConflict) as exc:
             raise ToolError(str(exc)) from None
         return result.to_json()
 
-    @mcp.tool(meta=CORE)
+    @mcp.tool(meta=TICK)
     async def tick() -> JsonValue:
         """Run every scheduled task that is due now; returns what ran and its outcome."""
         return {"ran": [to_json(run) for run in await scheduler.tick()]}

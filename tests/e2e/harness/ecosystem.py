@@ -9,9 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+from fastmcp import Client
+from fastmcp.client.transports import SSETransport, StreamableHttpTransport
 
 from butlers.db.pool import create_pool
 from butlers.mcp_clients import ClientCache
+
+USER = object()  # `EcosystemHandle.client(..., token=USER)`: the user's token
 
 
 @dataclass(frozen=True)
@@ -24,21 +28,52 @@ class ButlerEndpoint:
     dsn: str  # the butler's own role
 
 
+def bearer(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
 @dataclass
 class EcosystemHandle:
-    """Backend-neutral access to a running ecosystem."""
+    """Backend-neutral access to a running ecosystem.
+
+    A backend supplies the tokens its butlers accept: `token` is the user's (full
+    access, the one `ecosystem.json` records), `butler_tokens` what each butler
+    presents to others (to the switchboard when it registers; the switchboard's to
+    the butlers it routes to). Every call through `call`/`clients` carries the
+    user's token; `client(..., token=...)` speaks as anyone else, or as nobody.
+    """
 
     backend: str
     endpoints: dict[str, ButlerEndpoint]
     admin_dsn: str
     kill: Callable[[str], Awaitable[None]]
     restart: Callable[[str], Awaitable[None]]
+    token: str | None = field(default=None, repr=False)
+    butler_tokens: dict[str, str] = field(default_factory=dict, repr=False)
     # Where the butlers' logs are on this machine (None: they are not, e.g. on kind).
     log_dir: Path | None = None
     span_dir: Path | None = None  # where butlers write their spans (JSON lines)
     schema_prefix: str = ""  # of this session's schemas and roles (solo butlers use it too)
-    clients: ClientCache = field(default_factory=ClientCache)
+    clients: ClientCache = field(init=False)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.clients = ClientCache(headers=bearer(self.token))
+
+    def client(
+        self, butler: str, *, token: object = USER, sse: bool = False, timeout: float = 60
+    ) -> Client[Any]:
+        """A new MCP client of `butler` speaking with `token` (the user's by default;
+        None: no token at all). Use it as `async with handle.client(...) as c:`."""
+        chosen = self.token if token is USER else token
+        headers = bearer(chosen if isinstance(chosen, str) else None)
+        endpoint = self.endpoints[butler]
+        transport = (
+            SSETransport(endpoint.sse_url, headers=headers)
+            if sse
+            else StreamableHttpTransport(endpoint.url, headers=headers)
+        )
+        return Client(transport, timeout=timeout)
 
     def __getitem__(self, name: str) -> ButlerEndpoint:
         return self.endpoints[name]

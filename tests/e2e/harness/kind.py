@@ -32,6 +32,7 @@ from butlers.db.embedded import free_port
 from butlers.roster import is_switchboard, load_roster
 from butlers.spec import ButlerResource
 from butlers.waiting import wait_until
+from butlers_operator.auth import NAMESPACE_SECRET, USER_TOKEN_KEY
 
 from . import kind_commands as k
 from .ecosystem import ButlerEndpoint, EcosystemHandle
@@ -313,8 +314,17 @@ async def kind_ecosystem(
             await forwards.open(name, remotes[name])
             await wait_ready_http(f"http://127.0.0.1:{endpoints[name].port}/ready")
 
+        # The tokens the operator made: the namespace's user token, each butler's own.
+        user_token = (await read_secret(target, NAMESPACE_SECRET))[USER_TOKEN_KEY]
+        butler_tokens = {n: (await read_secret(target, f"{n}-auth"))["token"] for n in names}
         handle = EcosystemHandle(
-            backend="kind", endpoints=endpoints, admin_dsn=admin, kill=kill, restart=restart
+            backend="kind",
+            endpoints=endpoints,
+            admin_dsn=admin,
+            kill=kill,
+            restart=restart,
+            token=user_token,
+            butler_tokens=butler_tokens,
         )
         try:
             switchboards = [r.name for r in resources if is_switchboard(r)]

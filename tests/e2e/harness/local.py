@@ -37,6 +37,8 @@ async def local_ecosystem(
     )
     try:
         await ecosystem.start()
+        tokens = ecosystem.tokens
+        assert tokens is not None
         handle = EcosystemHandle(
             backend="local",
             endpoints={
@@ -51,6 +53,8 @@ async def local_ecosystem(
                 for name, b in ecosystem.butlers.items()
             },
             admin_dsn=admin_dsn,
+            token=tokens.user_token,
+            butler_tokens={name: tokens.butler_token(name) for name in ecosystem.butlers},
             kill=ecosystem.kill_butler,
             restart=ecosystem.restart_butler,
             log_dir=data_dir / "logs",

@@ -26,6 +26,7 @@ from kopf.testing import KopfRunner
 from butlers.db.provision import deprovision
 from butlers.roster import is_switchboard, load_roster
 from butlers.waiting import wait_until
+from butlers_operator.auth import NAMESPACE_SECRET, USER_TOKEN_KEY
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.target import build_schema_name
@@ -183,6 +184,20 @@ async def start_pods(cluster: FakeCluster, pods: LocalPods) -> dict[str, ButlerE
     }
 
 
+async def read_tokens(cluster: FakeCluster, names: list[str]) -> tuple[str, dict[str, str]]:
+    """The user's token and each butler's own, from the Secrets the operator made."""
+    secrets = {s["metadata"]["name"]: s for s in await cluster.items("v1", "secrets")}
+
+    def value(secret: str, key: str) -> str:
+        data = (secrets.get(secret) or {}).get("data") or {}
+        if key not in data:
+            raise OperatorBackendError(f"Secret {secret} has no key {key!r}")
+        return base64.b64decode(data[key]).decode()
+
+    user = value(NAMESPACE_SECRET, USER_TOKEN_KEY)
+    return user, {name: value(f"{name}-auth", "token") for name in names}
+
+
 async def wait_registered(
     handle: EcosystemHandle, switchboard: str, expected: Mapping[str, str]
 ) -> None:
@@ -255,10 +270,14 @@ async def operator_ecosystem(
                     )
                 await cluster.wait_condition({r.name for r in resources}, "DatabaseReady")
                 switchboards = [r.name for r in resources if is_switchboard(r)]
+                endpoints = await start_pods(cluster, pods)
+                user_token, butler_tokens = await read_tokens(cluster, list(endpoints))
                 handle = EcosystemHandle(
                     backend="operator",
-                    endpoints=await start_pods(cluster, pods),
+                    endpoints=endpoints,
                     admin_dsn=admin_dsn,
+                    token=user_token,
+                    butler_tokens=butler_tokens,
                     kill=lambda name: pods.by_service[name].kill(),
                     restart=lambda name: pods.by_service[name].restart(),
                     log_dir=pods.log_dir,

@@ -82,20 +82,24 @@ async def test_conditional_update_is_gated_only_for_sensitive_arguments(
     module_butler: ButlerFactory,
 ) -> None:
     butler = await module_butler(RELATIONSHIP, approval_timeout=0.2)
-    contact = await butler.call("contact_add", {"name": "Eve"})
+    contact = await butler.call("contact_add", {"name": "Eve", "email": "eve@example.org"})
     renamed = await butler.call("contact_update", {"contact_id": contact["id"], "name": "Evelyn"})
     assert renamed["name"] == "Evelyn"
-    blank = await butler.call(
-        "contact_update", {"contact_id": contact["id"], "name": "Eve", "email": ""}
+    omitted = await butler.call(
+        "contact_update", {"contact_id": contact["id"], "name": "Eve", "email": None}
     )
-    assert blank["name"] == "Eve"
-    gated = await butler.call_raw(
-        "contact_update", {"contact_id": contact["id"], "email": "eve@example.org"}
-    )
-    assert gated.is_error and "approval" in gated.content[0].text
+    assert omitted["email"] == "eve@example.org"
+    for email in ("eve@elsewhere.example", ""):  # a new address, or none at all
+        gated = await butler.call_raw(
+            "contact_update", {"contact_id": contact["id"], "email": email}
+        )
+        assert gated.is_error and "approval" in gated.content[0].text
     assert [r["tool_name"] for r in await butler.call("approval_list", {"status": None})] == [
-        "contact_update"
+        "contact_update",
+        "contact_update",
     ]
+    row = await butler.call("contact_get", {"contact_id": contact["id"]})
+    assert row["email"] == "eve@example.org"
 
 
 async def test_spec_rule_overrides_a_tools_declared_mode(module_butler: ButlerFactory) -> None:
@@ -128,9 +132,10 @@ async def test_audit_row_has_every_field(module_butler: ButlerFactory) -> None:
     )
     await asyncio.wait_for(call, 10)
     assert set(decided) >= set(AUDIT_FIELDS)
+    # The butler's own code decided (in process): its identity, then the given name.
     assert (decided["status"], decided["decided_by"], decided["reason"]) == (
         "approved",
-        "ops",
+        "local:ops",
         "ok",
     )
 

@@ -194,3 +194,5 @@ async def test_prompt_tasks_reach_the_spawner_with_their_schedule_name(make_app,
     assert mock_spawner.invocations == [
         {"prompt": "Good morning", "trigger_source": "schedule:morning", "context": None}
     ]
+    [key] = mock_spawner.keys
+    assert key is not None and key.startswith("schedule:")  # one session per firing

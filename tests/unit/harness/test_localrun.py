@@ -10,8 +10,11 @@ import yaml
 from butlers.db.provision import Credentials
 from butlers.roster import load_butler_file, parse_butler
 from butlers_operator import render
+from butlers_operator.auth import AuthInputs
 from butlers_operator.settings import OperatorSettings
 from tests.e2e.harness import localrun
+
+AUTH = AuthInputs("bu_user-token", "k" * 64, None)
 
 ROOT = Path(__file__).resolve().parents[3]
 DSN = "postgresql://health:pw@127.0.0.1:5432/butlers"
@@ -22,15 +25,17 @@ def rendered() -> dict[str, dict]:
     spec = load_butler_file(ROOT / "roster" / "health.yaml").spec
     target = render.ButlerTarget(name="health", namespace="home", uid="u", spec=spec)
     objects = render.render_all(
-        target, OperatorSettings(), Credentials("health", "health", "pw"), DSN, 5432
+        target, OperatorSettings(), Credentials("health", "health", "pw"), DSN, 5432, auth=AUTH
     )
-    return {o["kind"]: o for o in objects}
+    rendered = {o["kind"]: o for o in objects}
+    rendered["Secrets"] = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Secret"}
+    return rendered
 
 
 def _launch(rendered: dict[str, dict], container: str = "butler") -> localrun.ContainerLaunch:
     return localrun.build_container_launch(
         rendered["Deployment"],
-        {rendered["Secret"]["metadata"]["name"]: rendered["Secret"]},
+        rendered["Secrets"],
         {rendered["ConfigMap"]["metadata"]["name"]: rendered["ConfigMap"]},
         container,
     )
@@ -59,7 +64,7 @@ def test_relocate_moves_files_and_rewrites_argv(rendered, tmp_path: Path) -> Non
 def test_pod_launches_run_migrations_before_the_butler(rendered) -> None:  # type: ignore[no-untyped-def]
     launches = localrun.build_pod_launches(
         rendered["Deployment"],
-        {"health-db": rendered["Secret"]},
+        rendered["Secrets"],
         {"health-spec": rendered["ConfigMap"]},
     )
     assert [launch.name for launch in launches] == ["migrate", "butler"]

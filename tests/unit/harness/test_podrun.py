@@ -10,9 +10,12 @@ import pytest
 from butlers.db.provision import Credentials
 from butlers.spec import ButlerSpec
 from butlers_operator import render
+from butlers_operator.auth import AuthInputs
 from butlers_operator.settings import OperatorSettings
 from tests.e2e.harness.localrun import ContainerLaunch, build_pod_launches
 from tests.support.podrun import PodSpecError, build_docker_run, build_env_file, parse_quantity
+
+AUTH = AuthInputs("bu_user-token", "k" * 64, None)
 
 CREDENTIALS = Credentials(schema="health", role="health", password="pw")
 
@@ -22,11 +25,13 @@ def rendered() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         name="health", namespace="ns", uid="u1", spec=ButlerSpec(description="d", port=41000)
     )
     settings = OperatorSettings(namespaces=("ns",), butler_image="registry/butler:1")
-    objects = render.render_all(target, settings, CREDENTIALS, "postgresql://h:pw@db/x", 5432)
+    objects = render.render_all(
+        target, settings, CREDENTIALS, "postgresql://h:pw@db/x", 5432, auth=AUTH
+    )
     by_kind = {o["kind"]: o for o in objects}
     return (
         by_kind["Deployment"],
-        {"health-db": by_kind["Secret"]},
+        {o["metadata"]["name"]: o for o in objects if o["kind"] == "Secret"},
         {"health-spec": by_kind["ConfigMap"]},
     )
 

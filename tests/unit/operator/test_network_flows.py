@@ -191,7 +191,11 @@ def test_the_render_command_prints_every_object_of_every_butler(flows: dict[str,
     kinds: dict[str, set[str]] = {}
     for document in flows["objects"]:
         kinds.setdefault(
-            document["metadata"]["name"].removesuffix("-db").removesuffix("-spec"), set()
+            document["metadata"]["name"]
+            .removesuffix("-db")
+            .removesuffix("-auth")
+            .removesuffix("-spec"),
+            set(),
         ).add(document["kind"])
     expected = {"Secret", "ConfigMap", "Deployment", "Service", "ServiceAccount", "NetworkPolicy"}
     assert set(kinds) == {"general", "health", "messenger", "relationship", "switchboard"}

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from butlers.auth.tokens import TokenBook, butler_token, digest
 from butlers.db.provision import Credentials
 from butlers.roster import load_butler_file, parse_butler
 from butlers.spec import ButlerSpec
 from butlers_operator import render
+from butlers_operator.auth import AuthInputs
 from butlers_operator.settings import OperatorSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 SETTINGS = OperatorSettings(operator_namespace="butlers-system")
 CREDENTIALS = Credentials(schema="health", role="health", password="s3cret")
 DSN = "postgresql://health:s3cret@postgres.butlers:5432/butlers"
+AUTH = AuthInputs("bu_user-token", "k" * 64, "switchboard")
 
 
 def _target(name: str = "health", **spec: object) -> render.ButlerTarget:
@@ -31,7 +35,7 @@ def _container(deployment: dict) -> dict:
 
 
 def _all(target: render.ButlerTarget) -> list[dict]:
-    return render.render_all(target, SETTINGS, CREDENTIALS, DSN, 5432)
+    return render.render_all(target, SETTINGS, CREDENTIALS, DSN, 5432, auth=AUTH)
 
 
 @pytest.mark.parametrize("name", ["health", "switchboard", "general"])
@@ -263,7 +267,8 @@ def test_network_policy_can_be_disabled() -> None:
     from butlers_operator.settings import NetworkPolicySettings
 
     settings = OperatorSettings(network_policy=NetworkPolicySettings(enabled=False))
-    kinds = [m["kind"] for m in render.render_all(_target(), settings, CREDENTIALS, DSN, 5432)]
+    objects = render.render_all(_target(), settings, CREDENTIALS, DSN, 5432, auth=AUTH)
+    kinds = [m["kind"] for m in objects]
     assert "NetworkPolicy" not in kinds and "Deployment" in kinds
 
 
@@ -289,3 +294,53 @@ def test_pod_labels_cannot_replace_the_operators_own() -> None:
     assert labels["butlers.dev/butler"] == "health" and labels["team"] == "home"
     selector = deployment["spec"]["selector"]["matchLabels"]
     assert all(labels[k] == v for k, v in selector.items())
+
+
+# -- tokens --------------------------------------------------------------------------
+
+
+def _auth_values(target: render.ButlerTarget, auth: AuthInputs = AUTH) -> dict[str, str]:
+    secret = next(
+        m
+        for m in render.render_all(target, SETTINGS, CREDENTIALS, DSN, 5432, auth=auth)
+        if m["metadata"]["name"] == f"{target.name}-auth"
+    )
+    return {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+
+
+def test_each_butler_gets_its_own_token_and_the_digests_it_checks() -> None:
+    values = _auth_values(_target("health"))
+    book = TokenBook(registration_key=AUTH.registration_key)
+    identity = book.verify(values["token"])
+    assert identity is not None and (identity.kind, identity.name) == ("butler", "health")
+    assert values["user-token-sha256"] == f"user={digest(AUTH.user_token)}"
+    switchboard = butler_token(AUTH.registration_key, "switchboard")
+    assert values["switchboard-token-sha256"] == digest(switchboard)
+    assert values["registration-key"] == "", "only the switchboard holds the key"
+
+
+def test_only_the_switchboard_gets_the_registration_key() -> None:
+    assert _auth_values(_target("switchboard"))["registration-key"] == AUTH.registration_key
+
+
+def test_the_pod_reads_its_tokens_from_its_secret_and_answers_its_service_names() -> None:
+    deployment = next(m for m in _all(_target("health")) if m["kind"] == "Deployment")
+    env = {e["name"]: e for e in _container(deployment)["env"]}
+    for variable in ("BUTLERS_TOKEN", "BUTLERS_USER_TOKEN_SHA256", "BUTLERS_REGISTRATION_KEY"):
+        assert env[variable]["valueFrom"]["secretKeyRef"]["name"] == "health-auth"
+    hosts = env["BUTLERS_ALLOWED_HOSTS"]["value"].split(",")
+    assert hosts == ["health", "health.home", "health.home.svc", "health.home.svc.cluster.local"]
+    rendered_text = json.dumps([m for m in _all(_target("health")) if m["kind"] != "Secret"])
+    assert AUTH.user_token not in rendered_text and AUTH.registration_key not in rendered_text
+
+
+def test_a_rotated_user_token_rolls_the_pods() -> None:
+    def config_hash(auth: AuthInputs) -> str:
+        objects = render.render_all(_target("health"), SETTINGS, CREDENTIALS, DSN, 5432, auth=auth)
+        deployment = next(m for m in objects if m["kind"] == "Deployment")
+        return deployment["spec"]["template"]["metadata"]["annotations"][
+            render.CONFIG_HASH_ANNOTATION
+        ]
+
+    rotated = AuthInputs("bu_another-token", AUTH.registration_key, AUTH.switchboard)
+    assert config_hash(AUTH) != config_hash(rotated)

@@ -1,5 +1,12 @@
-"""`approvals`: gated tool calls wait for a human decision, with an audit trail."""
+"""`approvals`: gated tool calls wait for a person's decision, with an audit trail.
 
+Only the user's authority decides (`approval_decide` is closed to sessions and to
+other butlers), and the decision is recorded under the caller's authenticated
+identity. Requests pending when the butler starts expire: the calls that waited
+for them died with the previous process.
+"""
+
+import logging
 import uuid
 from typing import Annotated, Literal
 
@@ -7,11 +14,14 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
+from butlers.auth.access import access_meta
+from butlers.auth.middleware import current_caller
 from butlers.jsonutil import to_json
 from butlers.modules.approvals.gate import ApprovalGate
 from butlers.modules.approvals.store import ApprovalStore
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 
+log = logging.getLogger(__name__)
 NAME = "approvals"
 
 
@@ -26,7 +36,13 @@ class ApprovalsModule(Module):
         spec = ctx.butler.resource.spec.approvals
         timeout = ctx.butler.approval_timeout_seconds or spec.timeout_seconds
         self.store = ApprovalStore(ctx.pool)
-        self.gate = ApprovalGate(self.store, timeout, ctx.services.redactor)
+        expired = await self.store.expire_orphans()
+        if expired:
+            log.warning(
+                "expired %d approval request(s) whose held call died with its process", expired
+            )
+        services = ctx.services
+        self.gate = ApprovalGate(self.store, timeout, services.redactor, spawner=services.spawner)
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         store = self.store
@@ -42,24 +58,43 @@ class ApprovalsModule(Module):
             """Approval requests, newest first (pending ones by default)."""
             return to_json(await store.list(status, limit))
 
-        @mcp.tool(meta=meta)
+        @mcp.tool(meta=meta | access_meta(sessions=False))
         async def approval_decide(
             approval_id: uuid.UUID,
             decision: Literal["approved", "denied", "approve", "deny"],
-            decided_by: Annotated[str, Field(min_length=1, max_length=200)],
-            reason: str | None = None,
+            decided_by: Annotated[
+                str | None,
+                Field(
+                    min_length=1,
+                    max_length=200,
+                    description="Who, for the record (e.g. a dashboard user); kept after "
+                    "the authenticated identity, which is what decides.",
+                ),
+            ] = None,
+            reason: Annotated[str | None, Field(max_length=2000)] = None,
         ) -> JsonValue:
-            """Approve (the held call runs) or deny (the caller gets an error) a pending request."""
+            """Approve (the held call runs) or deny (the caller gets an error) a pending
+            request. Needs the user's token; a request past its deadline, or whose caller
+            went away, is expired and can no longer be decided."""
             status = "approved" if decision.startswith("approve") else "denied"
-            row = await store.decide(approval_id, status, decided_by, reason)
+            identity = current_caller()
+            recorded = identity.label + (f":{decided_by}" if decided_by else "")
+            row = await store.decide(approval_id, status, recorded, reason)
             if row is None:
                 current = await store.get(approval_id)
                 if current is None:
                     raise ToolError(f"no approval {approval_id} on this butler")
                 raise ToolError(
-                    f"approval {approval_id} is {current['status']}, not pending; "
-                    "only pending requests can be decided"
+                    f"approval {approval_id} is {current['status']}, not pending"
+                    + (f" ({current['reason']})" if current.get("reason") else "")
+                    + "; only pending requests can be decided"
                 )
+            if row["status"] == "expired":
+                raise ToolError(
+                    f"approval {approval_id} expired at {row['expires_at'].isoformat()} "
+                    "before this decision; nothing was done"
+                )
+            log.info("approval %s %s by %s", approval_id, status, identity.label)
             return to_json(row)
 
     async def ready(self, mcp: FastMCP, ctx: ModuleContext) -> None:

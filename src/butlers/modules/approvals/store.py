@@ -14,6 +14,9 @@ COLUMNS = (
 )
 
 
+ORPHANED = "the butler restarted while the call was held; the call did not run"
+
+
 class ApprovalStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
@@ -38,24 +41,44 @@ class ApprovalStore:
         )
         return value
 
-    async def expire(self, approval_id: uuid.UUID) -> bool:
+    async def expire(
+        self, approval_id: uuid.UUID, reason: str = "no decision before the deadline"
+    ) -> bool:
         """Mark a still-pending request expired; False when a decision got there first."""
         result = await self._pool.execute(
             "UPDATE approvals SET status = 'expired', decided_at = clock_timestamp(), "
-            "decided_by = 'system', reason = 'no decision before the deadline' "
-            "WHERE id = $1 AND status = 'pending'",
+            "decided_by = 'system', reason = $2 WHERE id = $1 AND status = 'pending'",
             approval_id,
+            reason,
         )
         return affected(result) > 0
+
+    async def expire_orphans(self) -> int:
+        """At start-up: every pending request belonged to a held call of a process that is
+        gone (nothing holds it any more, so it can never run); mark them expired."""
+        result = await self._pool.execute(
+            "UPDATE approvals SET status = 'expired', decided_at = clock_timestamp(), "
+            "decided_by = 'system', reason = $1 WHERE status = 'pending'",
+            ORPHANED,
+        )
+        return int(result.split()[-1])
 
     async def decide(
         self, approval_id: uuid.UUID, status: str, decided_by: str, reason: str | None
     ) -> dict[str, Any] | None:
-        """Record a decision on a pending request; None when it is not pending."""
+        """Record a decision on a pending request still within its deadline; a pending
+        request past it becomes `expired` instead. None when it was not pending."""
         row = await self._pool.fetchrow(
-            f"UPDATE approvals SET status = $2, decided_at = clock_timestamp(), "
-            f"decided_by = $3, reason = $4 WHERE id = $1 AND status = 'pending' "
-            f"RETURNING {COLUMNS}",
+            f"""
+            UPDATE approvals SET
+                status = CASE WHEN expires_at > clock_timestamp() THEN $2 ELSE 'expired' END,
+                decided_at = clock_timestamp(),
+                decided_by = CASE WHEN expires_at > clock_timestamp() THEN $3 ELSE 'system' END,
+                reason = CASE WHEN expires_at > clock_timestamp() THEN $4
+                              ELSE 'no decision before the deadline' END
+            WHERE id = $1 AND status = 'pending'
+            RETURNING {COLUMNS}
+            """,
             approval_id,
             status,
             decided_by,

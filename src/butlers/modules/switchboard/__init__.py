@@ -1,10 +1,13 @@
 """`switchboard`: ingest messages, classify them, and route each part to a butler.
 
-Tables: `message_inbox` (idempotent on the envelope's key), `butler_registry`
-(butlers register themselves and keep a heartbeat), `routing_log` (one row per
-target) and `fanout_execution_log` (one row per message).
+Tables: `message_inbox` (idempotent on the envelope's key, scoped to the caller
+that sent it), `butler_registry` (butlers register themselves and keep a heartbeat;
+see `registry`), `routing_log` (one row per target) and `fanout_execution_log` (one
+row per message). The switchboard calls targets' `trigger` with its own token.
 """
 
+import asyncio
+import contextlib
 import uuid
 from typing import Annotated
 
@@ -12,11 +15,14 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue, ValidationError
 
+from butlers.auth.access import access_meta
+from butlers.auth.middleware import current_caller
 from butlers.jsonutil import to_json
 from butlers.mcp_clients import ClientCache
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.switchboard.pipeline import Pipeline
-from butlers.modules.switchboard.store import SwitchboardStore
+from butlers.modules.switchboard.registry import expire_stale_entries, register_registry_tools
+from butlers.modules.switchboard.store import IdempotencyConflict, SwitchboardStore
 from butlers.spec import SWITCHBOARD_MODULE
 from butlers.switchboard.classification import RouteEntry
 from butlers.switchboard.envelope import parse_envelope
@@ -30,6 +36,10 @@ class SwitchboardConfig(ModuleConfig):
     route_timeout_seconds: Seconds = 600.0
     # A butler whose last heartbeat is older than this is shown as not alive.
     heartbeat_stale_seconds: Seconds = 90.0
+    # How often unfinished messages no task is processing are resumed (also at start).
+    recovery_interval_seconds: Seconds = 30.0
+    # A registry entry whose heartbeat stopped this long ago is removed.
+    registry_expiry_seconds: Annotated[float, Field(gt=0, le=30 * 24 * 3600)] = 3600.0
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -49,20 +59,33 @@ class SwitchboardModule(Module):
 
     def __init__(self) -> None:
         self._pipeline: Pipeline | None = None
+        self._expiry: asyncio.Task[None] | None = None
 
     async def start(self, ctx: ModuleContext) -> None:
         config: SwitchboardConfig = ctx.config
         self._pipeline = Pipeline(
             butler=ctx.butler.name,
             store=SwitchboardStore(ctx.pool),
-            clients=ClientCache(timeout=config.route_timeout_seconds + 30),
+            clients=ClientCache(
+                timeout=config.route_timeout_seconds + 30, headers=_bearer(ctx.butler.token)
+            ),
             spawner=ctx.services.spawner,
             classification_timeout=config.classification_timeout_seconds,
             route_timeout=config.route_timeout_seconds,
             stale_after=config.heartbeat_stale_seconds,
+            recovery_interval=config.recovery_interval_seconds,
+        )
+        self._pipeline.start()
+        self._expiry = asyncio.create_task(
+            expire_stale_entries(SwitchboardStore(ctx.pool), config.registry_expiry_seconds),
+            name="registry expiry",
         )
 
     async def stop(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiry
         if self._pipeline is not None:
             await self._pipeline.aclose()
 
@@ -73,8 +96,9 @@ class SwitchboardModule(Module):
         config: SwitchboardConfig = ctx.config
         meta = tool_meta(NAME)
         read = {"readOnlyHint": True}
+        pipeline_meta = meta | access_meta(sessions=False)  # no session re-enters the pipeline
 
-        @mcp.tool(meta=meta)
+        @mcp.tool(meta=pipeline_meta)
         async def ingest_v1(
             envelope: Annotated[dict[str, JsonValue], Field(description="An IngestEnvelopeV1.")],
             wait: Annotated[
@@ -83,7 +107,9 @@ class SwitchboardModule(Module):
             route_timeout_seconds: Seconds | None = None,
             classification_timeout_seconds: Seconds | None = None,
         ) -> JsonValue:
-            """Accept a message: persisted once per idempotency key, then classified and routed.
+            """Accept a message: persisted once per idempotency key (per caller), then
+            classified and routed. The same key with different content is refused as a
+            conflict.
 
             Returns {status: "accepted", request_id, duplicate}; with wait=true also the
             classification and one route result per target butler.
@@ -92,21 +118,25 @@ class SwitchboardModule(Module):
                 parsed = parse_envelope(envelope)
             except ValidationError as exc:
                 raise ToolError(_validation_message(exc)) from None
-            return await pipeline.ingest(
-                parsed,
-                wait=wait,
-                route_timeout=route_timeout_seconds,
-                classification_timeout=classification_timeout_seconds,
-            )
+            try:
+                return await pipeline.ingest(
+                    parsed,
+                    wait=wait,
+                    route_timeout=route_timeout_seconds,
+                    classification_timeout=classification_timeout_seconds,
+                    submitted_by=current_caller().label,
+                )
+            except IdempotencyConflict as exc:
+                raise ToolError(str(exc)) from None
 
-        @mcp.tool(meta=meta)
+        @mcp.tool(meta=pipeline_meta)
         async def classify_message(
             text: Annotated[str, Field(min_length=1, max_length=100_000)],
         ) -> JsonValue:
             """Split a message into {butler, prompt, segment} entries (nothing is routed)."""
             return (await pipeline.classify(text)).to_json()
 
-        @mcp.tool(meta=meta)
+        @mcp.tool(meta=pipeline_meta)
         async def route(
             butler: Annotated[str, Field(min_length=1)],
             prompt: Annotated[str, Field(min_length=1)],
@@ -118,22 +148,7 @@ class SwitchboardModule(Module):
             )
             return outcome.to_json()
 
-        @mcp.tool(meta=meta)
-        async def butler_register(
-            name: Annotated[str, Field(pattern=r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$")],
-            description: Annotated[str, Field(min_length=1)],
-            url: Annotated[str, Field(pattern=r"^https?://")],
-            hints: list[str] | None = None,
-            modules: list[str] | None = None,
-        ) -> JsonValue:
-            """Register (or re-register) a butler and its MCP URL for routing."""
-            await store.register(name, description, url, hints or [], modules or [])
-            return {"registered": name, "url": url}
-
-        @mcp.tool(meta=meta)
-        async def butler_heartbeat(name: str) -> JsonValue:
-            """Mark a registered butler alive; `known` is false when it must register again."""
-            return {"name": name, "known": await store.heartbeat(name)}
+        register_registry_tools(mcp, store, meta)
 
         @mcp.tool(meta=meta, annotations=read)
         async def butler_registry_list() -> JsonValue:
@@ -160,3 +175,7 @@ class SwitchboardModule(Module):
             if message is None:
                 raise ToolError(f"no message with request_id {request_id}")
             return to_json(message | {"routes": await store.routes(request_id, 100)})
+
+
+def _bearer(token: str | None) -> dict[str, str] | None:
+    return {"Authorization": f"Bearer {token}"} if token else None

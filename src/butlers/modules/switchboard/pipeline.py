@@ -38,6 +38,10 @@ from butlers.switchboard.envelope import IngestEnvelopeV1
 from butlers.telemetry import tracer
 
 log = logging.getLogger(__name__)
+RECOVERY_INTERVAL = 30.0  # seconds between recovery sweeps of the inbox
+RECOVERY_BATCH = 20  # messages resumed per sweep at most
+MAX_ATTEMPTS = 3  # processing attempts of one message (the first and two recoveries)
+MAX_AGE_SECONDS = 24 * 3600  # an open message older than this is failed, not resumed
 
 
 def _trace_id() -> str | None:
@@ -56,6 +60,7 @@ class Pipeline:
         classification_timeout: float,
         route_timeout: float,
         stale_after: float,
+        recovery_interval: float = RECOVERY_INTERVAL,
     ) -> None:
         self._butler = butler
         self._store = store
@@ -64,7 +69,12 @@ class Pipeline:
         self._classification_timeout = classification_timeout
         self._route_timeout = route_timeout
         self._stale_after = stale_after
+        self._recovery_interval = recovery_interval
         self._tasks: set[asyncio.Task[Any]] = set()
+        # Messages a task of this process is processing: the recovery sweep skips them.
+        self._active: set[uuid.UUID] = set()
+        self._recovery: asyncio.Task[None] | None = None
+        self._recovering = asyncio.Lock()
 
     # -- entry points -------------------------------------------------------------
 
@@ -75,12 +85,23 @@ class Pipeline:
         wait: bool,
         route_timeout: float | None = None,
         classification_timeout: float | None = None,
+        submitted_by: str = "local",
     ) -> dict[str, JsonValue]:
+        """`submitted_by` (the caller's identity) scopes the idempotency key: another
+        caller cannot pre-empt it."""
         with tracer().start_as_current_span(
             "switchboard.ingest",
             attributes={"ingest.channel": envelope.source.channel},
         ) as span:
-            request_id, duplicate = await self._store.accept(envelope, _trace_id())
+            request_id = uuid.uuid4()
+            self._active.add(request_id)  # before the row exists: the sweep never races us
+            try:
+                request_id, duplicate = await self._store.accept(
+                    envelope, _trace_id(), request_id, submitted_by
+                )
+            except BaseException:
+                self._active.discard(request_id)
+                raise
             span.set_attributes({"request.id": str(request_id), "ingest.duplicate": duplicate})
             accepted: dict[str, JsonValue] = {
                 "status": "accepted",
@@ -89,21 +110,37 @@ class Pipeline:
             }
             if duplicate:
                 return accepted
-            work = self._process(
-                request_id, envelope.payload.text, route_timeout, classification_timeout
+            # Owned by the pipeline, created inside the span (the work joins this
+            # message's trace): a caller that goes away does not stop it.
+            task = self._spawn(
+                request_id,
+                self._process(
+                    request_id, envelope.payload.text, route_timeout, classification_timeout
+                ),
             )
-            if wait:
-                return accepted | await work
-            # Created inside the span, so the background work joins this message's trace.
-            task = asyncio.create_task(work, name=f"switchboard {request_id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
+        if wait:
+            outcome: dict[str, JsonValue] = await asyncio.shield(task)
+            return accepted | outcome
         return accepted
 
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("processing %s failed", task.get_name(), exc_info=task.exception())
+    def _spawn(self, request_id: uuid.UUID, work: Any) -> asyncio.Task[Any]:
+        self._active.add(request_id)
+        task = asyncio.create_task(work, name=f"switchboard {request_id}")
+        self._tasks.add(task)
+
+        def done(finished: asyncio.Task[Any]) -> None:
+            self._tasks.discard(finished)
+            self._active.discard(request_id)
+            if not finished.cancelled() and finished.exception() is not None:
+                log.error(
+                    "processing message %s failed (the recovery sweep retries it): %s",
+                    request_id,
+                    finished.exception(),
+                    exc_info=finished.exception(),
+                )
+
+        task.add_done_callback(done)
+        return task
 
     async def classify(
         self, text: str, request_id: uuid.UUID | None = None, timeout: float | None = None
@@ -128,11 +165,79 @@ class Pipeline:
         await self._store.log_route(request_id, outcome, _trace_id())
         return outcome
 
+    def start(self) -> None:
+        """Start the recovery sweep: once now, then every `recovery_interval` seconds."""
+        if self._recovery is None:
+            self._recovery = asyncio.create_task(self._recovery_loop(), name="inbox recovery")
+
     async def aclose(self) -> None:
-        for task in list(self._tasks):
+        tasks = [*self._tasks, *([self._recovery] if self._recovery else [])]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self._clients.close()
+
+    # -- recovery ------------------------------------------------------------------
+
+    async def recover(self) -> int:
+        """Resume every open message no task of this process is processing (its process
+        died, or its processing failed): `accepted` ones are classified again,
+        `classified` ones dispatch the routes that have no outcome yet, with the same
+        route ids, so a target that already ran a route returns that session instead of
+        running it again. A message that keeps failing, or is too old, is `failed` with
+        the reason. Returns how many messages were resumed."""
+        async with self._recovering:
+            resumed = 0
+            for request_id in await self._store.open_messages(list(self._active), RECOVERY_BATCH):
+                if request_id in self._active:
+                    continue
+                row = await self._store.claim(request_id)
+                if row is None:
+                    continue
+                reason = _give_up_reason(row)
+                if reason:
+                    await self._store.give_up(request_id, reason)
+                    log.warning("message %s failed: %s", request_id, reason)
+                    continue
+                log.info(
+                    "recovering message %s (%s, attempt %d)",
+                    request_id,
+                    row["status"],
+                    row["attempts"],
+                )
+                self._spawn(request_id, self._resume(row))
+                resumed += 1
+            return resumed
+
+    async def _recovery_loop(self) -> None:
+        while True:
+            try:
+                await self.recover()
+            except Exception as exc:  # the database may be down: try again next round
+                log.warning("inbox recovery sweep failed: %s: %s", exc.__class__.__name__, exc)
+            await asyncio.sleep(self._recovery_interval)
+
+    async def _resume(self, row: dict[str, Any]) -> dict[str, Any]:
+        request_id: uuid.UUID = row["request_id"]
+        stored = row["classification"] or {}
+        if row["status"] == "accepted" or not stored.get("route_ids"):
+            if row["status"] != "accepted":  # classified before route ids were kept
+                reason = "its routes have no ids to deduplicate by; not dispatched again"
+                await self._store.give_up(request_id, reason)
+                log.warning("message %s failed: %s", request_id, reason)
+                return {}
+            return await self._process(request_id, row["text"], None, None)
+        classification = Classification(
+            entries=tuple(RouteEntry(**entry) for entry in stored["entries"]),
+            fallback=bool(stored.get("fallback")),
+            reason=stored.get("reason"),
+        )
+        plan = FanoutPlan(
+            request_id,
+            classification.entries,
+            route_ids=tuple(uuid.UUID(i) for i in stored["route_ids"]),
+        )
+        return await self._dispatch(request_id, classification, plan, None)
 
     # -- steps ---------------------------------------------------------------------
 
@@ -151,22 +256,52 @@ class Pipeline:
         classification_timeout: float | None,
     ) -> dict[str, JsonValue]:
         classification = await self.classify(text, request_id, classification_timeout)
-        await self._store.classified(request_id, classification.to_json())
+        plan = FanoutPlan(
+            request_id,
+            classification.entries,
+            route_ids=tuple(uuid.uuid4() for _ in classification.entries),
+        )
+        stored = classification.to_json() | {"route_ids": [str(i) for i in plan.route_ids]}
+        if not await self._store.classified(request_id, stored):
+            raise RuntimeError(f"message {request_id} is no longer accepted")
+        return await self._dispatch(request_id, classification, plan, route_timeout)
+
+    async def _dispatch(
+        self,
+        request_id: uuid.UUID,
+        classification: Classification,
+        plan: FanoutPlan,
+        route_timeout: float | None,
+    ) -> dict[str, JsonValue]:
+        """Run the routes of `plan` that have no outcome yet, log each as it finishes,
+        then close the message with the fan-out log (one transaction)."""
         started = time.monotonic()
-        plan = FanoutPlan(request_id, classification.entries)
+        done = await self._store.route_outcomes(request_id)
+        todo = [(e, i) for e, i in zip(plan.entries, plan.route_ids, strict=True) if i not in done]
+        trace_id = _trace_id()
+
+        async def logged(outcome: RouteOutcome) -> None:
+            await self._store.log_route(request_id, outcome, trace_id)
+
         with tracer().start_as_current_span(
             "switchboard.dispatch", attributes={"request.id": str(request_id)}
         ):
-            outcomes = await execute_plan(
-                plan, self._router(request_id), route_timeout or self._route_timeout
+            fresh = await execute_plan(
+                FanoutPlan(
+                    request_id,
+                    tuple(e for e, _ in todo),
+                    route_ids=tuple(i for _, i in todo),
+                ),
+                self._router(request_id),
+                route_timeout or self._route_timeout,
+                on_outcome=logged,
             )
+        by_id = done | {o.route_id: o for o in fresh}
+        outcomes = [by_id[i] for i in plan.route_ids]
         status = summarize(outcomes)
-        for outcome in outcomes:
-            await self._store.log_route(request_id, outcome, _trace_id())
-        await self._store.log_fanout(
+        await self._store.finish(
             request_id, outcomes, status, int((time.monotonic() - started) * 1000)
         )
-        await self._store.finished(request_id, status)
         log.info(
             "classify_message request %s → %s; route targets %s",
             request_id,
@@ -189,10 +324,12 @@ class Pipeline:
             return fallback(text, "no runtime configured for classification")
         source = f"classify:{request_id}" if request_id else "classify"
         try:
+            # The classifier reads untrusted text and holds no tool at all.
             result = await spawner.trigger(
                 build_classification_prompt(text, profiles),
                 trigger_source=source,
                 timeout_seconds=timeout,
+                tools=False,
             )
         except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
             # The session log (its database) could not be written: an outage, not a bug.
@@ -228,9 +365,14 @@ class Pipeline:
                         "route_id": str(route_id),
                         "segment": entry.segment,
                     },
+                    # The target runs one session per route id, however often it is asked
+                    # (a repeat after a dropped connection, a re-dispatch after a crash).
+                    "idempotency_key": f"route:{route_id}",
                 }
                 try:
-                    result = await self._clients.call_tool(url, "trigger", arguments)
+                    result = await self._clients.call_tool(
+                        url, "trigger", arguments, idempotent=True
+                    )
                 except EndpointUnavailable as exc:
                     raise TargetUnavailable(f"butler {entry.butler!r} at {url}: {exc}") from None
                 except ToolError as exc:
@@ -247,3 +389,14 @@ class Pipeline:
             if row["name"] == butler:
                 return str(row["url"])
         raise TargetUnavailable(f"butler {butler!r} is not registered with the switchboard")
+
+
+def _give_up_reason(row: dict[str, Any]) -> str | None:
+    if row["attempts"] > MAX_ATTEMPTS:
+        return (
+            f"given up after {MAX_ATTEMPTS} processing attempts (the switchboard or the "
+            "database failed each time); see the switchboard's log"
+        )
+    if row["age_seconds"] > MAX_AGE_SECONDS:
+        return f"still unprocessed {MAX_AGE_SECONDS // 3600} h after it arrived"
+    return None

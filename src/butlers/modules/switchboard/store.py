@@ -1,4 +1,11 @@
-"""SQL of the switchboard tables."""
+"""SQL of the switchboard tables.
+
+The inbox is a state machine, each transition one statement or one transaction:
+`accepted` (inserted) → `classified` (the plan, with a route id per target) → one
+`routing_log` row per route as it finishes → `dispatched` | `partial` | `failed`
+together with the `fanout_execution_log` row. A message the recovery sweep gives
+up on is `failed` with an `error`.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +17,15 @@ import asyncpg
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected
-from butlers.switchboard.dispatch import RouteOutcome
+from butlers.switchboard.classification import RouteEntry
+from butlers.switchboard.dispatch import RouteOutcome, TriggerAnswer
 from butlers.switchboard.envelope import IngestEnvelopeV1
+
+OPEN_STATUSES = ("accepted", "classified")
+
+
+class IdempotencyConflict(Exception):
+    """An idempotency key this caller used before came back with different content."""
 
 
 class SwitchboardStore:
@@ -21,16 +35,22 @@ class SwitchboardStore:
     # -- inbox -------------------------------------------------------------------
 
     async def accept(
-        self, envelope: IngestEnvelopeV1, trace_id: str | None
+        self,
+        envelope: IngestEnvelopeV1,
+        trace_id: str | None,
+        request_id: uuid.UUID,
+        submitted_by: str,
     ) -> tuple[uuid.UUID, bool]:
-        """(request_id, duplicate): a key seen before returns its first request_id."""
-        request_id = uuid.uuid4()
+        """(request_id, duplicate): a key this caller used before returns its first
+        request_id; with different content it is an `IdempotencyConflict`."""
+        digest = envelope.content_digest()
         inserted = await self._pool.fetchval(
             """
             INSERT INTO message_inbox
-                (request_id, idempotency_key, channel, provider, sender, text, envelope, trace_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8)
-            ON CONFLICT (idempotency_key) DO NOTHING
+                (request_id, idempotency_key, channel, provider, sender, text, envelope,
+                 trace_id, submitted_by, content_sha256)
+            VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10)
+            ON CONFLICT (submitted_by, idempotency_key) DO NOTHING
             RETURNING request_id
             """,
             request_id,
@@ -41,36 +61,120 @@ class SwitchboardStore:
             envelope.payload.text,
             envelope.model_dump_json(),
             trace_id,
+            submitted_by,
+            digest,
         )
         if inserted is not None:
             return inserted, False
-        existing = await self._pool.fetchval(
-            "SELECT request_id FROM message_inbox WHERE idempotency_key = $1",
+        existing = await self._pool.fetchrow(
+            "SELECT request_id, content_sha256 FROM message_inbox "
+            "WHERE submitted_by = $1 AND idempotency_key = $2",
+            submitted_by,
             envelope.idempotency_key,
         )
-        return existing, True
+        if existing["content_sha256"] not in (None, digest):
+            raise IdempotencyConflict(
+                f"idempotency key {envelope.idempotency_key!r} conflicts with message "
+                f"{existing['request_id']}, accepted earlier with different content; "
+                "nothing was accepted (use a new key for a new message)"
+            )
+        return existing["request_id"], True
 
-    async def classified(self, request_id: uuid.UUID, classification: dict[str, Any]) -> None:
-        await self._pool.execute(
-            "UPDATE message_inbox SET status = 'classified', classification = $2::text::jsonb "
-            "WHERE request_id = $1",
+    async def classified(self, request_id: uuid.UUID, classification: dict[str, Any]) -> bool:
+        """accepted → classified, with the plan; False when it was not `accepted`."""
+        status = await self._pool.execute(
+            "UPDATE message_inbox SET status = 'classified', classification = $2::text::jsonb, "
+            "updated_at = clock_timestamp() WHERE request_id = $1 AND status = 'accepted'",
             request_id,
             dumps(classification),
         )
+        return bool(status != "UPDATE 0")
 
-    async def finished(self, request_id: uuid.UUID, status: str) -> None:
+    async def finish(
+        self,
+        request_id: uuid.UUID,
+        outcomes: list[RouteOutcome],
+        status: str,
+        duration_ms: int,
+    ) -> bool:
+        """classified → dispatched | partial | failed, with the fan-out log row, in one
+        transaction; False (nothing written) when the message was no longer open."""
         mapped = {"completed": "dispatched"}.get(status, status)
-        await self._pool.execute(
-            "UPDATE message_inbox SET status = $2, completed_at = clock_timestamp() "
-            "WHERE request_id = $1",
+        async with self._pool.acquire() as conn, conn.transaction():
+            updated = await conn.execute(
+                "UPDATE message_inbox SET status = $2, completed_at = clock_timestamp(), "
+                "updated_at = clock_timestamp() WHERE request_id = $1 AND status = 'classified'",
+                request_id,
+                mapped,
+            )
+            if updated == "UPDATE 0":
+                return False
+            await self._log_fanout(conn, request_id, outcomes, status, duration_ms)
+        return True
+
+    async def give_up(self, request_id: uuid.UUID, reason: str) -> bool:
+        """An open message → `failed`, with the reason."""
+        status = await self._pool.execute(
+            "UPDATE message_inbox SET status = 'failed', error = $2, "
+            "completed_at = clock_timestamp(), updated_at = clock_timestamp() "
+            "WHERE request_id = $1 AND status = ANY($3::text[])",
             request_id,
-            mapped,
+            reason,
+            list(OPEN_STATUSES),
         )
+        return bool(status != "UPDATE 0")
+
+    async def open_messages(self, exclude: list[uuid.UUID], limit: int) -> list[uuid.UUID]:
+        """Messages not yet finished that no live task is processing, oldest first."""
+        rows = await self._pool.fetch(
+            "SELECT request_id FROM message_inbox WHERE status = ANY($1::text[]) "
+            "AND NOT (request_id = ANY($2::uuid[])) ORDER BY received_at LIMIT $3",
+            list(OPEN_STATUSES),
+            exclude,
+            limit,
+        )
+        return [row["request_id"] for row in rows]
+
+    async def claim(self, request_id: uuid.UUID) -> dict[str, Any] | None:
+        """Count one more processing attempt of an open message; None when it is closed."""
+        row = await self._pool.fetchrow(
+            "UPDATE message_inbox SET attempts = attempts + 1, updated_at = clock_timestamp() "
+            "WHERE request_id = $1 AND status = ANY($2::text[]) "
+            "RETURNING request_id, status, text, classification, attempts, "
+            "extract(epoch FROM clock_timestamp() - received_at) AS age_seconds",
+            request_id,
+            list(OPEN_STATUSES),
+        )
+        return None if row is None else dict(row)
+
+    async def route_outcomes(self, request_id: uuid.UUID) -> dict[uuid.UUID, RouteOutcome]:
+        """The routes of a message that already have an outcome, by route id."""
+        rows = await self._pool.fetch(
+            "SELECT route_id, butler, prompt, segment, status, session_id, error, duration_ms "
+            "FROM routing_log WHERE request_id = $1",
+            request_id,
+        )
+        return {
+            row["route_id"]: RouteOutcome(
+                entry=RouteEntry(row["butler"], row["prompt"], row["segment"] or row["prompt"]),
+                status=row["status"],
+                duration_ms=row["duration_ms"],
+                answer=TriggerAnswer(
+                    success=row["status"] == "success", session_id=str(row["session_id"])
+                )
+                if row["session_id"]
+                else None,
+                error=row["error"],
+                route_id=row["route_id"],
+            )
+            for row in rows
+        }
 
     async def message(self, request_id: uuid.UUID) -> dict[str, Any] | None:
         row = await self._pool.fetchrow(
             "SELECT request_id, idempotency_key, channel, provider, sender, text, status, "
-            "classification, trace_id, received_at, completed_at "
+            "classification, trace_id, received_at, completed_at, attempts, error, "
+            "submitted_by "
             "FROM message_inbox WHERE request_id = $1",
             request_id,
         )
@@ -87,6 +191,7 @@ class SwitchboardStore:
             INSERT INTO routing_log (route_id, request_id, butler, prompt, segment, status,
                                      session_id, error, duration_ms, trace_id)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT (route_id) DO NOTHING
             """,
             outcome.route_id,
             request_id,
@@ -100,8 +205,9 @@ class SwitchboardStore:
             trace_id,
         )
 
-    async def log_fanout(
-        self,
+    @staticmethod
+    async def _log_fanout(
+        conn: asyncpg.Connection,
         request_id: uuid.UUID,
         outcomes: list[RouteOutcome],
         status: str,
@@ -113,7 +219,7 @@ class SwitchboardStore:
             for o in outcomes
             if o.status != "success"
         ]
-        await self._pool.execute(
+        await conn.execute(
             """
             INSERT INTO fanout_execution_log (request_id, abort_policy, plan, status,
                 target_count, success_count, failures, duration_ms)
@@ -158,6 +264,19 @@ class SwitchboardStore:
             dumps(hints),
             dumps(modules),
         )
+
+    async def deregister(self, name: str) -> bool:
+        status = await self._pool.execute("DELETE FROM butler_registry WHERE name = $1", name)
+        return bool(status != "DELETE 0")
+
+    async def expire_registrations(self, older_than_seconds: float) -> list[str]:
+        """Remove entries whose last heartbeat is older than that; their names."""
+        rows = await self._pool.fetch(
+            "DELETE FROM butler_registry "
+            "WHERE last_seen_at < clock_timestamp() - make_interval(secs => $1) RETURNING name",
+            older_than_seconds,
+        )
+        return [row["name"] for row in rows]
 
     async def heartbeat(self, name: str) -> bool:
         status = await self._pool.execute(

@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 
+from butlers.auth.access import access_meta
+from butlers.auth.middleware import AccessMiddleware
+
 
 class FakeEndpoint:
     """Answers POSTs with queued JSON bodies; records paths, headers and bodies."""
@@ -56,8 +59,11 @@ def fake_endpoint() -> Iterator[FakeEndpoint]:
 
 
 @pytest.fixture
-def tiny_butler() -> FastMCP:
+async def tiny_butler() -> FastMCP:
+    """Two tools behind the access rule, as a butler has them: one closed to sessions."""
     mcp = FastMCP("health")
+    access = AccessMiddleware()
+    mcp.add_middleware(access)
     store: dict[str, Any] = {}
 
     @mcp.tool
@@ -66,9 +72,10 @@ def tiny_butler() -> FastMCP:
         store[key] = value
         return {"stored": key}
 
-    @mcp.tool
+    @mcp.tool(meta=access_meta(sessions=False))
     async def trigger(prompt: str) -> str:
-        """Hidden from sessions."""
+        """Closed to sessions."""
         return prompt
 
+    access.install(await mcp.list_tools())
     return mcp

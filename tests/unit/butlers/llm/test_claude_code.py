@@ -5,19 +5,23 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from butlers.llm.claude_code import ClaudeCodeRuntime
+from butlers.auth.tokens import TokenBook
+from butlers.llm.claude_code import BUILTIN_TOOLS, ClaudeCodeRuntime
 from butlers.llm.types import ModelError, SessionRequest, SessionTrace
 
 FAKE_CLAUDE = """#!{python}
 import json, os, sys
 argv = sys.argv[1:]
-config = json.load(open(argv[argv.index("--mcp-config") + 1]))
+config_path = argv[argv.index("--mcp-config") + 1]
+config = json.load(open(config_path))
 report = {{"argv": argv, "env": sorted(os.environ), "config": config,
-          "key": os.environ.get("ANTHROPIC_API_KEY")}}
+          "config_mode": oct(os.stat(config_path).st_mode & 0o777),
+          "stdin": sys.stdin.read(), "key": os.environ.get("ANTHROPIC_API_KEY")}}
 open(os.environ["FAKE_CLAUDE_REPORT"], "w").write(json.dumps(report))
 if os.environ.get("FAKE_CLAUDE_FAIL"):
     failure = {{"type": "result", "is_error": True, "subtype": "error_max_turns", "result": "x"}}
@@ -26,6 +30,7 @@ if os.environ.get("FAKE_CLAUDE_FAIL"):
 print(json.dumps({{"type": "result", "is_error": False, "result": "Hello from claude",
                   "usage": {{"input_tokens": 7, "output_tokens": 2}}}}))
 """
+PROMPT = "Delete the contact of Alice Smith, phone +44 7700 900123"
 
 
 @pytest.fixture
@@ -41,29 +46,38 @@ def fake_claude_path(tmp_path: Path) -> str:
 def _request(tmp_path: Path, **env: str) -> SessionRequest:
     return SessionRequest(
         butler="health",
-        session_id="s",
+        session_id="s-1",
         system="You are health.",
-        prompt="hi",
+        prompt=PROMPT,
         max_turns=3,
         env={"FAKE_CLAUDE_REPORT": str(tmp_path / "report.json"), "ANTHROPIC_API_KEY": "ak", **env},
     )
 
 
+def _runtime(path: str, tokens: TokenBook | None = None, **overrides: object) -> ClaudeCodeRuntime:
+    options: dict[str, object] = {
+        "executable": "claude",
+        "mcp_url": "http://127.0.0.1:4242/mcp",
+        "model": "sonnet",
+        "base_env": {"PATH": path, "TEST_SECRET_CANARY": "leak-me"},
+        "tokens": tokens or TokenBook(),
+    }
+    return ClaudeCodeRuntime(**(options | overrides))  # type: ignore[arg-type]
+
+
+def _report(tmp_path: Path) -> dict:  # type: ignore[type-arg]
+    return dict(json.loads((tmp_path / "report.json").read_text()))
+
+
 async def test_claude_runs_locked_down_to_its_butler(tmp_path: Path, fake_claude_path: str):
-    runtime = ClaudeCodeRuntime(
-        executable="claude",
-        mcp_url="http://127.0.0.1:4242/mcp",
-        model="sonnet",
-        base_env={"PATH": fake_claude_path, "TEST_SECRET_CANARY": "leak-me"},
-    )
     trace = SessionTrace()
-    output = await runtime.run(_request(tmp_path), trace)
-    report = json.loads((tmp_path / "report.json").read_text())
+    output = await _runtime(fake_claude_path).run(_request(tmp_path), trace)
+    report = _report(tmp_path)
     argv = report["argv"]
     assert output == "Hello from claude" and (trace.input_tokens, trace.output_tokens) == (7, 2)
-    assert report["config"] == {
-        "mcpServers": {"health": {"type": "http", "url": "http://127.0.0.1:4242/mcp"}}
-    }
+    assert list(report["config"]["mcpServers"]) == ["health"]
+    server = report["config"]["mcpServers"]["health"]
+    assert (server["type"], server["url"]) == ("http", "http://127.0.0.1:4242/mcp")
     assert (
         "--strict-mcp-config" in argv and argv[argv.index("--allowedTools") + 1] == "mcp__health__*"
     )
@@ -71,17 +85,73 @@ async def test_claude_runs_locked_down_to_its_butler(tmp_path: Path, fake_claude
     assert "TEST_SECRET_CANARY" not in report["env"] and report["key"] == "ak"
 
 
-async def test_claude_failure_is_a_model_error(tmp_path: Path, fake_claude_path: str):
-    runtime = ClaudeCodeRuntime(
-        executable="claude", mcp_url="http://x/mcp", model=None, base_env={"PATH": fake_claude_path}
+async def test_the_prompt_goes_in_on_stdin_never_on_argv(tmp_path: Path, fake_claude_path: str):
+    """argv is visible to every user of the machine (`ps`)."""
+    await _runtime(fake_claude_path).run(_request(tmp_path), SessionTrace())
+    report = _report(tmp_path)
+    assert report["stdin"] == PROMPT
+    assert not any("Alice" in arg or "7700" in arg for arg in report["argv"])
+
+
+async def test_the_session_connects_with_its_own_token_revoked_afterwards(
+    tmp_path: Path, fake_claude_path: str
+):
+    """The butler sees a session, and applies the session rule to this connection."""
+    tokens = TokenBook()
+    await _runtime(fake_claude_path, tokens).run(_request(tmp_path), SessionTrace())
+    report = _report(tmp_path)
+    header = report["config"]["mcpServers"]["health"]["headers"]["Authorization"]
+    token = header.removeprefix("Bearer ")
+    assert token.startswith("bs_") and report["config_mode"] == "0o600"
+    assert tokens.verify(token) is None, "the session's token outlived the session"
+    assert tokens.session_count == 0
+
+
+async def test_the_token_identifies_the_session_while_it_runs(tmp_path: Path):
+    seen = {}
+
+    class Recording(ClaudeCodeRuntime):
+        async def _run(self, command, request, cwd):  # type: ignore[no-untyped-def]
+            config = json.loads(Path(command[command.index("--mcp-config") + 1]).read_text())  # noqa: ASYNC240
+            header = config["mcpServers"]["health"]["headers"]["Authorization"]
+            seen["identity"] = tokens.verify(header.removeprefix("Bearer "))
+            body = {"type": "result", "is_error": False, "result": "ok"}
+            return json.dumps(body).encode(), b"", 0
+
+    tokens = TokenBook()
+    runtime = Recording(
+        executable="claude", mcp_url="http://x/mcp", model=None, base_env={}, tokens=tokens
     )
+    await runtime.run(_request(tmp_path), SessionTrace())
+    identity = seen["identity"]
+    assert identity is not None and (identity.kind, identity.name) == ("session", "s-1")
+
+
+async def test_builtin_tools_are_disallowed(tmp_path: Path, fake_claude_path: str):
+    await _runtime(fake_claude_path).run(_request(tmp_path), SessionTrace())
+    argv = _report(tmp_path)["argv"]
+    disallowed = set(argv[argv.index("--disallowedTools") + 1].split(","))
+    assert {"Bash", "Read", "Write", "Edit", "WebFetch"} <= disallowed == set(BUILTIN_TOOLS)
+
+
+async def test_a_session_without_tools_gets_no_mcp_server(tmp_path: Path, fake_claude_path: str):
+    """The switchboard's classifier: no butler endpoint, no token, no allowed tools."""
+    tokens = TokenBook()
+    request = replace(_request(tmp_path), tools=False)
+    await _runtime(fake_claude_path, tokens).run(request, SessionTrace())
+    report = _report(tmp_path)
+    assert report["config"] == {"mcpServers": {}}
+    assert "--allowedTools" not in report["argv"]
+
+
+async def test_claude_failure_is_a_model_error(tmp_path: Path, fake_claude_path: str):
     with pytest.raises(ModelError, match="error_max_turns"):
-        await runtime.run(_request(tmp_path, FAKE_CLAUDE_FAIL="1"), SessionTrace())
+        await _runtime(fake_claude_path).run(
+            _request(tmp_path, FAKE_CLAUDE_FAIL="1"), SessionTrace()
+        )
 
 
 async def test_missing_claude_executable_says_what_to_install(tmp_path: Path):
-    runtime = ClaudeCodeRuntime(
-        executable=str(tmp_path / "nope"), mcp_url="http://x/mcp", model=None, base_env={}
-    )
+    runtime = _runtime("", executable=str(tmp_path / "nope"))
     with pytest.raises(ModelError, match="BUTLERS_CLAUDE_PATH"):
         await runtime.run(_request(tmp_path), SessionTrace())

@@ -16,7 +16,7 @@ REQUEST = SessionRequest(
 
 
 def _runtime(model, server):  # type: ignore[no-untyped-def]
-    return LoopRuntime(model, in_memory_toolbox(server, "health", ("trigger",)), "m")
+    return LoopRuntime(model, in_memory_toolbox(server, "health"), "m")
 
 
 async def test_openai_adapter_runs_a_tool_call_then_answers(fake_endpoint, tiny_butler):

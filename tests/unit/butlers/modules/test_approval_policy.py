@@ -16,13 +16,21 @@ def test_never_mode_tools_have_no_policy() -> None:
     assert build_policies([_tool("a", {"module": "m"})], ApprovalsSpec()) == {}
 
 
-def test_conditional_ignores_empty_and_default_values() -> None:
+def test_conditional_ignores_omitted_and_default_values() -> None:
     tool = _tool("send", {"approval_mode": "conditional", "sensitive_args": ["to"]}, {"to": "me"})
     policy = build_policies([tool], ApprovalsSpec())["send"]
     assert not policy.requires_approval({})
-    assert not policy.requires_approval({"to": ""})
+    assert not policy.requires_approval({"to": None})
     assert not policy.requires_approval({"to": "me"})
     assert policy.requires_approval({"to": "stranger"})
+
+
+def test_clearing_a_sensitive_value_needs_approval() -> None:
+    """`contact_update(email="")` removes where a contact is reached: not trivial."""
+    tool = _tool("update", {"approval_mode": "conditional", "sensitive_args": ["email"]})
+    policy = build_policies([tool], ApprovalsSpec())["update"]
+    assert policy.requires_approval({"email": ""})
+    assert policy.requires_approval({"email": []})
 
 
 def test_rule_overrides_mode_and_sensitive_args() -> None:

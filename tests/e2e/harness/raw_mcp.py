@@ -1,0 +1,56 @@
+"""MCP over plain HTTP requests, for tests that must see status codes and headers
+(what an attacker's script or a browser would send), not what a client library hides."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2 as httpx
+
+PROTOCOL_VERSION = "2025-06-18"
+ACCEPT = "application/json, text/event-stream"
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, ident: int = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params or {}}
+
+
+def headers(
+    token: str | None = None, session_id: str | None = None, **extra: str
+) -> dict[str, str]:
+    values = {"Accept": ACCEPT, "Content-Type": "application/json"}
+    if token:
+        values["Authorization"] = f"Bearer {token}"
+    if session_id:
+        values["Mcp-Session-Id"] = session_id
+        values["MCP-Protocol-Version"] = PROTOCOL_VERSION
+    return values | extra
+
+
+def decode(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a response, whether plain JSON or one SSE event."""
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        text = data[-1] if data else "{}"
+    return dict(json.loads(text or "{}"))
+
+
+async def open_session(http: httpx.AsyncClient, url: str, token: str | None) -> str:
+    """initialize + initialized with `token`; the new MCP session's id."""
+    init = rpc(
+        "initialize",
+        {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "e2e-raw", "version": "0"},
+        },
+    )
+    response = await http.post(url, json=init, headers=headers(token))
+    response.raise_for_status()
+    session_id = response.headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    done = await http.post(url, json=note, headers=headers(token, session_id))
+    done.raise_for_status()
+    return session_id

@@ -1,0 +1,127 @@
+"""A claude-code session meets the same rule as the in-memory toolbox, over real HTTP.
+
+The real CLI cannot run here; a stand-in `claude` does what it does with the MCP
+configuration the adapter writes: connects to the butler's `/mcp` with the header it
+names, lists the tools and calls some, and reports what it saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+import uvicorn
+
+from butlers.auth.http import HostPolicy
+from butlers.auth.tokens import TokenBook, digest, new_user_token
+from butlers.core.context import ButlerContext
+from butlers.core.services import build_session_services
+from butlers.daemon.http import build_http_app
+from butlers.daemon.serve import bind_socket
+from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
+from butlers.db.embedded import free_port
+from butlers.llm.toolbox import in_memory_toolbox
+
+from .conftest import make_resource, make_settings
+
+STAND_IN = """#!{python}
+import asyncio, json, os, sys
+import httpx2 as httpx
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+argv = sys.argv[1:]
+config = json.load(open(argv[argv.index("--mcp-config") + 1]))
+server = config["mcpServers"]["health"]
+
+async def main():
+    report = {{"prompt": sys.stdin.read(), "calls": {{}}}}
+    async with httpx.AsyncClient(headers=server["headers"], timeout=30) as http:
+        async with streamable_http_client(server["url"], http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                report["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
+                for name, arguments in [
+                    ("state_set", {{"key": "from-claude", "value": 1}}),
+                    ("schedule_create", {{"name": "injected", "cron": "* * * * *", "prompt": "x"}}),
+                    ("trigger", {{"prompt": "again"}}),
+                ]:
+                    result = await session.call_tool(name, arguments)
+                    report["calls"][name] = bool(result.is_error)
+    report["token"] = server["headers"]["Authorization"].removeprefix("Bearer ")
+    open(os.environ["CLAUDE_REPORT"], "w").write(json.dumps(report))
+    print(json.dumps({{"type": "result", "is_error": False, "result": "done"}}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture
+async def served(butler_schema: Any, tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
+    """A butler on the claude-code adapter (the stand-in CLI), served over HTTP."""
+    claude = tmp_path / "claude"
+    claude.write_text(STAND_IN.format(python=sys.executable))
+    claude.chmod(0o755)
+    report = tmp_path / "report.json"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    resource = make_resource(env=[{"name": "CLAUDE_REPORT", "value": str(report)}])
+    user = new_user_token()
+    butler = ButlerContext(
+        resource=resource,
+        schema=butler_schema.schema,
+        pool=butler_schema.pool,
+        tokens=TokenBook(user_digests={digest(user): "user"}),
+    )
+    settings = make_settings(adapter="claude-code", claude_path=str(claude))
+    mcp = build_server(butler)
+    services = build_session_services(mcp, butler, settings, mcp_url=url)
+    register_session_service_tools(mcp, services)
+    await finalize_server(mcp, butler)
+
+    async def ready() -> tuple[bool, dict[str, object]]:
+        return True, {}
+
+    app = build_http_app(mcp, "health", ready, book=butler.tokens, hosts=HostPolicy())
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, lifespan="on"))
+    sock = bind_socket("127.0.0.1", port, "health")
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            assert not task.done(), "the butler's HTTP server did not start"
+            await asyncio.sleep(0.02)
+        yield {"mcp": mcp, "butler": butler, "services": services, "url": url, "report": report}
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+        await services.aclose()
+
+
+async def test_a_claude_code_session_sees_and_may_do_what_an_http_adapter_session_may(
+    served: dict[str, Any],
+) -> None:
+    result = await served["services"].spawner.trigger("Remember something, then schedule it")
+    assert result.success, result.error
+    report = json.loads(served["report"].read_text())
+    async with in_memory_toolbox(served["mcp"], "health")("s-compare") as toolbox:
+        in_memory = sorted(tool.name for tool in await toolbox.list())
+    assert report["tools"] == in_memory
+    assert "schedule_create" not in report["tools"] and "trigger" not in report["tools"]
+    assert report["calls"] == {"state_set": False, "schedule_create": True, "trigger": True}
+    assert report["prompt"] == "Remember something, then schedule it"
+    pool = served["butler"].pool
+    assert await pool.fetchval("SELECT count(*) FROM scheduled_tasks WHERE name = 'injected'") == 0
+    async with httpx.AsyncClient(timeout=5) as http:
+        late = await http.post(
+            served["url"],
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Authorization": f"Bearer {report['token']}"},
+        )
+    assert late.status_code == 401, "the session's token outlived its session"
