@@ -89,7 +89,7 @@ async def test_concurrent_writers_leave_the_last_value(store: StateStore) -> Non
     last = max(range(20), key=lambda i: stamps[i])
     assert await store.get("race") == (True, last)
     [entry] = await store.list("race")
-    assert entry["updated_at"] == stamps[last]
+    assert entry.updated_at == stamps[last]
 
 
 async def test_pool_exhaustion_queues_instead_of_failing(

@@ -31,7 +31,7 @@ async def test_another_caller_cannot_pre_empt_a_key(module_butler: ButlerFactory
             mine = await switchboard.call("ingest_v1", _envelope("alice's message", **options))
         assert (first["duplicate"], mine["duplicate"]) == (False, False)
         assert first["request_id"] != mine["request_id"]
-    rows = await switchboard.butler.pool.fetch(
+    rows = await switchboard.context.pool.fetch(
         "SELECT submitted_by, text FROM message_inbox WHERE idempotency_key = 'k-1' "
         "ORDER BY submitted_by"
     )

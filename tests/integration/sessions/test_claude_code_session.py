@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from dataclasses import replace
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,16 +20,14 @@ import pytest
 import uvicorn
 
 from butlers.auth.http import HostPolicy
-from butlers.auth.tokens import TokenBook, digest, new_user_token
-from butlers.core.context import ButlerContext
-from butlers.core.services import build_session_services
+from butlers.auth.tokens import digest, new_user_token
+from butlers.daemon.butler import build_butler
 from butlers.daemon.http import build_http_app
 from butlers.daemon.serve import bind_socket
-from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.db.embedded import free_port
 from butlers.llm.toolbox import in_memory_toolbox
-
-from .conftest import make_resource, make_settings
+from butlers.settings import AuthSettings
+from tests.support.butlers import make_resource, make_settings
 
 STAND_IN = """#!{python}
 import asyncio, json, os, sys
@@ -73,17 +72,14 @@ async def served(butler_schema: Any, tmp_path: Path) -> AsyncIterator[dict[str, 
     url = f"http://127.0.0.1:{port}/mcp"
     resource = make_resource(env=[{"name": "CLAUDE_REPORT", "value": str(report)}])
     user = new_user_token()
-    butler = ButlerContext(
-        resource=resource,
-        schema=butler_schema.schema,
-        pool=butler_schema.pool,
-        tokens=TokenBook(user_digests={digest(user): "user"}),
+    settings = replace(
+        make_settings(adapter="claude-code", claude_path=str(claude)),
+        auth=AuthSettings(user_tokens={digest(user): "user"}),
     )
-    settings = make_settings(adapter="claude-code", claude_path=str(claude))
-    mcp = build_server(butler)
-    services = build_session_services(mcp, butler, settings, mcp_url=url)
-    register_session_service_tools(mcp, services)
-    await finalize_server(mcp, butler)
+    built = await build_butler(
+        resource, butler_schema.pool, settings, schema=butler_schema.schema, mcp_url=url
+    )
+    mcp, butler, services = built.server, built.context, built.services
 
     async def ready() -> tuple[bool, dict[str, object]]:
         return True, {}
@@ -101,7 +97,7 @@ async def served(butler_schema: Any, tmp_path: Path) -> AsyncIterator[dict[str, 
         server.should_exit = True
         await task
         sock.close()
-        await services.aclose()
+        await built.aclose()
 
 
 async def test_a_claude_code_session_sees_and_may_do_what_an_http_adapter_session_may(

@@ -34,7 +34,7 @@ async def test_a_repeated_key_returns_the_first_session_without_running_another(
     again = await app.call("trigger", {"prompt": "log it", "idempotency_key": "route:1"})
     assert (first["duplicate"], again["duplicate"]) == (False, True)
     assert again["session_id"] == first["session_id"] and again["output"] == "Logged once."
-    assert len(await _sessions(app.butler.pool, "route:1")) == 1
+    assert len(await _sessions(app.context.pool, "route:1")) == 1
 
 
 async def test_concurrent_calls_with_one_key_share_one_session(make_app, llm_script: Script):
@@ -45,7 +45,7 @@ async def test_concurrent_calls_with_one_key_share_one_session(make_app, llm_scr
     )
     assert len({r["session_id"] for r in results}) == 1
     assert sorted(r["duplicate"] for r in results) == [False, True, True, True]
-    assert len(await _sessions(app.butler.pool, "k")) == 1
+    assert len(await _sessions(app.context.pool, "k")) == 1
 
 
 async def test_a_key_reused_for_another_prompt_is_a_conflict(make_app, llm_script: Script):
@@ -67,7 +67,7 @@ async def test_a_keyed_session_outlives_a_caller_that_went_away(make_app, llm_sc
         await caller
     repeat = await spawner.trigger("p", idempotency_key="gone")
     assert repeat.success and repeat.output == "Finished anyway." and repeat.duplicate
-    statuses = [s["status"] for s in await _sessions(app.butler.pool, "gone", tool=False)]
+    statuses = [s["status"] for s in await _sessions(app.context.pool, "gone", tool=False)]
     assert statuses == ["completed"]
 
 
@@ -79,7 +79,7 @@ async def test_an_unkeyed_session_is_cancelled_with_its_caller(make_app, llm_scr
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
         await caller
-    row = await app.butler.pool.fetchrow("SELECT status, error FROM sessions")
+    row = await app.context.pool.fetchrow("SELECT status, error FROM sessions")
     assert (row["status"], row["error"]) == ("error", "cancelled: the caller stopped waiting")
 
 
@@ -92,7 +92,7 @@ async def test_a_full_queue_answers_busy_at_once(make_app, llm_script: Script):
     with pytest.raises(ToolError, match="busy: 2 sessions are running or queued"):
         await app.call("trigger", {"prompt": "one too many"})
     assert [r["output"] for r in await asyncio.gather(*running)] == ["one", "two"]
-    assert await app.butler.pool.fetchval("SELECT count(*) FROM sessions") == 2
+    assert await app.context.pool.fetchval("SELECT count(*) FROM sessions") == 2
 
 
 async def test_sessions_left_running_by_a_dead_process_are_marked_interrupted(
@@ -100,13 +100,13 @@ async def test_sessions_left_running_by_a_dead_process_are_marked_interrupted(
 ):
     app = await make_app()
     orphan = uuid.uuid4()
-    await app.butler.pool.execute(
+    await app.context.pool.execute(
         "INSERT INTO sessions (session_id, butler_name, trigger_source, prompt, status) "
         "VALUES ($1, 'health', 'trigger', 'lost', 'running')",
         orphan,
     )
     assert await app.services.spawner.recover() == 1
-    row = await app.butler.pool.fetchrow(
+    row = await app.context.pool.fetchrow(
         "SELECT status, error, completed_at FROM sessions WHERE session_id = $1", orphan
     )
     assert (row["status"], row["error"]) == ("interrupted", INTERRUPTED)
@@ -121,14 +121,14 @@ async def test_recovery_leaves_the_session_this_process_is_running(make_app, llm
     await asyncio.sleep(0.2)
     assert await spawner.recover() == 0
     assert (await session).success
-    assert await app.butler.pool.fetchval("SELECT status FROM sessions") == "completed"
+    assert await app.context.pool.fetchval("SELECT status FROM sessions") == "completed"
 
 
 async def test_a_key_recorded_by_a_dead_process_returns_its_interrupted_session(
     make_app, llm_script: Script
 ):
     app = await make_app()
-    await app.butler.pool.execute(
+    await app.context.pool.execute(
         "INSERT INTO sessions (session_id, butler_name, trigger_source, prompt, status, "
         "idempotency_key) VALUES ($1, 'health', 'trigger', 'p', 'running', 'local/route:dead')",
         uuid.uuid4(),
@@ -137,4 +137,4 @@ async def test_a_key_recorded_by_a_dead_process_returns_its_interrupted_session(
     result = await app.call("trigger", {"prompt": "p", "idempotency_key": "route:dead"})
     assert (result["success"], result["duplicate"]) == (False, True)
     assert result["error"] == INTERRUPTED
-    assert len(await _sessions(app.butler.pool, "route:dead")) == 1
+    assert len(await _sessions(app.context.pool, "route:dead")) == 1

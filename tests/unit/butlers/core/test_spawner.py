@@ -18,8 +18,9 @@ class MemorySessions:
     def __init__(self) -> None:
         self.rows: dict[uuid.UUID, dict[str, Any]] = {}
 
-    async def create(self, session_id: uuid.UUID, **row: Any) -> None:
+    async def create(self, session_id: uuid.UUID, **row: Any) -> bool:
         self.rows[session_id] = {"status": "running", **row}
+        return True
 
     async def complete(self, session_id: uuid.UUID, **row: Any) -> None:
         self.rows[session_id].update(row)
