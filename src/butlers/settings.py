@@ -18,6 +18,24 @@ DEFAULT_HEARTBEAT_INTERVAL = 15.0
 DEFAULT_TICK_INTERVAL = 30.0
 DEFAULT_MAX_QUEUED_SESSIONS = 32
 
+# What a butler process of a local ecosystem inherits from the supervisor's environment,
+# besides the variables its own spec names (spec.env, module credentials, runtime key):
+# enough of the OS to run Python and reach the network, and the `BUTLERS_*` settings
+# `ButlerSettings` reads. Never the rest (other butlers' credentials, the admin DSN).
+OS_ENVIRONMENT = (
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ",
+    "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH", "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy",
+    "https_proxy", "no_proxy",
+)  # fmt: skip
+BUTLER_SETTINGS_ENVIRONMENT = (
+    "BUTLERS_RUNTIME_ADAPTER", "BUTLERS_MODEL", "BUTLERS_OPENAI_BASE_URL",
+    "BUTLERS_OPENAI_API_KEY", "BUTLERS_SCRIPT_URL", "BUTLERS_CLAUDE_PATH",
+    "BUTLERS_TICK_INTERVAL", "BUTLERS_APPROVAL_TIMEOUT_SECONDS", "BUTLERS_HEARTBEAT_INTERVAL",
+    "BUTLERS_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "BUTLERS_SPAN_DIR",
+    "BUTLERS_LOG_LEVEL", "BUTLERS_MAX_QUEUED_SESSIONS",
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class EcosystemSettings:

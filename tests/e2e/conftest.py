@@ -25,7 +25,7 @@ from butlers.testing.script_server import Script, ScriptServer
 
 from .harness.cost import CostTracker
 from .harness.ecosystem import EcosystemHandle
-from .harness.env import E2E_ENV
+from .harness.env import E2E_ENV, SUPERVISOR_SECRET
 from .harness.kind import kind_ecosystem
 from .harness.kind_commands import kind_unavailable_reason
 from .harness.local import local_ecosystem
@@ -125,6 +125,8 @@ async def butler_ecosystem(
         runtime_env = scripted_runtime_env(llm_script_server.url)
     data_dir = tmp_path_factory.mktemp("ecosystem")
     start = BACKENDS[backend]
+    name, secret = SUPERVISOR_SECRET
+    os.environ[name] = secret  # must reach no butler (test_spawner_security)
     async with start(
         # The kind backend brings its own PostgreSQL (the chart's); the others share ours.
         admin_dsn="" if backend == "kind" else request.getfixturevalue("pg_admin_dsn"),
@@ -138,6 +140,7 @@ async def butler_ecosystem(
         try:
             yield handle
         finally:
+            os.environ.pop(name, None)
             if handle.log_dir is not None:
                 _collect_logs(handle.log_dir)
 

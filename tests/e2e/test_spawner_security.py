@@ -4,12 +4,14 @@ redaction of secrets from session rows and logs."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from butlers.testing.script_server import Script, call, step
 
 from .harness.ecosystem import EcosystemHandle
+from .harness.env import SUPERVISOR_SECRET
 from .harness.runtime import CANARY_NAME, CANARY_VALUE, E2E_API_KEY
 
 SWITCHBOARD_ONLY = {"classify_message", "route"}
@@ -77,3 +79,24 @@ async def test_runtime_key_never_reaches_session_rows_or_logs(
     assert log_files
     for log_file in log_files:
         assert E2E_API_KEY not in log_file.read_text(errors="replace"), log_file.name
+
+
+async def test_butler_processes_hold_no_secret_of_the_supervisor(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    name, secret = SUPERVISOR_SECRET
+    checked = 0
+    for butler in butler_ecosystem.names:
+        pid = butler_ecosystem.pid(butler)
+        if pid is None:
+            continue  # not a process of this machine (kind)
+        environ = _process_environment(pid)
+        assert name.encode() not in environ and secret.encode() not in environ, butler
+        checked += 1
+    if not checked:
+        pytest.skip(f"no butler runs on this machine ({butler_ecosystem.backend} backend)")
+
+
+def _process_environment(pid: int) -> bytes:
+    """What `ps e` and anyone with the same uid see of a process's environment."""
+    return Path(f"/proc/{pid}/environ").read_bytes()

@@ -26,6 +26,7 @@ from butlers import migrations
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
 from butlers.db.provision import Credentials, provision
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
+from butlers.ecosystem.environment import butler_environment
 from butlers.ecosystem.launcher import ButlerChild, warm_up
 from butlers.errors import ButlersError, EcosystemError, PortInUseError
 from butlers.settings import EcosystemSettings
@@ -181,10 +182,11 @@ class Ecosystem:
             if switchboard is not None
             else {}
         )
+        # Only what this butler needs of the supervisor's environment (the e2e harness
+        # adds `extra_env` to it): never another butler's credentials.
         env = {
-            **os.environ,
+            **butler_environment(butler.resource, {**os.environ, **self.extra_env}),
             **routing,
-            **self.extra_env,
             "BUTLERS_DSN": butler.dsn,
             "BUTLERS_SCHEMA": butler.schema,
             "BUTLERS_HOST": "127.0.0.1",

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from butlers.core.context import ButlerContext, ModuleState
 from butlers.migrations import Chain
-from butlers.modules.base import Module, ModuleContext, ModuleError
+from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError
 from butlers.modules.registry import REGISTRY
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,23 @@ def module_chains(enabled: Mapping[str, Any]) -> list[Chain]:
     except DependencyCycleError:
         names = sorted(n for n in enabled if n in REGISTRY)
     return [chain for name in names if (chain := REGISTRY[name].chain) is not None]
+
+
+def module_env_names(enabled: Mapping[str, Any]) -> set[str]:
+    """The environment variables the enabled modules' configurations name (credentials).
+    A configuration that does not validate names none: that module fails at start."""
+    names: set[str] = set()
+    for name, raw in enabled.items():
+        module = REGISTRY.get(name)
+        if module is None:
+            continue
+        try:
+            config = module.config_model.model_validate(raw or {})
+        except ValidationError:
+            continue
+        if isinstance(config, ModuleConfig):
+            names |= config.env_names()
+    return names
 
 
 def _config_error(name: str, exc: ValidationError) -> str:

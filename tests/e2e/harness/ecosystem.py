@@ -36,6 +36,8 @@ class EcosystemHandle:
     # Where the butlers' logs are on this machine (None: they are not, e.g. on kind).
     log_dir: Path | None = None
     span_dir: Path | None = None  # where butlers write their spans (JSON lines)
+    # The process id of a butler when it runs on this machine (None: it does not).
+    pid: Callable[[str], int | None] = lambda _name: None
     clients: ClientCache = field(default_factory=ClientCache)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

@@ -11,3 +11,7 @@ E2E_ENV = {
     "EMAIL_USERNAME": "",
     "EMAIL_PASSWORD": "",
 }
+
+# A secret in the environment of the process that starts the ecosystem and named by no
+# butler: no butler process may hold it (each gets only its own environment).
+SUPERVISOR_SECRET = ("E2E_SUPERVISOR_SECRET", "supervisor-only-5b0e1c")

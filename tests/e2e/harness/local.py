@@ -53,6 +53,11 @@ async def local_ecosystem(
             admin_dsn=admin_dsn,
             kill=ecosystem.kill_butler,
             restart=ecosystem.restart_butler,
+            pid=lambda name: (
+                ecosystem.butlers[name].process.pid  # type: ignore[union-attr]
+                if ecosystem.butlers[name].process
+                else None
+            ),
             log_dir=data_dir / "logs",
             span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])
             if extra_env and "BUTLERS_SPAN_DIR" in extra_env

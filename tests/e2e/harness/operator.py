@@ -229,6 +229,7 @@ async def operator_ecosystem(
                     admin_dsn=admin_dsn,
                     kill=lambda name: pods.by_service[name].kill(),
                     restart=lambda name: pods.by_service[name].restart(),
+                    pid=lambda name: pods.by_service[name].pid,
                     log_dir=pods.log_dir,
                     # The pods are processes of this machine: their span files are here too.
                     span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])
