@@ -6,15 +6,24 @@ from collections.abc import Awaitable, Callable
 
 from fastmcp import FastMCP
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT, BodyLimit
+
 ReadyCheck = Callable[[], Awaitable[tuple[bool, dict[str, object]]]]
 
 
-def build_http_app(mcp: FastMCP, name: str, ready_check: ReadyCheck) -> Starlette:
-    streamable = mcp.http_app(path="/mcp")
+def build_http_app(
+    mcp: FastMCP,
+    name: str,
+    ready_check: ReadyCheck,
+    *,
+    session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
+) -> Starlette:
+    streamable = mcp.http_app(path="/mcp", session_idle_timeout=session_idle_timeout)
     sse = mcp.http_app(path="/sse", transport="sse")
 
     async def health(_request: Request) -> JSONResponse:
@@ -31,4 +40,8 @@ def build_http_app(mcp: FastMCP, name: str, ready_check: ReadyCheck) -> Starlett
         *streamable.routes,
         *sse.routes,
     ]
-    return Starlette(routes=routes, lifespan=streamable.router.lifespan_context)
+    return Starlette(
+        routes=routes,
+        lifespan=streamable.router.lifespan_context,
+        middleware=[Middleware(BodyLimit)],
+    )

@@ -18,6 +18,7 @@ from butlers import migrations
 from butlers.core.context import ButlerContext
 from butlers.core.services import build_session_services
 from butlers.daemon.http import build_http_app
+from butlers.daemon.http_limits import MAX_CONNECTIONS, HeaderTimeoutProtocol
 from butlers.daemon.registration import Registrar
 from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.db.pool import create_pool
@@ -145,6 +146,8 @@ async def serve(settings: ButlerSettings) -> None:
             access_log=False,
             lifespan="on",
             timeout_graceful_shutdown=10,
+            http=HeaderTimeoutProtocol,
+            limit_concurrency=MAX_CONNECTIONS,
         )
         server = _GracefulServer(config)
         watch = (
