@@ -17,6 +17,7 @@ DEFAULT_ROSTER_DIR = Path("roster")
 DEFAULT_HEARTBEAT_INTERVAL = 15.0
 DEFAULT_TICK_INTERVAL = 30.0
 DEFAULT_MAX_QUEUED_SESSIONS = 32
+DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024
 
 # What a butler process of a local ecosystem inherits from the supervisor's environment,
 # besides the variables its own spec names (spec.env, module credentials, runtime key):
@@ -33,7 +34,7 @@ BUTLER_SETTINGS_ENVIRONMENT = (
     "BUTLERS_OPENAI_API_KEY", "BUTLERS_SCRIPT_URL", "BUTLERS_CLAUDE_PATH",
     "BUTLERS_TICK_INTERVAL", "BUTLERS_APPROVAL_TIMEOUT_SECONDS", "BUTLERS_HEARTBEAT_INTERVAL",
     "BUTLERS_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "BUTLERS_SPAN_DIR",
-    "BUTLERS_LOG_LEVEL", "BUTLERS_MAX_QUEUED_SESSIONS",
+    "BUTLERS_LOG_LEVEL", "BUTLERS_MAX_QUEUED_SESSIONS", "BUTLERS_LOG_MAX_BYTES",
 )  # fmt: skip
 
 
@@ -48,6 +49,7 @@ class EcosystemSettings:
     host: str = "127.0.0.1"
     free_ports: bool = False
     log_level: str = "INFO"
+    log_file: Path | None = None  # the supervisor's own log (rotated); None: stderr
 
     @classmethod
     def from_env(
@@ -66,6 +68,7 @@ class EcosystemSettings:
             ).absolute(),
             database_url=env.get("BUTLERS_DATABASE_URL") or None,
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
+            log_file=Path(env["BUTLERS_LOG_FILE"]) if env.get("BUTLERS_LOG_FILE") else None,
             **overrides,  # type: ignore[arg-type]
         )
 
@@ -96,6 +99,9 @@ class ButlerSettings:
     span_dir: Path | None = None
     # Sessions running or waiting per butler; beyond it `trigger` answers "busy".
     max_queued_sessions: int = DEFAULT_MAX_QUEUED_SESSIONS
+    # This process's log file, rotated at `log_max_bytes` (None: stderr, as in a pod).
+    log_file: Path | None = None
+    log_max_bytes: int = DEFAULT_LOG_MAX_BYTES
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -151,6 +157,8 @@ class ButlerSettings:
             max_queued_sessions=_positive_int(
                 env, "BUTLERS_MAX_QUEUED_SESSIONS", DEFAULT_MAX_QUEUED_SESSIONS
             ),
+            log_file=Path(env["BUTLERS_LOG_FILE"]) if env.get("BUTLERS_LOG_FILE") else None,
+            log_max_bytes=_positive_int(env, "BUTLERS_LOG_MAX_BYTES", DEFAULT_LOG_MAX_BYTES),
         )
 
 

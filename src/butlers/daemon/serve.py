@@ -89,7 +89,12 @@ def run(spec_path: Path | None = None, *, port: int | None = None, host: str | N
     """
     try:
         settings = ButlerSettings.from_env(spec_path=spec_path, port=port, host=host)
-        configure_logging(load_butler_file(settings.spec_path).name, settings.log_level)
+        configure_logging(
+            load_butler_file(settings.spec_path).name,
+            settings.log_level,
+            log_file=settings.log_file,
+            max_bytes=settings.log_max_bytes,
+        )
         asyncio.run(serve(settings))
     except ButlersError as exc:
         print(f"butlers serve: {exc}", file=sys.stderr)

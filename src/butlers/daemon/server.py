@@ -9,6 +9,7 @@ from fastmcp.tools import Tool
 
 from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices
+from butlers.daemon.guard import ArgumentGuard
 from butlers.stores.sessions import SessionStore
 from butlers.stores.state import StateStore
 from butlers.telemetry import ToolSpanMiddleware
@@ -22,6 +23,7 @@ from butlers.tools.status import register_status_tool
 def build_server(butler: ButlerContext) -> FastMCP:
     """A FastMCP server with the core tools of `butler`'s butler."""
     mcp = FastMCP(name=butler.name, instructions=butler.resource.spec.instructions or None)
+    mcp.add_middleware(ArgumentGuard())  # first: outermost, before any gate or span
     register_status_tool(mcp, butler)
     register_state_tools(mcp, StateStore(butler.pool))
     register_session_tools(mcp, SessionStore(butler.pool))

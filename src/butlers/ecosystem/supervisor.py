@@ -116,7 +116,7 @@ class Ecosystem:
 
     async def prepare(self) -> None:
         """Database up, every butler provisioned and migrated (nothing started)."""
-        (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "logs").mkdir(mode=0o700, parents=True, exist_ok=True)
         (self.data_dir / "specs").mkdir(parents=True, exist_ok=True)
         phase = time.monotonic()
         if self.database is None:
@@ -193,6 +193,7 @@ class Ecosystem:
             "BUTLERS_PORT": str(butler.port),
             "BUTLERS_PARENT_PID": str(os.getpid()),
             "BUTLERS_LOG_LEVEL": self.settings.log_level,
+            "BUTLERS_LOG_FILE": str(butler.log_path),
             "PYTHONUNBUFFERED": "1",
         }
         butler.process = ButlerChild(butler.spec_path, env, butler.log_path)
