@@ -106,7 +106,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         state = start_detached(settings, sys.argv[0])
         _print_endpoints(state)
         return 0
-    configure_logging("butlers", settings.log_level)
+    configure_logging("butlers", settings.log_level, log_file=settings.log_file)
     return asyncio.run(_run_foreground(settings))
 
 

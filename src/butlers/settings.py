@@ -25,6 +25,25 @@ AUTH_SECRET_VARS = ("BUTLERS_TOKEN", "BUTLERS_REGISTRATION_KEY")
 _DIGEST_CHARS = frozenset("0123456789abcdef")
 _LABEL = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 DEFAULT_MAX_QUEUED_SESSIONS = 32
+DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024
+
+# What a butler process of a local ecosystem inherits from the supervisor's environment,
+# besides the variables its own spec names (spec.env, module credentials, runtime key):
+# enough of the OS to run Python and reach the network, and the `BUTLERS_*` settings
+# `ButlerSettings` reads. Never the rest (other butlers' credentials, the admin DSN).
+OS_ENVIRONMENT = (
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ",
+    "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH", "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy",
+    "https_proxy", "no_proxy",
+)  # fmt: skip
+BUTLER_SETTINGS_ENVIRONMENT = (
+    "BUTLERS_RUNTIME_ADAPTER", "BUTLERS_MODEL", "BUTLERS_OPENAI_BASE_URL",
+    "BUTLERS_OPENAI_API_KEY", "BUTLERS_SCRIPT_URL", "BUTLERS_CLAUDE_PATH",
+    "BUTLERS_TICK_INTERVAL", "BUTLERS_APPROVAL_TIMEOUT_SECONDS", "BUTLERS_HEARTBEAT_INTERVAL",
+    "BUTLERS_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "BUTLERS_SPAN_DIR",
+    "BUTLERS_LOG_LEVEL", "BUTLERS_MAX_QUEUED_SESSIONS", "BUTLERS_LOG_MAX_BYTES",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -38,6 +57,7 @@ class EcosystemSettings:
     host: str = "127.0.0.1"
     free_ports: bool = False
     log_level: str = "INFO"
+    log_file: Path | None = None  # the supervisor's own log (rotated); None: stderr
 
     @classmethod
     def from_env(
@@ -55,6 +75,7 @@ class EcosystemSettings:
             ).absolute(),
             database_url=env.get("BUTLERS_DATABASE_URL") or None,
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
+            log_file=Path(env["BUTLERS_LOG_FILE"]) if env.get("BUTLERS_LOG_FILE") else None,
         )
 
 
@@ -87,6 +108,9 @@ class ButlerSettings:
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())
     # Sessions running or waiting per butler; beyond it `trigger` answers "busy".
     max_queued_sessions: int = DEFAULT_MAX_QUEUED_SESSIONS
+    # This process's log file, rotated at `log_max_bytes` (None: stderr, as in a pod).
+    log_file: Path | None = None
+    log_max_bytes: int = DEFAULT_LOG_MAX_BYTES
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -144,6 +168,8 @@ class ButlerSettings:
             max_queued_sessions=_positive_int(
                 env, "BUTLERS_MAX_QUEUED_SESSIONS", DEFAULT_MAX_QUEUED_SESSIONS
             ),
+            log_file=Path(env["BUTLERS_LOG_FILE"]) if env.get("BUTLERS_LOG_FILE") else None,
+            log_max_bytes=_positive_int(env, "BUTLERS_LOG_MAX_BYTES", DEFAULT_LOG_MAX_BYTES),
         )
 
 

@@ -25,7 +25,7 @@ from butlers.testing.script_server import Script, ScriptServer
 
 from .harness.cost import CostTracker
 from .harness.ecosystem import EcosystemHandle
-from .harness.env import E2E_ENV
+from .harness.env import E2E_ENV, SUPERVISOR_SECRET
 from .harness.kind import kind_ecosystem
 from .harness.kind_commands import kind_unavailable_reason
 from .harness.local import local_ecosystem
@@ -140,6 +140,8 @@ async def butler_ecosystem(
         runtime_env = scripted_runtime_env(llm_script_server.url)
     data_dir = tmp_path_factory.mktemp("ecosystem")
     start = BACKENDS[backend]
+    name, secret = SUPERVISOR_SECRET
+    os.environ[name] = secret  # must reach no butler (test_spawner_security)
     async with start(
         admin_dsn=ecosystem_admin_dsn,
         roster_dir=Path(os.environ.get("BUTLERS_E2E_ROSTER", ROOT / "roster")),
@@ -152,6 +154,7 @@ async def butler_ecosystem(
         try:
             yield handle
         finally:
+            os.environ.pop(name, None)
             if handle.log_dir is not None:
                 _collect_logs(handle.log_dir)
 

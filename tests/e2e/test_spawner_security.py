@@ -19,6 +19,7 @@ from butlers.switchboard.envelope import build_envelope
 from butlers.testing.script_server import Script, call, step
 
 from .harness.ecosystem import EcosystemHandle
+from .harness.env import SUPERVISOR_SECRET
 from .harness.runtime import CANARY_NAME, CANARY_VALUE, E2E_API_KEY
 from .harness.solo import solo_butler
 
@@ -270,3 +271,24 @@ async def test_prune_job_arguments_are_validated(
         await pool.fetchval("SELECT count(*) FROM scheduled_tasks WHERE name = 'e2e-prune-bad'")
         == 0
     )
+
+
+async def test_butler_processes_hold_no_secret_of_the_supervisor(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    name, secret = SUPERVISOR_SECRET
+    checked = 0
+    for butler in butler_ecosystem.names:
+        pid = butler_ecosystem.pid(butler)
+        if pid is None:
+            continue  # not a process of this machine (kind)
+        environ = _process_environment(pid)
+        assert name.encode() not in environ and secret.encode() not in environ, butler
+        checked += 1
+    if not checked:
+        pytest.skip(f"no butler runs on this machine ({butler_ecosystem.backend} backend)")
+
+
+def _process_environment(pid: int) -> bytes:
+    """What `ps e` and anyone with the same uid see of a process's environment."""
+    return Path(f"/proc/{pid}/environ").read_bytes()

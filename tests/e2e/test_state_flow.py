@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime
+from typing import Any
 
 import pytest
 from fastmcp.exceptions import ToolError
@@ -26,6 +27,22 @@ FIDELITY_CASES = {
 }
 
 
+async def _listing(
+    handle: EcosystemHandle, butler: str, arguments: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Every entry `state_list` lists, page after page."""
+    entries: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = await handle.call(
+            butler, "state_list", arguments | ({"cursor": cursor} if cursor else {})
+        )
+        entries += page["items"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return entries
+
+
 # -- cross-session persistence ---------------------------------------------------
 
 
@@ -41,7 +58,7 @@ async def test_state_persists_across_sessions(butler_ecosystem: EcosystemHandle)
 
 async def test_written_key_appears_in_listing(butler_ecosystem: EcosystemHandle) -> None:
     await butler_ecosystem.call("health", "state_set", {"key": "e2e-listed", "value": 1})
-    listing = await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-listed"})
+    listing = await _listing(butler_ecosystem, "health", {"prefix": "e2e-listed"})
     assert [entry["key"] for entry in listing] == ["e2e-listed"]
     assert listing[0]["value"] == 1
 
@@ -67,7 +84,7 @@ async def test_updated_at_advances_on_overwrite(butler_ecosystem: EcosystemHandl
     assert datetime.fromisoformat(second["updated_at"]) > datetime.fromisoformat(
         first["updated_at"]
     )
-    [entry] = await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-ts"})
+    [entry] = await _listing(butler_ecosystem, "health", {"prefix": "e2e-ts"})
     assert datetime.fromisoformat(entry["updated_at"]) > datetime.fromisoformat(entry["created_at"])
 
 
@@ -86,7 +103,7 @@ async def test_jsonb_type_fidelity(butler_ecosystem: EcosystemHandle, type_name:
 
 async def test_stored_null_is_distinct_from_missing_key(butler_ecosystem: EcosystemHandle) -> None:
     await butler_ecosystem.call("health", "state_set", {"key": "e2e-null:stored", "value": None})
-    listing = await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-null:"})
+    listing = await _listing(butler_ecosystem, "health", {"prefix": "e2e-null:"})
     assert listing == [
         {
             "key": "e2e-null:stored",
@@ -137,7 +154,7 @@ async def test_state_isolation_between_butlers(butler_ecosystem: EcosystemHandle
 async def test_butler_cannot_read_another_butlers_keys(butler_ecosystem: EcosystemHandle) -> None:
     await butler_ecosystem.call("relationship", "state_set", {"key": "e2e-only-rel", "value": 1})
     assert await butler_ecosystem.call("health", "state_get", {"key": "e2e-only-rel"}) is None
-    assert await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-only-rel"}) == []
+    assert await _listing(butler_ecosystem, "health", {"prefix": "e2e-only-rel"}) == []
 
 
 async def test_delete_is_scoped_to_one_butler(butler_ecosystem: EcosystemHandle) -> None:
@@ -157,37 +174,34 @@ async def test_delete_is_scoped_to_one_butler(butler_ecosystem: EcosystemHandle)
 async def test_prefix_filter_returns_only_matching_keys(butler_ecosystem: EcosystemHandle) -> None:
     for key in ("pfx:prefs", "pfx:goals", "pfx:history", "other:prefs"):
         await butler_ecosystem.call("general", "state_set", {"key": key, "value": key})
-    listing = await butler_ecosystem.call("general", "state_list", {"prefix": "pfx:"})
+    listing = await _listing(butler_ecosystem, "general", {"prefix": "pfx:"})
     assert [entry["key"] for entry in listing] == ["pfx:goals", "pfx:history", "pfx:prefs"]
 
 
 async def test_empty_prefix_lists_all_keys(butler_ecosystem: EcosystemHandle) -> None:
     await butler_ecosystem.call("messenger", "state_set", {"key": "all-a", "value": 1})
     await butler_ecosystem.call("messenger", "state_set", {"key": "all-b", "value": 2})
-    keys = {entry["key"] for entry in await butler_ecosystem.call("messenger", "state_list", {})}
+    keys = {entry["key"] for entry in await _listing(butler_ecosystem, "messenger", {})}
     assert {"all-a", "all-b"} <= keys
-    keys_empty = {
-        e["key"] for e in await butler_ecosystem.call("messenger", "state_list", {"prefix": ""})
-    }
+    keys_empty = {e["key"] for e in await _listing(butler_ecosystem, "messenger", {"prefix": ""})}
     assert keys == keys_empty
 
 
 async def test_prefix_without_match_lists_nothing(butler_ecosystem: EcosystemHandle) -> None:
-    assert await butler_ecosystem.call("general", "state_list", {"prefix": "no-such-prefix:"}) == []
+    assert await _listing(butler_ecosystem, "general", {"prefix": "no-such-prefix:"}) == []
 
 
 async def test_prefix_is_literal_not_a_wildcard(butler_ecosystem: EcosystemHandle) -> None:
     for key in ("healthcare:x", "health:y", "h%lth:z", "h_alth:w", "hXalth:v"):
         await butler_ecosystem.call("switchboard", "state_set", {"key": key, "value": 0})
     assert [
-        e["key"]
-        for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "health:"})
+        e["key"] for e in await _listing(butler_ecosystem, "switchboard", {"prefix": "health:"})
     ] == ["health:y"]
     assert [
-        e["key"] for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "h%"})
+        e["key"] for e in await _listing(butler_ecosystem, "switchboard", {"prefix": "h%"})
     ] == ["h%lth:z"]
     assert [
-        e["key"] for e in await butler_ecosystem.call("switchboard", "state_list", {"prefix": "h_"})
+        e["key"] for e in await _listing(butler_ecosystem, "switchboard", {"prefix": "h_"})
     ] == ["h_alth:w"]
 
 
@@ -265,3 +279,47 @@ async def test_state_results_are_json_not_text(butler_ecosystem: EcosystemHandle
     assert not result.is_error
     assert got.structured_content == {"result": {"a": 1}}
     assert json.loads(got.content[0].text) == {"a": 1}
+
+
+# -- bounded work ------------------------------------------------------------------------
+
+
+async def test_a_huge_listing_comes_in_bounded_pages(butler_ecosystem: EcosystemHandle) -> None:
+    big = "x" * 200_000
+    keys = [f"e2e-big:{i:02d}" for i in range(24)]  # about 4.8 MB of values
+    for key in keys:
+        await butler_ecosystem.call("general", "state_set", {"key": key, "value": big})
+    first = await butler_ecosystem.call("general", "state_list", {"prefix": "e2e-big:"})
+    assert first["next_cursor"] is not None
+    assert len(json.dumps(first)) < 1_300_000, "a page is about 1 MiB at most"
+    entries = await _listing(butler_ecosystem, "general", {"prefix": "e2e-big:"})
+    assert [e["key"] for e in entries] == keys
+    assert all(e["value"] == big for e in entries)
+    small = await butler_ecosystem.call("general", "state_list", {"prefix": "e2e-big:", "limit": 2})
+    assert [e["key"] for e in small["items"]] == keys[:2]
+
+
+async def test_a_value_over_the_size_limit_is_refused_and_the_old_value_kept(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    await butler_ecosystem.call("general", "state_set", {"key": "e2e-huge", "value": "small"})
+    with pytest.raises(ToolError, match="bytes of JSON; the limit is 1048576 bytes"):
+        await butler_ecosystem.call(
+            "general", "state_set", {"key": "e2e-huge", "value": "y" * 1_100_000}
+        )
+    assert await butler_ecosystem.call("general", "state_get", {"key": "e2e-huge"}) == "small"
+
+
+async def test_a_key_too_long_in_bytes_is_refused_with_a_clear_error(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    key = "\U0001d11e" * 1024  # 1024 characters, 4096 bytes of UTF-8
+    with pytest.raises(ToolError, match="key is 4096 bytes of UTF-8; the limit is 1024 bytes"):
+        await butler_ecosystem.call("general", "state_set", {"key": key, "value": 1})
+
+
+async def test_a_cursor_the_list_did_not_return_is_refused(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    with pytest.raises(ToolError, match="cursor is not a next_cursor this list returned"):
+        await butler_ecosystem.call("general", "state_list", {"cursor": "bm90LWEtY3Vyc29y"})

@@ -61,6 +61,10 @@ def _butlers(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
     )
 
 
+def _environ_of(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/environ").read_bytes()
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -83,10 +87,13 @@ async def test_up_detach_serves_and_down_leaves_no_process_and_data_survives(
     tmp_path: Path,
 ) -> None:
     data, roster = tmp_path / "data", _roster(tmp_path)
-    up = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach")
+    secret = {"EMAIL_PASSWORD": "messenger-only-3c9d"}  # named by no butler of this roster
+    up = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach", env=secret)
     assert up.returncode == 0, up.stderr
     assert "health" in up.stdout and "/mcp" in up.stdout
     state = json.loads((data / "ecosystem.json").read_text())
+    for butler in state["butlers"].values():
+        assert b"messenger-only-3c9d" not in _environ_of(butler["pid"]), butler
     assert set(state["butlers"]) == {"health", "relationship"}
     health = state["butlers"]["health"]
     assert health["url"] == f"http://127.0.0.1:{health['port']}/mcp"

@@ -69,10 +69,10 @@ async def test_updated_at_advances(store: StateStore) -> None:
 async def test_prefix_is_literal(store: StateStore) -> None:
     for key in ("a%b:1", "axb:2", "a_b:3", "ayb:4", "a\\b:5"):
         await store.set(key, 0)
-    assert [r.key for r in await store.list("a%")] == ["a%b:1"]
-    assert [r.key for r in await store.list("a_")] == ["a_b:3"]
-    assert [r.key for r in await store.list("a\\")] == ["a\\b:5"]
-    assert len(await store.list(None)) == 5
+    assert [r.key for r in (await store.list("a%"))[0]] == ["a%b:1"]
+    assert [r.key for r in (await store.list("a_"))[0]] == ["a_b:3"]
+    assert [r.key for r in (await store.list("a\\"))[0]] == ["a\\b:5"]
+    assert len((await store.list(None))[0]) == 5
 
 
 async def test_delete_reports_whether_the_key_existed(store: StateStore) -> None:
@@ -88,7 +88,7 @@ async def test_concurrent_writers_leave_the_last_value(store: StateStore) -> Non
     assert len(set(stamps)) == 20
     last = max(range(20), key=lambda i: stamps[i])
     assert await store.get("race") == (True, last)
-    [entry] = await store.list("race")
+    [entry] = (await store.list("race"))[0]
     assert entry.updated_at == stamps[last]
 
 
@@ -128,4 +128,31 @@ async def test_pool_exhaustion_queues_instead_of_failing(
         await blocker.close()
         await watcher.close()
     assert pool.get_size() <= size
-    assert len(await store.list("k")) == writers
+    assert len((await store.list("k", limit=1000))[0]) == writers
+
+
+async def test_pages_continue_after_the_last_key_and_stop_at_the_limit(store: StateStore) -> None:
+    for i in range(7):
+        await store.set(f"p:{i}", i)
+    await store.set("q:0", 0)
+    first, more = await store.list("p:", limit=3)
+    assert [r.key for r in first] == ["p:0", "p:1", "p:2"] and more
+    rest, more = await store.list("p:", after="p:2", limit=10)
+    assert [r.key for r in rest] == ["p:3", "p:4", "p:5", "p:6"] and not more
+
+
+async def test_a_page_stops_at_its_byte_budget_but_holds_at_least_one_entry(
+    store: StateStore,
+) -> None:
+    for i in range(4):
+        await store.set(f"b:{i}", "z" * 1000)
+    page, more = await store.list("b:", limit=100, budget=2500)
+    assert [r.key for r in page] == ["b:0", "b:1", "b:2"] and more
+    one, more = await store.list("b:", limit=100, budget=10)
+    assert [r.key for r in one] == ["b:0"] and more
+
+
+async def test_a_value_over_one_mib_is_refused(store: StateStore) -> None:
+    with pytest.raises(StateValueError, match="the limit is 1048576 bytes"):
+        await store.set("k", "v" * (1024 * 1024))
+    assert await store.get("k") == (False, None)

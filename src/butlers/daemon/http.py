@@ -14,14 +14,21 @@ from starlette.routing import Route
 
 from butlers.auth.http import AuthGate, HostPolicy
 from butlers.auth.tokens import TokenBook
+from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT, BodyLimit
 
 ReadyCheck = Callable[[], Awaitable[tuple[bool, dict[str, object]]]]
 
 
 def build_http_app(
-    mcp: FastMCP, name: str, ready_check: ReadyCheck, *, book: TokenBook, hosts: HostPolicy
+    mcp: FastMCP,
+    name: str,
+    ready_check: ReadyCheck,
+    *,
+    book: TokenBook,
+    hosts: HostPolicy,
+    session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
 ) -> Starlette:
-    streamable = mcp.http_app(path="/mcp")
+    streamable = mcp.http_app(path="/mcp", session_idle_timeout=session_idle_timeout)
     sse = mcp.http_app(path="/sse", transport="sse")
 
     async def health(_request: Request) -> JSONResponse:
@@ -38,5 +45,10 @@ def build_http_app(
         *streamable.routes,
         *sse.routes,
     ]
+    # Outermost first: who is calling (Host, Origin, token) before any body is read.
     gate = Middleware(AuthGate, book=book, hosts=hosts, butler=name)
-    return Starlette(routes=routes, middleware=[gate], lifespan=streamable.router.lifespan_context)
+    return Starlette(
+        routes=routes,
+        lifespan=streamable.router.lifespan_context,
+        middleware=[gate, Middleware(BodyLimit)],
+    )

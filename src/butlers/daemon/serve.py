@@ -19,6 +19,7 @@ from butlers import migrations
 from butlers.auth.http import HostPolicy
 from butlers.daemon.butler import Butler, build_butler
 from butlers.daemon.http import ReadyCheck, build_http_app
+from butlers.daemon.http_limits import MAX_CONNECTIONS, HeaderTimeoutProtocol
 from butlers.daemon.registration import Registrar
 from butlers.db.pool import create_pool
 from butlers.errors import ButlersError, PortInUseError
@@ -88,7 +89,12 @@ def run(spec_path: Path | None = None, *, port: int | None = None, host: str | N
     """
     try:
         settings = ButlerSettings.from_env(spec_path=spec_path, port=port, host=host)
-        configure_logging(load_butler_file(settings.spec_path).name, settings.log_level)
+        configure_logging(
+            load_butler_file(settings.spec_path).name,
+            settings.log_level,
+            log_file=settings.log_file,
+            max_bytes=settings.log_max_bytes,
+        )
         asyncio.run(serve(settings))
     except ButlersError as exc:
         print(f"butlers serve: {exc}", file=sys.stderr)
@@ -154,7 +160,13 @@ async def _serve_http(
         hosts=hosts,
     )
     config = uvicorn.Config(
-        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=10
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+        http=HeaderTimeoutProtocol,  # a deadline for request headers (slowloris)
+        limit_concurrency=MAX_CONNECTIONS,
     )
     server = _GracefulServer(config)
     watch = (

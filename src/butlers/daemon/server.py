@@ -9,6 +9,7 @@ from fastmcp.tools import Tool
 
 from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices
+from butlers.daemon.guard import ArgumentGuard
 from butlers.redaction import Redactor
 from butlers.stores.sessions import SessionStore
 from butlers.stores.state import StateStore
@@ -23,8 +24,10 @@ from butlers.tools.status import register_status_tool
 def build_server(butler: ButlerContext) -> FastMCP:
     """A FastMCP server with the core tools of `butler`'s butler."""
     mcp = FastMCP(name=butler.name, instructions=butler.resource.spec.instructions or None)
-    # First middleware, so outermost: a refused call reaches nothing else.
+    # First middleware, so outermost: a refused call reaches nothing else; then the
+    # argument guard (NUL, NaN, oversized integers) before any module gate sees them.
     mcp.add_middleware(butler.access)
+    mcp.add_middleware(ArgumentGuard())
     register_status_tool(mcp, butler)
     register_state_tools(mcp, StateStore(butler.pool))
     register_session_tools(mcp, SessionStore(butler.pool))

@@ -67,20 +67,22 @@ def ensure_not_running(data_dir: Path) -> None:
 def start_detached(settings: EcosystemSettings, program: str) -> EcosystemState:
     """Start `butlers up` in the background; return its state once every butler is ready."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    (settings.data_dir / "logs").mkdir(exist_ok=True)
+    (settings.data_dir / "logs").mkdir(mode=0o700, exist_ok=True)
     log_path = settings.data_dir / "logs" / "supervisor.log"
     state_path(settings.data_dir).unlink(missing_ok=True)
     command = [
         sys.executable, "-m", "butlers", "up",
         "--data-dir", str(settings.data_dir), "--roster", str(settings.roster_dir),
     ]  # fmt: skip
-    with log_path.open("ab") as log_file:
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "ab") as log_file:
         process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={**os.environ, "BUTLERS_LOG_FILE": str(log_path)},  # rotated by the supervisor
         )
 
     def started() -> EcosystemState | None:

@@ -7,20 +7,29 @@ milliseconds. Each child gets its own session (Ctrl-C reaches only the
 supervisor, which stops the children in order), its own log file and its own
 environment, then runs exactly what `butlers serve` runs (`butlers.daemon.serve.run`).
 
+The fork server itself starts with the OS basics of the environment only: a forked
+child's `/proc/<pid>/environ` shows the environment its fork server was started with,
+and the supervisor's holds every butler's credentials.
+
 As with any `multiprocessing` program, a script that starts an `Ecosystem` must
 guard its entry point with `if __name__ == "__main__":`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.context
+import multiprocessing.util
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from butlers.ecosystem.environment import base_environment
 
 PRELOAD = [
     "butlers.daemon.serve",
@@ -35,6 +44,35 @@ PRELOAD = [
     "fastmcp.client.transports",
 ]
 _context: multiprocessing.context.ForkServerContext | None = None
+_spawn_lock = threading.Lock()
+# Fork servers (and resource trackers) started here; referenced so that their Popen
+# objects are never collected, which would let `subprocess` reap a process that
+# `multiprocessing` waits for itself.
+_helpers: list[subprocess.Popen[bytes]] = []
+
+
+@contextlib.contextmanager
+def _helpers_with_base_environment() -> Iterator[None]:
+    """While `multiprocessing` starts its helper processes, start them with the OS
+    basics of the environment instead of this process's whole environment."""
+
+    def spawnv_passfds(path: str, args: list[str], passfds: list[int]) -> int:
+        helper = subprocess.Popen(
+            args,
+            executable=path,
+            pass_fds=tuple(sorted(map(int, passfds))),
+            env=base_environment(os.environ),
+        )
+        _helpers.append(helper)
+        return helper.pid
+
+    with _spawn_lock:
+        original = multiprocessing.util.spawnv_passfds
+        multiprocessing.util.spawnv_passfds = spawnv_passfds  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            multiprocessing.util.spawnv_passfds = original
 
 
 def _fork_server() -> multiprocessing.context.ForkServerContext:
@@ -52,12 +90,13 @@ def warm_up() -> None:
         from multiprocessing import forkserver
 
         _fork_server()
-        forkserver.ensure_running()
+        with _helpers_with_base_environment():
+            forkserver.ensure_running()
 
 
 def _child_main(spec_path: str, env: dict[str, str], log_path: str) -> None:
     os.setsid()
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -84,7 +123,8 @@ class ButlerChild:
             self._process: multiprocessing.process.BaseProcess | None = _fork_server().Process(
                 target=_child_main, args=(str(spec_path), dict(env), str(log_path)), daemon=False
             )
-            self._process.start()
+            with _helpers_with_base_environment():  # (re)starts the fork server if needed
+                self._process.start()
             self._popen: subprocess.Popen[bytes] | None = None
         else:
             self._process = None

@@ -24,6 +24,7 @@ from butlers import migrations
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
 from butlers.db.provision import Credentials, ensure
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
+from butlers.ecosystem.environment import butler_environment
 from butlers.ecosystem.launcher import ButlerChild, warm_up
 from butlers.ecosystem.state import ButlerInfo, EcosystemState, state_path
 from butlers.ecosystem.tokens import EcosystemTokens
@@ -117,7 +118,7 @@ class Ecosystem:
 
     async def prepare(self) -> None:
         """Database up, every butler provisioned and migrated (nothing started)."""
-        (self.data_dir / "logs").mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "logs").mkdir(mode=0o700, parents=True, exist_ok=True)
         (self.data_dir / "specs").mkdir(parents=True, exist_ok=True)
         self.tokens = EcosystemTokens.load_or_create(self.data_dir)
         phase = time.monotonic()
@@ -186,10 +187,11 @@ class Ecosystem:
             else {}
         )
         assert self.tokens is not None
+        # Only what this butler needs of the supervisor's environment (the e2e harness
+        # adds `extra_env` to it): never another butler's credentials.
         env = {
-            **os.environ,
+            **butler_environment(butler.resource, {**os.environ, **self.extra_env}),
             **routing,
-            **self.extra_env,
             **self.tokens.butler_env(butler.name, switchboard.name if switchboard else None),
             "BUTLERS_DSN": butler.dsn,
             "BUTLERS_SCHEMA": butler.schema,
@@ -197,6 +199,7 @@ class Ecosystem:
             "BUTLERS_PORT": str(butler.port),
             "BUTLERS_PARENT_PID": str(os.getpid()),
             "BUTLERS_LOG_LEVEL": self.settings.log_level,
+            "BUTLERS_LOG_FILE": str(butler.log_path),
             "PYTHONUNBUFFERED": "1",
         }
         butler.process = ButlerChild(butler.spec_path, env, butler.log_path)

@@ -51,6 +51,12 @@ def not_configured_message(butler: str) -> str:
     )
 
 
+def runtime_key_env(spec: ButlerSpec, adapter_override: str | None) -> str | None:
+    """The variable holding the API key of the adapter this butler will use."""
+    adapter = adapter_override or spec.runtime.adapter
+    return spec.runtime.api_key_env or (DEFAULT_KEY_ENV.get(adapter) if adapter else None)
+
+
 def resolve_runtime_config(
     butler: str, spec: ButlerSpec, settings: ButlerSettings
 ) -> RuntimeConfig | None:
@@ -63,7 +69,7 @@ def resolve_runtime_config(
         raise RuntimeConfigError(
             f"BUTLERS_RUNTIME_ADAPTER={adapter!r} is not one of {', '.join(ADAPTERS)}"
         )
-    key_env = runtime.api_key_env or DEFAULT_KEY_ENV.get(adapter)
+    key_env = runtime_key_env(spec, over.adapter)
     api_key = settings.env_value(key_env) if key_env else None
     base_url = runtime.base_url
     if adapter == "openai":

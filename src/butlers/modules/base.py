@@ -28,11 +28,23 @@ class ModuleError(Exception):
 
 
 class ModuleConfig(BaseModel):
-    """Base of every module's config model: camelCase keys as in the roster, no unknown keys."""
+    """Base of every module's config model: camelCase keys as in the roster, no unknown keys.
+
+    Fields whose name ends in `_env` name environment variables the module reads (its
+    credentials): a local supervisor gives a butler process those variables and no others.
+    """
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
     )
+
+    def env_names(self) -> set[str]:
+        """The environment variables this configuration names."""
+        return {
+            value
+            for name in type(self).model_fields
+            if name.endswith("_env") and isinstance(value := getattr(self, name), str) and value
+        }
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from butlers.core.context import ButlerContext, ModuleState
 from butlers.migrations import Chain
-from butlers.modules.base import Module, ModuleContext, ModuleError, ModuleServices
+from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, ModuleServices
 from butlers.modules.registry import REGISTRY
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,23 @@ def session_hidden_tools(enabled: Mapping[str, Any]) -> tuple[str, ...]:
         if name in REGISTRY
         for tool in REGISTRY[name].session_hidden_tools
     )
+
+
+def module_env_names(enabled: Mapping[str, Any]) -> set[str]:
+    """The environment variables the enabled modules' configurations name (credentials).
+    A configuration that does not validate names none: that module fails at start."""
+    names: set[str] = set()
+    for name, raw in enabled.items():
+        module = REGISTRY.get(name)
+        if module is None:
+            continue
+        try:
+            config = module.config_model.model_validate(raw or {})
+        except ValidationError:
+            continue
+        if isinstance(config, ModuleConfig):
+            names |= config.env_names()
+    return names
 
 
 def _config_error(name: str, exc: ValidationError) -> str:

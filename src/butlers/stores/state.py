@@ -13,7 +13,8 @@ from butlers.db.pool import dumps
 from butlers.db.sql import affected, like_prefix
 from butlers.stores.records import Record
 
-MAX_KEY_LENGTH = 1024
+MAX_KEY_LENGTH = 1024  # characters, and UTF-8 bytes (a B-tree entry must fit a page)
+MAX_VALUE_BYTES = 1024 * 1024  # JSON text of one value
 
 
 class StateValueError(ValueError):
@@ -25,6 +26,9 @@ def check_key(key: str) -> None:
         raise StateValueError("key must not be empty")
     if len(key) > MAX_KEY_LENGTH:
         raise StateValueError(f"key is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}")
+    size = len(key.encode())
+    if size > MAX_KEY_LENGTH:
+        raise StateValueError(f"key is {size} bytes of UTF-8; the limit is {MAX_KEY_LENGTH} bytes")
     if "\x00" in key:
         raise StateValueError("key must not contain the NUL character (\\u0000)")
 
@@ -53,6 +57,12 @@ class StateStore:
             text = dumps(value)
         except (TypeError, ValueError) as exc:
             raise StateValueError(f"value is not JSON: {exc}") from None
+        size = len(text.encode())
+        if size > MAX_VALUE_BYTES:
+            raise StateValueError(
+                f"value is {size} bytes of JSON; the limit is {MAX_VALUE_BYTES} bytes (1 MiB). "
+                "Split it over several keys. The stored value is unchanged."
+            )
         try:
             updated_at: datetime = await self._pool.fetchval(
                 """
@@ -71,17 +81,44 @@ class StateStore:
             ) from None
         return updated_at
 
-    async def list(self, prefix: str | None = None) -> list[StateEntry]:
-        """Entries whose key starts with `prefix` literally (no wildcards), by key."""
-        columns = StateEntry.columns()
-        if prefix:
-            rows = await self._pool.fetch(
-                f"SELECT {columns} FROM state WHERE key LIKE $1 ESCAPE '\\' ORDER BY key",
-                like_prefix(prefix),
-            )
-        else:
-            rows = await self._pool.fetch(f"SELECT {columns} FROM state ORDER BY key")
-        return [StateEntry.from_row(row) for row in rows]
+    async def list(
+        self,
+        prefix: str | None = None,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        budget: int = 1024 * 1024,
+    ) -> tuple[list[StateEntry], bool]:
+        """(entries, more): entries whose key starts with `prefix` literally (no
+        wildcards) and sorts after `after`, by key; at most `limit` of them and about
+        `budget` bytes of values (at least one). Values past the budget are not read
+        out of the database."""
+        rows = await self._pool.fetch(
+            """
+            SELECT key, CASE WHEN fits THEN value END AS value, created_at, updated_at, fits
+            FROM (
+                SELECT key, value, created_at, updated_at,
+                       sum(octet_length(value::text)) OVER (ORDER BY key)
+                           - octet_length(value::text) < $4 AS fits
+                FROM state
+                WHERE ($1::text IS NULL OR key LIKE $1 ESCAPE '\\')
+                  AND ($2::text IS NULL OR key > $2)
+                ORDER BY key
+                LIMIT $3 + 1
+            ) page
+            ORDER BY key
+            """,
+            like_prefix(prefix) if prefix else None,
+            after,
+            limit,
+            budget,
+        )
+        entries: list[StateEntry] = []
+        for row in rows[:limit]:
+            if not row["fits"] and entries:
+                break
+            entries.append(StateEntry.from_row(row))
+        return entries, len(entries) < len(rows)
 
     async def delete(self, key: str) -> bool:
         """True when the key existed."""

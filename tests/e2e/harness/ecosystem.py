@@ -54,6 +54,8 @@ class EcosystemHandle:
     log_dir: Path | None = None
     span_dir: Path | None = None  # where butlers write their spans (JSON lines)
     schema_prefix: str = ""  # of this session's schemas and roles (solo butlers use it too)
+    # The process id of a butler when it runs on this machine (None: it does not).
+    pid: Callable[[str], int | None] = lambda _name: None
     clients: ClientCache = field(init=False)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

@@ -27,3 +27,8 @@ def scripted_cost(input_tokens: int, output_tokens: int) -> float:
     return round(
         input_tokens * SCRIPTED_PRICE[0] / 1e6 + output_tokens * SCRIPTED_PRICE[1] / 1e6, 6
     )
+
+
+# A secret in the environment of the process that starts the ecosystem and named by no
+# butler: no butler process may hold it (each gets only its own environment).
+SUPERVISOR_SECRET = ("E2E_SUPERVISOR_SECRET", "supervisor-only-5b0e1c")

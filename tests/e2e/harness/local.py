@@ -57,6 +57,11 @@ async def local_ecosystem(
             butler_tokens={name: tokens.butler_token(name) for name in ecosystem.butlers},
             kill=ecosystem.kill_butler,
             restart=ecosystem.restart_butler,
+            pid=lambda name: (
+                ecosystem.butlers[name].process.pid  # type: ignore[union-attr]
+                if ecosystem.butlers[name].process
+                else None
+            ),
             log_dir=data_dir / "logs",
             schema_prefix=schema_prefix,
             span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])

@@ -280,6 +280,7 @@ async def operator_ecosystem(
                     butler_tokens=butler_tokens,
                     kill=lambda name: pods.by_service[name].kill(),
                     restart=lambda name: pods.by_service[name].restart(),
+                    pid=lambda name: pods.by_service[name].pid,
                     log_dir=pods.log_dir,
                     schema_prefix=schema_prefix,
                     # The pods are processes of this machine: their span files are here too.

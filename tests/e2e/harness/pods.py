@@ -105,6 +105,12 @@ class LocalPod:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        """The main container's process, while it runs."""
+        process = self.process
+        return process.pid if process is not None and process.returncode is None else None
+
     def _materialize(self, launch: ContainerLaunch) -> ContainerLaunch:
         """Write the mounted files under this pod's root; return the relocated launch."""
         local = launch.relocate(str(self.root))

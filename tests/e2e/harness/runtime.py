@@ -1,8 +1,10 @@
 """The LLM runtime every e2e butler gets: the scripted adapter (or, with --live-llm, the
 real model configured in the environment), plus planted secrets.
 
-`TEST_SECRET_CANARY` is in every butler's process environment but declared by no
-spec, so no session may see it; `E2E_API_KEY` is the runtime key the redaction
+`TEST_SECRET_CANARY` is given to every butler but declared by no spec, so no session
+may see it (on the `local` backend it does not even reach the butler processes, which
+inherit only what their spec names; the `operator` backend passes it to every pod
+through the shared butler env Secret); `E2E_API_KEY` is the runtime key the redaction
 tests look for in logs and session rows.
 """
 

@@ -30,9 +30,9 @@ import yaml
 
 from butlers.db.embedded import free_port
 from butlers.db.provision import deprovision, provision
+from butlers.waiting import wait_until
 
 from .ecosystem import EcosystemHandle
-from .waiting import wait_until
 
 READY_TIMEOUT = 120.0
 MIGRATE_TIMEOUT = 120.0

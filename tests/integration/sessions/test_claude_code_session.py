@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from dataclasses import replace
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 

@@ -28,12 +28,20 @@ class MemoryStore:
         self.data[key] = value
         return datetime(2026, 1, 1, tzinfo=UTC)
 
-    async def list(self, prefix: str | None = None) -> list[dict[str, Any]]:
-        return [
+    async def list(
+        self,
+        prefix: str | None = None,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        budget: int = 0,
+    ) -> tuple[list[dict[str, Any]], bool]:
+        rows = [
             {"key": k, "value": v}
             for k, v in sorted(self.data.items())
-            if k.startswith(prefix or "")
+            if k.startswith(prefix or "") and (after is None or k > after)
         ]
+        return rows[:limit], len(rows) > limit
 
     async def delete(self, key: str) -> bool:
         return self.data.pop(key, None) is not None

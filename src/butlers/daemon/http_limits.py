@@ -1,0 +1,150 @@
+"""Bounds on what one HTTP client can make a butler hold: time and memory.
+
+- `HeaderTimeoutProtocol`: a connection must deliver a request's headers within
+  `HEADER_TIMEOUT` seconds of opening (or of starting the next request), else it is
+  closed. uvicorn times out only idle keep-alive connections, so a client sending
+  headers a byte at a time (slowloris), or nothing at all, held a connection forever.
+- `BodyLimit`: a request body is read within `BODY_TIMEOUT` seconds (408 after), and
+  at most `MAX_BODY_BYTES` of it (413; the MCP SDK's own limit, which has no deadline:
+  a client announcing a body and sending it a byte at a time held a request forever).
+- The number of open connections is capped by uvicorn's `limit_concurrency` (503).
+- Streamable-HTTP MCP sessions (kept by clients of the 2025 protocol) end after
+  `SESSION_IDLE_TIMEOUT` idle seconds, and there are at most `MAX_SESSIONS` of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+HEADER_TIMEOUT = 10.0
+BODY_TIMEOUT = 20.0
+MAX_BODY_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
+MAX_CONNECTIONS = 512
+SESSION_IDLE_TIMEOUT = 300.0
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+
+
+class HeaderTimeoutProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline for each request's headers."""
+
+    header_timeout = HEADER_TIMEOUT
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_deadline: asyncio.TimerHandle | None = None
+
+    def _arm(self) -> None:
+        if self._header_deadline is None:
+            self._header_deadline = self.loop.call_later(self.header_timeout, self._expired)
+
+    def _disarm(self) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def _expired(self) -> None:
+        self._header_deadline = None
+        if not self.transport.is_closing():
+            self.logger.info("closing a connection that sent no complete request headers")
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body is read whole, within a deadline and a size."""
+
+    def __init__(
+        self, app: Any, max_bytes: int = MAX_BODY_BYTES, timeout: float = BODY_TIMEOUT
+    ) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "DELETE", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            message = f"request body is {declared} bytes; the limit is {self.max_bytes}"
+            await _refuse(send, 413, message)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_bytes:
+                        await _refuse(send, 413, f"request body over {self.max_bytes} bytes")
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await _refuse(send, 408, f"request body not received within {self.timeout:g} s")
+            return
+        body = b"".join(chunks)
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            message: Message = await receive()  # after the body: the disconnect, when it comes
+            return message
+
+        await self.app(scope, replay, send)
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _refuse(send: Any, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

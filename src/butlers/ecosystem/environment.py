@@ -1,0 +1,39 @@
+"""The environment of one butler process of a local ecosystem: its own, no more.
+
+The supervisor's environment holds every butler's credentials (the messenger's
+`EMAIL_PASSWORD`, a runtime's API key, the admin DSN). A butler process gets the OS
+basics, the `BUTLERS_*` settings a butler reads, and the variables its own spec
+names: `spec.env`, its modules' credential variables and its runtime's key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from butlers.llm.config import runtime_key_env
+from butlers.modules.loader import module_env_names
+from butlers.settings import BUTLER_SETTINGS_ENVIRONMENT, OS_ENVIRONMENT
+from butlers.spec import ButlerResource
+
+
+def butler_variables(resource: ButlerResource, environ: Mapping[str, str]) -> set[str]:
+    """The names of the variables this butler may inherit."""
+    spec = resource.spec
+    names = {*OS_ENVIRONMENT, *BUTLER_SETTINGS_ENVIRONMENT}
+    names |= {var.name for var in spec.env}
+    names |= module_env_names(spec.modules)
+    key = runtime_key_env(spec, environ.get("BUTLERS_RUNTIME_ADAPTER") or None)
+    if key:
+        names.add(key)
+    return names
+
+
+def butler_environment(resource: ButlerResource, environ: Mapping[str, str]) -> dict[str, str]:
+    """The part of `environ` this butler's process gets."""
+    names = butler_variables(resource, environ)
+    return {name: value for name, value in environ.items() if name in names}
+
+
+def base_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """What a process that is no butler (the fork server) gets: the OS basics only."""
+    return {name: environ[name] for name in OS_ENVIRONMENT if name in environ}

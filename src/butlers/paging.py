@@ -1,0 +1,85 @@
+"""Bounded pages for every list tool: an opaque cursor, a maximum count and size.
+
+A list tool answers `{"items": [...], "next_cursor": str | null}`: at most `limit`
+items (never more than `MAX_PAGE`) and about `PAGE_BYTES` of JSON (always at least
+one item), in a fixed order. Passing `next_cursor` back continues after the last
+item; `null` means the list is complete. A cursor is the position (the sort key) of
+the last item, encoded; it is opaque to callers and checked when it comes back.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from butlers.jsonutil import to_json
+
+DEFAULT_PAGE = 50
+MAX_PAGE = 500
+PAGE_BYTES = 1024 * 1024  # JSON bytes of one page, about (the last item may cross it)
+
+Limit = Annotated[
+    int, Field(ge=1, le=MAX_PAGE, description=f"Items per page (at most {MAX_PAGE}).")
+]
+Cursor = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=4096,
+        description="`next_cursor` of the previous page; omit for the first page.",
+    ),
+]
+
+
+class CursorError(ValueError):
+    """A cursor this list did not hand out."""
+
+
+def encode_cursor(position: Sequence[Any]) -> str:
+    text = json.dumps(to_json(list(position)), separators=(",", ":"), ensure_ascii=False)
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, arity: int) -> list[Any]:
+    """The position a cursor holds; CursorError names the problem."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        position = json.loads(raw.decode())
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise CursorError(
+            "cursor is not a next_cursor this list returned; omit it to start over"
+        ) from None
+    if not isinstance(position, list) or len(position) != arity:
+        raise CursorError("cursor is not a next_cursor this list returned; omit it to start over")
+    if any(isinstance(p, str) and "\x00" in p for p in position):
+        raise CursorError("cursor is not a next_cursor this list returned; omit it to start over")
+    return position
+
+
+def build_page(
+    rows: Sequence[Any],
+    limit: int,
+    position: Callable[[Any], Sequence[Any]],
+    budget: int = PAGE_BYTES,
+) -> dict[str, Any]:
+    """A page from `rows` fetched in order with one row more than `limit` (that row
+    says whether more exist): items up to `limit` and `budget` JSON bytes."""
+    items: list[Any] = []
+    size = 0
+    for row in rows[:limit]:
+        item = to_json(row)
+        length = len(json.dumps(item, ensure_ascii=False, default=str).encode())
+        if items and size + length > budget:
+            break
+        items.append(item)
+        size += length
+    more = len(items) < len(rows)
+    return {
+        "items": items,
+        "next_cursor": encode_cursor(position(rows[len(items) - 1])) if more and items else None,
+    }

@@ -1,0 +1,71 @@
+"""Hostile input over MCP: what JSON can carry and PostgreSQL cannot store.
+
+Sent as raw JSON-RPC (a polite client would turn `NaN` into `null`): each call gets
+a clear error naming the argument, nothing is stored, and the butler's log gets one
+line for it, never a traceback.
+"""
+
+from __future__ import annotations
+
+import httpx2 as httpx
+import pytest
+
+from tests.support.raw_mcp import RawMcpSession
+
+from .harness.ecosystem import EcosystemHandle
+
+CASES = {
+    "nul-in-text": (
+        "health",
+        "measurement_log",
+        '{"type": "weight", "value": 80, "notes": "a\\u0000b"}',
+        "argument notes: text must not contain the NUL character",
+    ),
+    "nan": (
+        "health",
+        "measurement_log",
+        '{"type": "weight", "value": NaN}',
+        "argument value: nan is not a finite number",
+    ),
+    "infinity-deep-in-a-value": (
+        "general",
+        "state_set",
+        '{"key": "e2e-inf", "value": {"readings": [1, -Infinity]}}',
+        "argument value.readings[1]: -inf is not a finite number",
+    ),
+    "nul-in-a-name": (
+        "relationship",
+        "contact_add",
+        '{"name": "Eve\\u0000"}',
+        "argument name: text must not contain the NUL character",
+    ),
+    "integer-past-64-bits": (
+        "general",
+        "state_set",
+        '{"key": "e2e-big", "value": {"n": 100000000000000000000000000000}}',
+        "argument value.n: 100000000000000000000000000000 is out of range",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_unstorable_input_gets_an_error_naming_the_argument(
+    butler_ecosystem: EcosystemHandle, case: str
+) -> None:
+    butler, tool, arguments, expected = CASES[case]
+    log = butler_ecosystem.log_dir / f"{butler}.log" if butler_ecosystem.log_dir else None
+    before = log.stat().st_size if log and log.exists() else 0
+    async with httpx.AsyncClient(timeout=30) as client:
+        session = RawMcpSession(butler_ecosystem[butler].url, client)
+        await session.open()
+        reply = await session.call_tool(tool, arguments)
+    result = reply["result"]
+    text = result["content"][0]["text"]
+    assert result["isError"] is True and expected in text, text
+    assert "asyncpg" not in text and "Traceback" not in text
+    if log is not None and log.exists():
+        with log.open("rb") as fh:
+            fh.seek(before)
+            written = fh.read().decode(errors="replace")
+        assert "Traceback" not in written, written
+        assert len([line for line in written.splitlines() if tool in line]) == 1, written

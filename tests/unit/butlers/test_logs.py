@@ -1,0 +1,56 @@
+"""Log files: one line per record, private, rotated, with stdout/stderr following."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+
+def _run(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def test_the_log_file_rotates_is_private_and_keeps_stderr(tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "health.log"
+    done = _run(
+        f"""
+        import logging, sys
+        from pathlib import Path
+        from butlers.logs import configure_logging
+        configure_logging("health", log_file=Path({str(log)!r}), max_bytes=2000, backups=2)
+        for i in range(200):
+            logging.getLogger("butlers.x").info("line %d of the log", i)
+        print("printed after rotation", file=sys.stderr, flush=True)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    files = sorted(p.name for p in log.parent.iterdir())
+    assert files == ["health.log", "health.log.1", "health.log.2"]
+    assert all((log.parent / f).stat().st_mode & 0o777 == 0o600 for f in files)
+    assert all((log.parent / f).stat().st_size <= 2200 for f in files)
+    current = log.read_text()
+    assert "line 199 of the log" in current and "printed after rotation" in current
+
+
+def test_a_library_traceback_becomes_one_line(tmp_path: Path) -> None:
+    done = _run(
+        """
+        import logging
+        from butlers.logs import configure_logging
+        configure_logging("health")
+        try:
+            raise ValueError("secret detail of a caller")
+        except ValueError:
+            logger = logging.getLogger("fastmcp.server.server")
+            logger.error("Error calling tool 'x'", exc_info=True)
+        """,
+        tmp_path,
+    )
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith("Error calling tool 'x' (ValueError)"), lines
