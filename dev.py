@@ -8,6 +8,7 @@ development extras (re-installing when pyproject.toml changes), then runs:
     python3 dev.py test    # the whole test suite, then tests/e2e on the operator backend (CI)
     python3 dev.py lint    # ruff + mypy
     python3 dev.py bench   # the benchmarks under bench/
+    python3 dev.py kube-binaries   # build the control plane for --backend apiserver (needs Go)
     python3 dev.py run ... # any command inside the virtual environment
 """
 
@@ -86,6 +87,8 @@ def main(argv: list[str]) -> int:
         for name in names:
             code |= run(str(PY), str(ROOT / "bench" / name))
         return code
+    if cmd == "kube-binaries":
+        return run(str(PY), "-m", "tests.kube.binaries", *rest)
     if cmd == "run":
         return run(*rest)
     print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)
