@@ -27,7 +27,7 @@ def main() -> int:
         standalone=True,
         clusterwide=settings.cluster_wide,
         namespaces=list(settings.namespaces),
-        liveness_endpoint="http://0.0.0.0:8080/healthz",
+        liveness_endpoint=settings.liveness_endpoint,
     )
     return 0
 

@@ -59,6 +59,8 @@ class OperatorSettings:
     retry_max_seconds: float = 300.0
     # Only for development and tests: the API server URL, without in-cluster credentials.
     kube_server: str | None = None
+    # Where kopf serves the liveness probe (the chart's `health` port).
+    liveness_endpoint: str = "http://0.0.0.0:8080/healthz"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorSettings:
@@ -86,6 +88,8 @@ class OperatorSettings:
             retry_base_seconds=float(get("BUTLERS_OPERATOR_RETRY_BASE_SECONDS") or 5),
             retry_max_seconds=float(get("BUTLERS_OPERATOR_RETRY_MAX_SECONDS") or 300),
             kube_server=get("BUTLERS_OPERATOR_KUBE_SERVER") or None,
+            liveness_endpoint=get("BUTLERS_OPERATOR_LIVENESS_ENDPOINT")
+            or defaults.liveness_endpoint,
         )
 
     def retry_delay(self, retry: int) -> float:
