@@ -22,10 +22,16 @@ REQUEST_TIMEOUT = 30.0
 WATCH_SECONDS = 60  # a watch ends after this; callers re-watch from the last resourceVersion
 
 CORE_PLURALS = {
-    "Pod": "pods", "Service": "services", "Secret": "secrets", "ConfigMap": "configmaps",
-    "Namespace": "namespaces", "Node": "nodes", "ServiceAccount": "serviceaccounts",
-    "Event": "events", "Endpoints": "endpoints",
-}  # fmt: skip
+    "Pod": "pods",
+    "Service": "services",
+    "Secret": "secrets",
+    "ConfigMap": "configmaps",
+    "Namespace": "namespaces",
+    "Node": "nodes",
+    "ServiceAccount": "serviceaccounts",
+    "Event": "events",
+    "Endpoints": "endpoints",
+}
 
 
 class ApiError(Exception):

@@ -57,7 +57,12 @@ class Pins:
 
     @classmethod
     def read(cls, hack: Path = HACK) -> Pins:
-        files = [hack / "go.mod", hack / "go.sum", hack / "etcd" / "go.mod", hack / "etcd" / "go.sum"]
+        files = [
+            hack / "go.mod",
+            hack / "go.sum",
+            hack / "etcd" / "go.mod",
+            hack / "etcd" / "go.sum",
+        ]
         digest = hashlib.sha256()
         for path in files:
             digest.update(path.read_bytes())
@@ -105,10 +110,17 @@ def build_commands(pins: Pins, out: Path, hack: Path = HACK) -> list[tuple[Path,
         (hack, ["go", "build", "-trimpath", f"-ldflags={ldflags}", "-o", f"{out}/", *kube]),
         (
             hack / "etcd",
-            ["go", "build", "-trimpath", "-ldflags=-s -w", "-o", str(out / "etcd"),
-             "go.etcd.io/etcd/server/v3"],
+            [
+                "go",
+                "build",
+                "-trimpath",
+                "-ldflags=-s -w",
+                "-o",
+                str(out / "etcd"),
+                "go.etcd.io/etcd/server/v3",
+            ],
         ),
-    ]  # fmt: skip
+    ]
 
 
 def cache_dir(pins: Pins, environ: Mapping[str, str] = os.environ) -> Path:
@@ -184,7 +196,9 @@ def build(environ: Mapping[str, str] = os.environ, log: bool = True) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="dev.py kube-binaries", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="dev.py kube-binaries", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--print-dir", action="store_true", help="print where they are; no build")
     args = parser.parse_args(argv)
     if args.print_dir:
@@ -198,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         build()
     except subprocess.CalledProcessError as exc:
-        print(f"kube-binaries: {' '.join(map(str, exc.cmd))} failed ({exc.returncode})", file=sys.stderr)
+        print(
+            f"kube-binaries: {' '.join(map(str, exc.cmd))} failed ({exc.returncode})",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -82,7 +82,8 @@ class NodeThread:
         kubelet_task = asyncio.create_task(self.kubelet.run())
         try:
             await asyncio.wait_for(
-                asyncio.gather(self.kubelet.registered.wait(), self.proxy.synced.wait()), READY_TIMEOUT
+                asyncio.gather(self.kubelet.registered.wait(), self.proxy.synced.wait()),
+                READY_TIMEOUT,
             )
             self._ready.set_result(None)
             await asyncio.gather(proxy_task, kubelet_task)
@@ -116,7 +117,7 @@ class NodeThread:
 
 
 @dataclass
-class TestCluster:
+class KubeCluster:
     plane: ControlPlane
     node: NodeThread
 
@@ -142,6 +143,19 @@ class TestCluster:
         """`127.0.0.1:<port>` where this machine reaches the Service (stable while it exists)."""
         return self.proxy.address(namespace, service, port)
 
+    async def wait_service(
+        self, namespace: str, service: str, port_name: str = "", timeout: float = 60.0
+    ) -> str:
+        """Until the proxy routes the Service port to a Ready endpoint; its local address."""
+        from .wait import wait_until
+
+        await wait_until(
+            lambda: self.proxy.endpoints(namespace, service, port_name),
+            f"a Ready endpoint of Service {namespace}/{service}",
+            timeout,
+        )
+        return self.service_address(namespace, service)
+
     def log_dir(self) -> Path:
         return self.kubelet.root / "logs"
 
@@ -152,11 +166,16 @@ async def wait_node_schedulable(api: KubeApi, node: str, timeout: float = READY_
     while True:
         obj = await api.find(build_path("v1", "nodes", None, node))
         taints = ((obj or {}).get("spec") or {}).get("taints") or []
-        conditions = {c["type"]: c["status"] for c in ((obj or {}).get("status") or {}).get("conditions") or []}
+        conditions = {
+            c["type"]: c["status"]
+            for c in ((obj or {}).get("status") or {}).get("conditions") or []
+        }
         if obj and conditions.get("Ready") == "True" and not taints:
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"node {node} not schedulable after {timeout:.0f} s: taints {taints}")
+            raise TimeoutError(
+                f"node {node} not schedulable after {timeout:.0f} s: taints {taints}"
+            )
         await asyncio.sleep(0.1)
 
 
@@ -166,13 +185,13 @@ async def running_cluster(
     writable_paths: Sequence[str] = (),
     restart_backoff: float = 10.0,
     capacity: Capacity | None = None,
-) -> AsyncIterator[TestCluster]:
+) -> AsyncIterator[KubeCluster]:
     async with running_control_plane(root / "control-plane") as plane:
         node = NodeThread(plane, root / "node", writable_paths, restart_backoff, capacity)
         await asyncio.to_thread(node.start)
         try:
             async with plane.api() as api:
                 await wait_node_schedulable(api, NODE)
-            yield TestCluster(plane, node)
+            yield KubeCluster(plane, node)
         finally:
             await asyncio.to_thread(node.stop)

@@ -79,7 +79,9 @@ class ControlPlaneError(RuntimeError):
 def pick_api_address() -> str:
     """A loopback address whose port 443 is free (each session has its own)."""
     for _ in range(50):
-        address = f"127.{random.randrange(1, 255)}.{random.randrange(0, 256)}.{random.randrange(1, 255)}"
+        address = (
+            f"127.{random.randrange(1, 255)}.{random.randrange(0, 256)}.{random.randrange(1, 255)}"
+        )
         with socket.socket() as sock:
             try:
                 sock.bind((address, API_PORT))
@@ -107,15 +109,27 @@ def build_kubeconfig(server: str, ca: Path, pair: KeyPair, user: str) -> str:
         {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "butlers-test", "cluster": {
-                "server": server, "certificate-authority": str(ca)}}],
-            "users": [{"name": user, "user": {
-                "client-certificate": str(pair.cert_path), "client-key": str(pair.key_path)}}],
-            "contexts": [{"name": "butlers-test", "context": {
-                "cluster": "butlers-test", "user": user}}],
+            "clusters": [
+                {
+                    "name": "butlers-test",
+                    "cluster": {"server": server, "certificate-authority": str(ca)},
+                }
+            ],
+            "users": [
+                {
+                    "name": user,
+                    "user": {
+                        "client-certificate": str(pair.cert_path),
+                        "client-key": str(pair.key_path),
+                    },
+                }
+            ],
+            "contexts": [
+                {"name": "butlers-test", "context": {"cluster": "butlers-test", "user": user}}
+            ],
             "current-context": "butlers-test",
         }
-    )  # fmt: skip
+    )
 
 
 @dataclass
@@ -135,6 +149,7 @@ class ControlPlane:
 
     def __post_init__(self) -> None:
         self.pki = self.root / "pki"
+        self.root.mkdir(parents=True, exist_ok=True)
 
     @property
     def server(self) -> str:
@@ -170,12 +185,15 @@ class ControlPlane:
             "apiserver",
             "kube-apiserver",
             dns_names=(
-                "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                f"kubernetes.default.svc.{CLUSTER_DOMAIN}", "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                f"kubernetes.default.svc.{CLUSTER_DOMAIN}",
+                "localhost",
             ),
             ip_addresses=(self.address, "127.0.0.1", "10.96.0.1"),
             server=True,
-        )  # fmt: skip
+        )
         for identity, (name, groups) in IDENTITIES.items():
             self.pairs[identity] = self.authority.issue(identity, name, groups)
             path = self.root / f"{identity}.kubeconfig"
@@ -187,15 +205,22 @@ class ControlPlane:
         self.sa_keys = write_service_account_keys(self.pki)
 
     def etcd_argv(self) -> list[str]:
-        client, peer = f"http://127.0.0.1:{self.ports['etcd']}", f"http://127.0.0.1:{self.ports['etcd-peer']}"
+        client, peer = (
+            f"http://127.0.0.1:{self.ports['etcd']}",
+            f"http://127.0.0.1:{self.ports['etcd-peer']}",
+        )
         return [
             str(self.binaries / "etcd"),
-            "--name=default", f"--data-dir={self.root / 'etcd'}",
-            f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
-            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+            "--name=default",
+            f"--data-dir={self.root / 'etcd'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
             f"--initial-cluster=default={peer}",
-            "--unsafe-no-fsync", "--log-level=warn",
-        ]  # fmt: skip
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ]
 
     def apiserver_argv(self) -> list[str]:
         assert self.sa_keys is not None
@@ -203,12 +228,15 @@ class ControlPlane:
         return [
             str(self.binaries / "kube-apiserver"),
             f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
-            f"--bind-address={self.address}", f"--secure-port={API_PORT}",
+            f"--bind-address={self.address}",
+            f"--secure-port={API_PORT}",
             # Pods are this machine's processes: no routable address to advertise, and the
             # `kubernetes` Service's endpoints are not needed (pods use /etc/hosts).
-            f"--advertise-address={self.address}", "--endpoint-reconciler-type=none",
+            f"--advertise-address={self.address}",
+            "--endpoint-reconciler-type=none",
             f"--cert-dir={self.root / 'apiserver'}",
-            f"--tls-cert-file={pair.cert_path}", f"--tls-private-key-file={pair.key_path}",
+            f"--tls-cert-file={pair.cert_path}",
+            f"--tls-private-key-file={pair.key_path}",
             f"--client-ca-file={self.ca_path}",
             "--authorization-mode=Node,RBAC",
             f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
@@ -216,8 +244,10 @@ class ControlPlane:
             f"--service-account-key-file={self.sa_keys[1]}",
             f"--service-account-signing-key-file={self.sa_keys[0]}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--allow-privileged=false", "--profiling=false", "--v=1",
-        ]  # fmt: skip
+            "--allow-privileged=false",
+            "--profiling=false",
+            "--v=1",
+        ]
 
     def controller_manager_argv(self) -> list[str]:
         assert self.sa_keys is not None
@@ -225,27 +255,35 @@ class ControlPlane:
         return [
             str(self.binaries / "kube-controller-manager"),
             f"--kubeconfig={config}",
-            f"--authentication-kubeconfig={config}", f"--authorization-kubeconfig={config}",
-            "--bind-address=127.0.0.1", f"--secure-port={self.ports['controller-manager']}",
+            f"--authentication-kubeconfig={config}",
+            f"--authorization-kubeconfig={config}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.ports['controller-manager']}",
             f"--cert-dir={self.root / 'controller-manager'}",
-            "--leader-elect=false", "--use-service-account-credentials=true",
+            "--leader-elect=false",
+            "--use-service-account-credentials=true",
             f"--controllers={','.join(CONTROLLERS)}",
             f"--service-account-private-key-file={self.sa_keys[0]}",
             f"--root-ca-file={self.ca_path}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--profiling=false", "--v=1",
-        ]  # fmt: skip
+            "--profiling=false",
+            "--v=1",
+        ]
 
     def scheduler_argv(self) -> list[str]:
         config = self.kubeconfigs["scheduler"]
         return [
             str(self.binaries / "kube-scheduler"),
             f"--kubeconfig={config}",
-            f"--authentication-kubeconfig={config}", f"--authorization-kubeconfig={config}",
-            "--bind-address=127.0.0.1", f"--secure-port={self.ports['scheduler']}",
+            f"--authentication-kubeconfig={config}",
+            f"--authorization-kubeconfig={config}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.ports['scheduler']}",
             f"--cert-dir={self.root / 'scheduler'}",
-            "--leader-elect=false", "--profiling=false", "--v=1",
-        ]  # fmt: skip
+            "--leader-elect=false",
+            "--profiling=false",
+            "--v=1",
+        ]
 
     async def _wait_http(self, name: str, url: str, verify: object) -> None:
         deadline = time.monotonic() + START_TIMEOUT
@@ -296,13 +334,14 @@ class ControlPlane:
 
 
 @asynccontextmanager
-async def running_control_plane(root: Path, binaries: Path | None = None) -> AsyncIterator[ControlPlane]:
+async def running_control_plane(
+    root: Path, binaries: Path | None = None
+) -> AsyncIterator[ControlPlane]:
     """A fresh control plane under `root`; every process is killed on exit."""
     if binaries is None:
         binaries, reason = locate()
         if binaries is None:
             raise ControlPlaneError(reason or "no control plane binaries")
-    root.mkdir(parents=True, exist_ok=True)
     plane = ControlPlane(
         root=root,
         binaries=binaries,

@@ -23,7 +23,9 @@ from .volumes import field_value
 ServiceLookup = Callable[[str, str, int], str | None]
 
 VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
-HOST_PORT = re.compile(r"(?<![\w.@-])([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*):(\d{1,5})(?![\w@])")
+HOST_PORT = re.compile(
+    r"(?<![\w.@-])([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*):(\d{1,5})(?![\w@])"
+)
 
 
 def expand(value: str, env: Mapping[str, str]) -> str:
@@ -80,7 +82,9 @@ def resolve_address(value: str, namespace: str, lookup: ServiceLookup) -> str:
     return HOST_PORT.sub(replace, value)
 
 
-def build_service_env(services: Iterable[Mapping[str, Any]], local: Callable[[Mapping[str, Any], int], str | None]) -> dict[str, str]:
+def build_service_env(
+    services: Iterable[Mapping[str, Any]], local: Callable[[Mapping[str, Any], int], str | None]
+) -> dict[str, str]:
     """`{NAME}_SERVICE_HOST`/`_PORT` per Service of the namespace (enableServiceLinks),
     pointing at the local proxy address of each Service port."""
     env: dict[str, str] = {}
@@ -101,7 +105,9 @@ def build_service_env(services: Iterable[Mapping[str, Any]], local: Callable[[Ma
                 continue
             proto = p.get("protocol", "TCP").lower()
             if p.get("name"):
-                env[f"{prefix}_SERVICE_PORT_{p['name'].upper().replace('-', '_')}"] = address.rsplit(":", 1)[1]
+                env[f"{prefix}_SERVICE_PORT_{p['name'].upper().replace('-', '_')}"] = (
+                    address.rsplit(":", 1)[1]
+                )
             env[f"{prefix}_PORT"] = f"{proto}://{first}"
     return env
 

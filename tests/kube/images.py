@@ -66,7 +66,9 @@ def _butler_listen(ports: Ports) -> dict[str, str]:
 
 def _operator_listen(ports: Ports) -> dict[str, str]:
     port = ports.get("health") or ports.get(8080)
-    return {"BUTLERS_OPERATOR_LIVENESS_ENDPOINT": f"http://127.0.0.1:{port}/healthz"} if port else {}
+    return (
+        {"BUTLERS_OPERATOR_LIVENESS_ENDPOINT": f"http://127.0.0.1:{port}/healthz"} if port else {}
+    )
 
 
 def _test_python_listen(ports: Ports) -> dict[str, str]:

@@ -48,8 +48,12 @@ class Capacity:
     ephemeral_storage: str = "100Gi"
 
     def as_resources(self) -> dict[str, str]:
-        return {"cpu": self.cpu, "memory": self.memory, "pods": self.pods,
-                "ephemeral-storage": self.ephemeral_storage}  # fmt: skip
+        return {
+            "cpu": self.cpu,
+            "memory": self.memory,
+            "pods": self.pods,
+            "ephemeral-storage": self.ephemeral_storage,
+        }
 
 
 def detect_host_ip() -> str:
@@ -86,27 +90,54 @@ def build_node_status(name: str, host_ip: str, capacity: Capacity) -> dict[str, 
     now = micro_time()[:19] + "Z"
 
     def condition(kind: str, ok: bool, reason: str, message: str) -> dict[str, str]:
-        return {"type": kind, "status": "True" if ok else "False", "reason": reason,
-                "message": message, "lastHeartbeatTime": now, "lastTransitionTime": now}  # fmt: skip
+        return {
+            "type": kind,
+            "status": "True" if ok else "False",
+            "reason": reason,
+            "message": message,
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
 
     return {
         "capacity": capacity.as_resources(),
         "allocatable": capacity.as_resources(),
         "conditions": [
-            condition("MemoryPressure", False, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-            condition("DiskPressure", False, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-            condition("PIDPressure", False, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+            condition(
+                "MemoryPressure",
+                False,
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+            ),
+            condition(
+                "DiskPressure", False, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"
+            ),
+            condition(
+                "PIDPressure",
+                False,
+                "KubeletHasSufficientPID",
+                "kubelet has sufficient PID available",
+            ),
             condition("Ready", True, "KubeletReady", "process kubelet is posting ready status"),
         ],
-        "addresses": [{"type": "InternalIP", "address": host_ip}, {"type": "Hostname", "address": name}],
+        "addresses": [
+            {"type": "InternalIP", "address": host_ip},
+            {"type": "Hostname", "address": name},
+        ],
         "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
         "nodeInfo": {
-            "machineID": "", "systemUUID": "", "bootID": "",
-            "kernelVersion": platform.release(), "osImage": "process kubelet (butlers tests)",
-            "containerRuntimeVersion": "process://1.0", "kubeletVersion": KUBELET_VERSION,
-            "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64",
+            "machineID": "",
+            "systemUUID": "",
+            "bootID": "",
+            "kernelVersion": platform.release(),
+            "osImage": "process kubelet (butlers tests)",
+            "containerRuntimeVersion": "process://1.0",
+            "kubeletVersion": KUBELET_VERSION,
+            "kubeProxyVersion": "",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
         },
-    }  # fmt: skip
+    }
 
 
 class ProcessKubelet:
@@ -186,17 +217,40 @@ class ProcessKubelet:
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
-                               "namespace": meta["namespace"], "uid": meta["uid"]},
-            "reason": reason, "message": message[:1024], "type": kind,
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta["uid"],
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": kind,
             "source": {"component": "kubelet", "host": self.node_name},
-            "firstTimestamp": micro_time()[:19] + "Z", "lastTimestamp": micro_time()[:19] + "Z",
-            "count": 1, "reportingComponent": "kubelet", "reportingInstance": self.node_name,
-        }  # fmt: skip
+            "firstTimestamp": micro_time()[:19] + "Z",
+            "lastTimestamp": micro_time()[:19] + "Z",
+            "count": 1,
+            "reportingComponent": "kubelet",
+            "reportingInstance": self.node_name,
+        }
         try:
             await self.api.create(build_path("v1", "events", meta["namespace"]), body)
         except ApiError as exc:
             log.debug("event %s for %s not recorded: %s", reason, meta["name"], exc)
+
+    def worker(self, namespace: str, pod: str) -> PodWorker:
+        for worker in self.workers.values():
+            if (worker.namespace, worker.name) == (namespace, pod):
+                return worker
+        raise LookupError(f"pod {namespace}/{pod} does not run on {self.node_name}")
+
+    async def crash(self, namespace: str, pod: str, container: str, hold: bool = True) -> None:
+        """Kill a container as a crash would; `hold` keeps it down until `release`."""
+        await self.worker(namespace, pod).crash(container, hold)
+
+    async def release(self, namespace: str, pod: str, container: str) -> None:
+        self.worker(namespace, pod).release(container)
 
     # --- node ------------------------------------------------------------------------
 
@@ -207,22 +261,30 @@ class ProcessKubelet:
             if exc.status != 409:
                 raise
         status = build_node_status(self.node_name, self.host_ip, self.capacity)
-        await self.api.patch(build_path("v1", "nodes", None, self.node_name, "status"), {"status": status})
+        await self.api.patch(
+            build_path("v1", "nodes", None, self.node_name, "status"), {"status": status}
+        )
         self.registered.set()
 
     async def _lease_loop(self) -> None:
         path = build_path("coordination.k8s.io/v1", "leases", "kube-node-lease", self.node_name)
         while True:
-            spec = {"holderIdentity": self.node_name, "leaseDurationSeconds": LEASE_SECONDS,
-                    "renewTime": micro_time()}  # fmt: skip
+            spec = {
+                "holderIdentity": self.node_name,
+                "leaseDurationSeconds": LEASE_SECONDS,
+                "renewTime": micro_time(),
+            }
             try:
                 if await self.api.find(path) is None:
                     await self.api.create(
                         build_path("coordination.k8s.io/v1", "leases", "kube-node-lease"),
-                        {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                         "metadata": {"name": self.node_name, "namespace": "kube-node-lease"},
-                         "spec": spec},
-                    )  # fmt: skip
+                        {
+                            "apiVersion": "coordination.k8s.io/v1",
+                            "kind": "Lease",
+                            "metadata": {"name": self.node_name, "namespace": "kube-node-lease"},
+                            "spec": spec,
+                        },
+                    )
                 else:
                     await self.api.patch(path, {"spec": spec})
             except (ApiError, OSError) as exc:
@@ -282,7 +344,9 @@ class ProcessKubelet:
                 self._spawn(self._forget(self.workers[uid], grace=0.0))
             try:
                 while True:
-                    async for kind, obj in self.api.watch("/api/v1/pods", version, fieldSelector=selector):
+                    async for kind, obj in self.api.watch(
+                        "/api/v1/pods", version, fieldSelector=selector
+                    ):
                         version = obj["metadata"].get("resourceVersion", version)
                         if kind != "BOOKMARK":
                             self.handle(kind, obj)
@@ -302,7 +366,9 @@ class ProcessKubelet:
     async def shutdown(self, grace: float = 5.0) -> None:
         """Stop every pod's processes (the cluster is going away: pod objects stay)."""
         workers = list(self.workers.values())
-        await asyncio.gather(*(w.terminate(grace, delete=False) for w in workers), return_exceptions=True)
+        await asyncio.gather(
+            *(w.terminate(grace, delete=False) for w in workers), return_exceptions=True
+        )
         self.workers.clear()
         for task in list(self._background):
             task.cancel()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -37,7 +37,9 @@ def _ancestors(path: str) -> list[str]:
     return [str(p) for p in parts]
 
 
-def overlay_roots(targets: Iterable[str], exists: callable = os.path.exists) -> list[str]:  # type: ignore[valid-type]
+def overlay_roots(
+    targets: Iterable[str], exists: Callable[[str], bool] = os.path.exists
+) -> list[str]:
     """The outermost existing directories that must be overlaid so that every missing
     mount target can be created without touching the host."""
     roots: set[str] = set()
@@ -46,36 +48,64 @@ def overlay_roots(targets: Iterable[str], exists: callable = os.path.exists) -> 
             continue
         parent = next(p for p in _ancestors(target) if exists(p))
         if parent == "/":
-            raise MountError(
-                f"mount path {target} would need a new directory at / on this machine"
-            )
+            raise MountError(f"mount path {target} would need a new directory at / on this machine")
         roots.add(parent)
-    outermost = [r for r in roots if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in roots)]
+    outermost = [
+        r for r in roots if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in roots)
+    ]
     return sorted(outermost)
+
+
+def _fd_paths(sources: Sequence[str], pod_root: str) -> tuple[list[str], dict[str, str]]:
+    """Open a directory descriptor per source tree before any mount hides it (a volume
+    at /tmp would hide a pod directory under /tmp): (shell lines, source → /proc path)."""
+    roots = [pod_root]
+    for source in sources:
+        base = str(PurePosixPath(source).parent) if not _is_under(source, pod_root) else pod_root
+        if not any(_is_under(source, r) for r in roots):
+            roots.append(base if os.path.isfile(source) else source)
+    if len(roots) > 7:
+        raise MountError("more than 7 separate host directories to mount into one container")
+    lines = [f"exec {fd}<{shlex.quote(root)}" for fd, root in enumerate(roots, start=3)]
+    paths = {}
+    for source in sources:
+        fd, root = next((fd, r) for fd, r in enumerate(roots, start=3) if _is_under(source, r))
+        relative = os.path.relpath(source, root)
+        paths[source] = f"/proc/self/fd/{fd}" + ("" if relative == "." else f"/{relative}")
+    return lines, paths
+
+
+def _is_under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def build_mount_script(
     mounts: Sequence[Mount],
     hosts_file: str,
+    pod_root: str,
     overlay_dir: str,
     workdir: str,
     read_only_root: bool = False,
-    writable: Sequence[str] = (),
-    exists: callable = os.path.exists,  # type: ignore[valid-type]
+    exists: Callable[[str], bool] = os.path.exists,
 ) -> str:
     """The shell script that sets up the mounts and then execs "$@" in `workdir`.
 
-    Targets are given as real paths (symlinks such as /var/run resolved by the caller).
+    Targets are given as real paths (symlinks such as /var/run resolved by the caller);
+    `hosts_file` and `overlay_dir` (the overlays' upper directories) live under `pod_root`.
     """
     q = shlex.quote
     lines = ["set -e"]
     roots = overlay_roots([m.target for m in mounts], exists)
+    for root in roots:
+        if _is_under(pod_root, root):
+            raise MountError(f"an overlay of {root} would contain the pod's own directory")
+    fd_lines, paths = _fd_paths([*(m.source for m in mounts), hosts_file], pod_root)
+    lines += fd_lines
     for index, root in enumerate(roots):
         upper, work = f"{overlay_dir}/{index}/upper", f"{overlay_dir}/{index}/work"
         lines.append(f"mkdir -p {q(upper)} {q(work)}")
-        lines.append(
-            f"mount -t overlay overlay -o {q(f'lowerdir={root},upperdir={upper},workdir={work}')} {q(root)}"
-        )
+        options = f"lowerdir={root},upperdir={upper},workdir={work}"
+        lines.append(f"mount -t overlay overlay -o {q(options)} {q(root)}")
     for mount in sorted(mounts, key=lambda m: (len(PurePosixPath(m.target).parts), m.target)):
         target = q(mount.target)
         if mount.is_file:
@@ -83,15 +113,14 @@ def build_mount_script(
             lines.append(f"[ -e {target} ] || : > {target}")
         else:
             lines.append(f"mkdir -p {target}")
-        lines.append(f"mount --bind {q(mount.source)} {target}")
+        lines.append(f"mount --bind {q(paths[mount.source])} {target}")
         if mount.read_only:
             lines.append(f"mount -o remount,bind,ro {target}")
-    lines.append(f"mount --bind {q(hosts_file)} /etc/hosts")
-    for path in writable:
-        lines.append(f"mount --bind {q(path)} {q(path)}")
+    lines.append(f"mount --bind {q(paths[hosts_file])} /etc/hosts")
     if read_only_root:
         lines.append("mount -o remount,bind,ro /")
         lines.extend(f"mount -o remount,ro {q(root)}" for root in roots)
+    lines.append("exec 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-")
     lines.append(f"cd {q(workdir)}")
     lines.append('exec "$@"')
     return "\n".join(lines)
@@ -104,7 +133,9 @@ def build_container_argv(script: str, argv: Sequence[str]) -> list[str]:
 
 def build_hosts_file(pod_ip: str, pod_name: str, api_address: str) -> str:
     """/etc/hosts of a pod: itself, and the API server under its in-cluster names."""
-    api_names = "kubernetes kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local"
+    api_names = (
+        "kubernetes kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local"
+    )
     return (
         "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
         f"{pod_ip}\t{pod_name}\n{api_address}\t{api_names}\n"

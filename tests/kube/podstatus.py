@@ -25,7 +25,9 @@ class ContainerState:
     name: str
     image: str
     init: bool = False
-    state: dict[str, Any] = field(default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}})
+    state: dict[str, Any] = field(
+        default_factory=lambda: {"waiting": {"reason": "ContainerCreating"}}
+    )
     last_state: dict[str, Any] = field(default_factory=dict)
     restart_count: int = 0
     ready: bool = False
@@ -97,7 +99,9 @@ def _condition(
         "type": kind,
         "status": status,
         "lastProbeTime": None,
-        "lastTransitionTime": now_rfc3339() if changed else old.get("lastTransitionTime", now_rfc3339()),
+        "lastTransitionTime": now_rfc3339()
+        if changed
+        else old.get("lastTransitionTime", now_rfc3339()),
     }
     if reason and not ok:
         condition["reason"] = reason
@@ -107,7 +111,10 @@ def _condition(
 def build_phase(
     init: Sequence[ContainerState], containers: Sequence[ContainerState], restart_policy: str
 ) -> str:
-    if any(c.terminated and c.terminated["exitCode"] != 0 for c in init) and restart_policy == "Never":
+    if (
+        any(c.terminated and c.terminated["exitCode"] != 0 for c in init)
+        and restart_policy == "Never"
+    ):
         return "Failed"
     ended = [c.terminated for c in containers]
     if containers and all(ended):

@@ -26,7 +26,7 @@ from butlers_operator.localrun import LaunchError
 
 from .api import ApiError, KubeApi, build_path
 from .environment import build_container_env, expand, referenced_objects
-from .images import ImageError, Images, build_argv
+from .images import ImageError, build_argv
 from .mounts import Mount, MountError, build_container_argv, build_hosts_file, build_mount_script
 from .podstatus import ContainerState, build_pod_status, now_rfc3339
 from .probes import ProbeSpec, ProbeWorker
@@ -88,8 +88,13 @@ class PodWorker:
         self.api: KubeApi = kubelet.api
         spec = pod["spec"]
         self.restart_policy: str = spec.get("restartPolicy", "Always")
-        self.init = [Container(c, ContainerState(c["name"], c.get("image", ""), init=True)) for c in spec.get("initContainers") or []]
-        self.containers = [Container(c, ContainerState(c["name"], c.get("image", ""))) for c in spec["containers"]]
+        self.init = [
+            Container(c, ContainerState(c["name"], c.get("image", ""), init=True))
+            for c in spec.get("initContainers") or []
+        ]
+        self.containers = [
+            Container(c, ContainerState(c["name"], c.get("image", ""))) for c in spec["containers"]
+        ]
         for c in self.init:
             c.state.wait("PodInitializing")
         self.pod_ip = ""
@@ -101,6 +106,8 @@ class PodWorker:
         self._status: dict[str, Any] = dict(pod.get("status") or {})
         self._tasks: list[asyncio.Task[Any]] = []
         self.done = asyncio.Event()
+        # Containers crashed on purpose and kept down until released (fault injection).
+        self.held: dict[str, asyncio.Event] = {}
 
     # --- bookkeeping ----------------------------------------------------------------
 
@@ -155,11 +162,16 @@ class PodWorker:
 
     # --- setup -----------------------------------------------------------------------
 
-    async def _read_objects(self, container: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    async def _read_objects(
+        self, container: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         secret_names, map_names = referenced_objects(container)
         secrets: dict[str, Any] = {}
         maps: dict[str, Any] = {}
-        for names, plural, into in ((secret_names, "secrets", secrets), (map_names, "configmaps", maps)):
+        for names, plural, into in (
+            (secret_names, "secrets", secrets),
+            (map_names, "configmaps", maps),
+        ):
             for name in names:
                 try:
                     into[name] = await self.api.get(build_path("v1", plural, self.namespace, name))
@@ -196,6 +208,8 @@ class PodWorker:
                 source = source / mount["subPath"]
             target = os.path.realpath(mount["mountPath"])
             mounts.append(Mount(str(source), target, bool(mount.get("readOnly")), source.is_file()))
+        # The harness's own host directories (e.g. span files) stay visible and writable.
+        mounts += [Mount(path, os.path.realpath(path)) for path in self.kubelet.writable_paths]
         return mounts
 
     def _allocate_ports(self, c: Container) -> None:
@@ -222,10 +236,10 @@ class PodWorker:
             script = build_mount_script(
                 self._mounts(c),
                 hosts_file=str(hosts),
+                pod_root=str(self.root),
                 overlay_dir=str(self.root / "overlay" / c.name),
                 workdir=c.spec.get("workingDir") or profile.workdir,
                 read_only_root=bool(security.get("readOnlyRootFilesystem")),
-                writable=self.kubelet.writable_paths,
             )
         except MountError as exc:
             raise ConfigError(str(exc)) from None
@@ -255,7 +269,9 @@ class PodWorker:
             await self.event("Started", f"Started container {c.name}")
             return True
         self.mark_dirty()
-        await self.event("Failed", f"Error: {c.state.state['waiting'].get('message', '')}", "Warning")
+        await self.event(
+            "Failed", f"Error: {c.state.state['waiting'].get('message', '')}", "Warning"
+        )
         return False
 
     # --- running ---------------------------------------------------------------------
@@ -327,7 +343,9 @@ class PodWorker:
                 failures += 1
                 delay = _backoff(self.kubelet.restart_backoff, failures)
                 if c.state.terminated:
-                    c.state.restarting("CrashLoopBackOff", f"back-off {delay:g}s restarting failed {message}")
+                    c.state.restarting(
+                        "CrashLoopBackOff", f"back-off {delay:g}s restarting failed {message}"
+                    )
                 self.mark_dirty()
                 await self._wait_or_terminate(delay)
         return True
@@ -374,7 +392,12 @@ class PodWorker:
 
     def _probe_changed(self, c: Container) -> None:
         startup = c.probes.get("startup")
-        if startup is not None and startup.success and c.state.running and not c.probes.get("_started"):
+        if (
+            startup is not None
+            and startup.success
+            and c.state.running
+            and not c.probes.get("_started")
+        ):
             c.probes["_started"] = startup  # marker: later probes started
             self._start_probes_after_startup(c)
         readiness = c.probes.get("readiness")
@@ -383,7 +406,9 @@ class PodWorker:
         for kind in ("startup", "liveness"):
             probe = c.probes.get(kind)
             if probe is not None and probe.failed and c.pid is not None:
-                asyncio.get_running_loop().create_task(self._restart_unhealthy(c, kind, probe.message))
+                asyncio.get_running_loop().create_task(
+                    self._restart_unhealthy(c, kind, probe.message)
+                )
         self.mark_dirty()
 
     async def _restart_unhealthy(self, c: Container, kind: str, message: str) -> None:
@@ -408,7 +433,16 @@ class PodWorker:
                 await self._stop_probes(c)
                 if self.terminating.is_set():
                     return
-                if self.restart_policy == "Never" or (self.restart_policy == "OnFailure" and code == 0):
+                if c.name in self.held:
+                    await self._wait_released(c)
+                    if self.terminating.is_set():
+                        return
+                    c.state.restarting("Released", f"restarted after a held crash (exit {code})")
+                    failures = 0
+                    continue
+                if self.restart_policy == "Never" or (
+                    self.restart_policy == "OnFailure" and code == 0
+                ):
                     return
                 # A container that ran for 10 minutes starts its back-off afresh.
                 failures = 1 if time.monotonic() - started_at > 600 else failures + 1
@@ -418,10 +452,44 @@ class PodWorker:
                 message = c.state.state["waiting"].get("message", "")
             delay = _backoff(self.kubelet.restart_backoff, failures)
             if c.state.terminated:
-                c.state.restarting("CrashLoopBackOff", f"back-off {delay:g}s restarting failed container={c.name} pod={self.name}: {message}")
-                await self.event("BackOff", f"Back-off restarting failed container {c.name}", "Warning")
+                c.state.restarting(
+                    "CrashLoopBackOff",
+                    f"back-off {delay:g}s restarting failed container={c.name} "
+                    f"pod={self.name}: {message}",
+                )
+                await self.event(
+                    "BackOff", f"Back-off restarting failed container {c.name}", "Warning"
+                )
             self.mark_dirty()
             await self._wait_or_terminate(delay)
+
+    async def _wait_released(self, c: Container) -> None:
+        released = self.held[c.name]
+        terminating = asyncio.ensure_future(self.terminating.wait())
+        try:
+            await asyncio.wait(
+                [asyncio.ensure_future(released.wait()), terminating],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            terminating.cancel()
+        self.held.pop(c.name, None)
+
+    async def crash(self, container: str, hold: bool) -> None:
+        """SIGKILL the container's processes, as a crash; with `hold` it stays down
+        (terminated, not ready) until `release`."""
+        c = next(c for c in self.containers if c.name == container)
+        if hold:
+            self.held[container] = asyncio.Event()
+        if c.process is not None and c.process.returncode is None:
+            c.killed_reason = "Error"
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(c.process.pid, signal.SIGKILL)
+            await c.process.wait()
+
+    def release(self, container: str) -> None:
+        if container in self.held:
+            self.held[container].set()
 
     # --- stopping --------------------------------------------------------------------
 
@@ -453,7 +521,9 @@ class PodWorker:
         grace = self._grace() if grace is None else grace
         for c in [*self.init, *self.containers]:
             c.killed_reason = c.killed_reason or "Error"
-        await asyncio.gather(*(self._stop_container(c, grace) for c in [*self.init, *self.containers]))
+        await asyncio.gather(
+            *(self._stop_container(c, grace) for c in [*self.init, *self.containers])
+        )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.done.wait(), 10)
         if delete:
@@ -466,8 +536,12 @@ class PodWorker:
         self.mark_dirty()
         await asyncio.sleep(0)
         path = build_path("v1", "pods", self.namespace, self.name)
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
-                "preconditions": {"uid": self.uid}}  # fmt: skip
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "gracePeriodSeconds": 0,
+            "preconditions": {"uid": self.uid},
+        }
         try:
             await self.api.delete(path, body)
         except ApiError as exc:

@@ -58,7 +58,9 @@ async def run_probe(spec: ProbeSpec, resolve: Resolve, pid: int | None) -> tuple
             return ok, f"HTTP probe failed with statuscode: {response.status_code}"
         if "tcpSocket" in action:
             port = resolve(action["tcpSocket"]["port"])
-            _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), spec.timeout)
+            _, writer = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", port), spec.timeout
+            )
             writer.close()
             return True, ""
         if "exec" in action:
@@ -66,9 +68,13 @@ async def run_probe(spec: ProbeSpec, resolve: Resolve, pid: int | None) -> tuple
                 return False, "container not running"
             command = list(action["exec"]["command"])
             process = await asyncio.create_subprocess_exec(
-                "nsenter", f"--mount=/proc/{pid}/ns/mnt", "--", *command,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            )  # fmt: skip
+                "nsenter",
+                f"--mount=/proc/{pid}/ns/mnt",
+                "--",
+                *command,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
             try:
                 out, _ = await asyncio.wait_for(process.communicate(), spec.timeout)
             except TimeoutError:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +60,7 @@ def split_service_host(host: str, namespace: str) -> tuple[str, str] | None:
     return None
 
 
-def ready_targets(slices: list[Mapping[str, Any]], port_name: str) -> list[tuple[str, int]]:
+def ready_targets(slices: Sequence[Mapping[str, Any]], port_name: str) -> list[tuple[str, int]]:
     """(pod uid, container port) of every Ready endpoint for the Service port `port_name`."""
     targets = []
     for endpoint_slice in slices:
@@ -102,9 +103,15 @@ class ServiceProxy:
 
     def address(self, namespace: str, service: str, port: int | None = None) -> str:
         """The local address of a Service port (its only port when `port` is None)."""
-        matches = [l for (ns, name, p), l in self.listeners.items() if (ns, name) == (namespace, service) and port in (None, p)]
+        matches = [
+            listener
+            for (ns, name, p), listener in self.listeners.items()
+            if (ns, name) == (namespace, service) and port in (None, p)
+        ]
         if not matches:
-            raise LookupError(f"Service {namespace}/{service} port {port} is not known to the proxy")
+            raise LookupError(
+                f"Service {namespace}/{service} port {port} is not known to the proxy"
+            )
         return matches[0].address
 
     def service_env(self, namespace: str) -> dict[str, str]:
@@ -120,15 +127,20 @@ class ServiceProxy:
 
     def endpoints(self, namespace: str, service: str, port_name: str) -> list[int]:
         """Local ports of the Service port's Ready endpoints (pods this kubelet runs)."""
-        slices = [s for s in self.slices.values()
-                  if s["metadata"]["namespace"] == namespace
-                  and (s["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == service]  # fmt: skip
+        slices = [
+            s
+            for s in self.slices.values()
+            if s["metadata"]["namespace"] == namespace
+            and (s["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == service
+        ]
         ports = [self.port_of(uid, number) for uid, number in ready_targets(slices, port_name)]
         return [p for p in ports if p is not None]
 
     # --- listeners -------------------------------------------------------------------
 
-    async def _forward(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _forward(
+        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         ports = self.endpoints(listener.namespace, listener.service, listener.port_name)
         if not ports:
             writer.close()
@@ -164,7 +176,7 @@ class ServiceProxy:
             return
         listener = Listener(namespace, name, int(port["port"]), port.get("name") or "", free_port())
         listener.server = await asyncio.start_server(
-            lambda r, w, listener=listener: self._forward(listener, r, w), "127.0.0.1", listener.local
+            functools.partial(self._forward, listener), "127.0.0.1", listener.local
         )
         self.listeners[key] = listener
 

@@ -126,7 +126,9 @@ class PodVolumes:
             raise VolumeError(f"{kind} {name}: {exc.message}") from None
         return object_values(obj)
 
-    async def _files(self, source: Mapping[str, Any], kind: str) -> dict[str, tuple[bytes, int | None]]:
+    async def _files(
+        self, source: Mapping[str, Any], kind: str
+    ) -> dict[str, tuple[bytes, int | None]]:
         name = source.get("name") or source.get("secretName") or ""
         values = await self._read(kind, name, bool(source.get("optional")))
         if values is None:
@@ -138,13 +140,21 @@ class PodVolumes:
         account = self.pod["spec"].get("serviceAccountName") or "default"
         spec: dict[str, Any] = {
             "expirationSeconds": token.seconds,
-            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]},
+            "boundObjectRef": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta["name"],
+                "uid": meta["uid"],
+            },
         }
         if token.audience:
             spec["audiences"] = [token.audience]
         path = build_path("v1", "serviceaccounts", self.namespace, account, "token")
         try:
-            issued = await self.api.create(path, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+            issued = await self.api.create(
+                path,
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
+            )
         except ApiError as exc:
             raise VolumeError(f"TokenRequest for serviceaccount {account}: {exc.message}") from None
         now = time.time()
@@ -204,17 +214,25 @@ class PodVolumes:
             if "projected" in volume:
                 await self._projected(volume["projected"], directory)
                 continue
-            for kind, key in (("ConfigMap", "configMap"), ("Secret", "secret"), (None, "downwardAPI")):
+            for kind, key in (
+                ("ConfigMap", "configMap"),
+                ("Secret", "secret"),
+                (None, "downwardAPI"),
+            ):
                 if key in volume:
                     source = volume[key]
-                    files = self._downward(source) if kind is None else await self._files(source, kind)
+                    files = (
+                        self._downward(source) if kind is None else await self._files(source, kind)
+                    )
                     default = source.get("defaultMode", DEFAULT_MODE)
                     for path, (content, mode) in files.items():
                         write_atomically(directory / path, content, mode or default)
                     break
             else:
                 kinds = sorted(set(volume) - {"name"})
-                raise VolumeError(f"volume {volume['name']!r}: {kinds} is not supported by the process kubelet")
+                raise VolumeError(
+                    f"volume {volume['name']!r}: {kinds} is not supported by the process kubelet"
+                )
 
     async def renew_tokens(self) -> None:
         now = time.time()
