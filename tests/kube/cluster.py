@@ -110,6 +110,10 @@ class NodeThread:
         """Run `coroutine` on the node's loop (from any other thread); its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
+    async def async_call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Await `coroutine` run on the node's loop, from another loop."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop))
+
     def stop(self) -> None:
         if self._main is not None and self.loop.is_running():
             self.loop.call_soon_threadsafe(self._main.cancel)
