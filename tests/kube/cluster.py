@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import shutil
+import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Coroutine, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +27,9 @@ from .kubelet import Capacity, ProcessKubelet
 from .proxy import ServiceProxy
 
 NODE = "process-node"
+# The kubelet's directory (pods, volumes, logs) must lie outside every path a pod mounts a
+# volume on; pods commonly mount an emptyDir at /tmp, so not there.
+KUBELET_BASE = Path("/var/tmp")
 READY_TIMEOUT = 60.0
 T = TypeVar("T")
 
@@ -162,6 +167,17 @@ class KubeCluster:
 
     def log_dir(self) -> Path:
         return self.kubelet.root / "logs"
+
+
+@contextmanager
+def kubelet_scratch(prefix: str) -> Iterator[Path]:
+    """A temporary directory for a cluster, under KUBELET_BASE; removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=KUBELET_BASE))
+    root.chmod(0o755)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 async def wait_node_schedulable(api: KubeApi, node: str, timeout: float = READY_TIMEOUT) -> None:

@@ -56,25 +56,6 @@ def overlay_roots(
     return sorted(outermost)
 
 
-def _fd_paths(sources: Sequence[str], pod_root: str) -> tuple[list[str], dict[str, str]]:
-    """Open a directory descriptor per source tree before any mount hides it (a volume
-    at /tmp would hide a pod directory under /tmp): (shell lines, source → /proc path)."""
-    roots = [pod_root]
-    for source in sources:
-        base = str(PurePosixPath(source).parent) if not _is_under(source, pod_root) else pod_root
-        if not any(_is_under(source, r) for r in roots):
-            roots.append(base if os.path.isfile(source) else source)
-    if len(roots) > 7:
-        raise MountError("more than 7 separate host directories to mount into one container")
-    lines = [f"exec {fd}<{shlex.quote(root)}" for fd, root in enumerate(roots, start=3)]
-    paths = {}
-    for source in sources:
-        fd, root = next((fd, r) for fd, r in enumerate(roots, start=3) if _is_under(source, r))
-        relative = os.path.relpath(source, root)
-        paths[source] = f"/proc/self/fd/{fd}" + ("" if relative == "." else f"/{relative}")
-    return lines, paths
-
-
 def _is_under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
@@ -99,8 +80,14 @@ def build_mount_script(
     for root in roots:
         if _is_under(pod_root, root):
             raise MountError(f"an overlay of {root} would contain the pod's own directory")
-    fd_lines, paths = _fd_paths([*(m.source for m in mounts), hosts_file], pod_root)
-    lines += fd_lines
+    sources = [*(m.source for m in mounts), hosts_file, pod_root]
+    for mount in mounts:
+        hidden = [src for src in sources if _is_under(src, mount.target) and src != mount.source]
+        if hidden:
+            raise MountError(
+                f"mount path {mount.target} would hide {hidden[0]} on this machine: keep the "
+                "kubelet's directory and writable paths outside the pod's mount paths"
+            )
     for index, root in enumerate(roots):
         upper, work = f"{overlay_dir}/{index}/upper", f"{overlay_dir}/{index}/work"
         lines.append(f"mkdir -p {q(upper)} {q(work)}")
@@ -113,14 +100,13 @@ def build_mount_script(
             lines.append(f"[ -e {target} ] || : > {target}")
         else:
             lines.append(f"mkdir -p {target}")
-        lines.append(f"mount --bind {q(paths[mount.source])} {target}")
+        lines.append(f"mount --bind {q(mount.source)} {target}")
         if mount.read_only:
             lines.append(f"mount -o remount,bind,ro {target}")
-    lines.append(f"mount --bind {q(paths[hosts_file])} /etc/hosts")
+    lines.append(f"mount --bind {q(hosts_file)} /etc/hosts")
     if read_only_root:
         lines.append("mount -o remount,bind,ro /")
         lines.extend(f"mount -o remount,ro {q(root)}" for root in roots)
-    lines.append("exec 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-")
     lines.append(f"cd {q(workdir)}")
     lines.append('exec "$@"')
     return "\n".join(lines)

@@ -22,12 +22,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from butlers.db.provision import deprovision
-from butlers.spec import schema_name
 from tests.kube.api import build_path
-from tests.kube.cluster import KubeCluster, running_cluster
+from tests.kube.cluster import KubeCluster, kubelet_scratch, running_cluster
 from tests.kube.controlplane import unavailable_reason
 from tests.kube.wait import condition_status, wait_until
+
+from butlers.db.provision import deprovision
+from butlers.spec import schema_name
 
 from . import userpath
 from .ecosystem import ButlerEndpoint, EcosystemHandle
@@ -115,61 +116,81 @@ async def apiserver_ecosystem(
     keep_schemas: bool = False,
 ) -> AsyncIterator[EcosystemHandle]:
     env = dict(extra_env or {})
-    span_dir = Path(env["BUTLERS_SPAN_DIR"]) if env.get("BUTLERS_SPAN_DIR") else None
-    if span_dir is not None:
-        span_dir.mkdir(parents=True, exist_ok=True)
     target = userpath.Cluster(namespace=f"butlers-e2e-{secrets.token_hex(3)}")
     schemas: list[str] = []
+    try:
+        with kubelet_scratch("butlers-e2e-cluster-") as root:
+            async with _ecosystem(
+                root, target, env, admin_dsn, roster_dir, schema_prefix, schemas
+            ) as handle:
+                yield handle
+    finally:
+        if not keep_schemas:
+            for schema in schemas:
+                await deprovision(admin_dsn, schema)
+
+
+@asynccontextmanager
+async def _ecosystem(
+    root: Path,
+    target: userpath.Cluster,
+    env: dict[str, str],
+    admin_dsn: str,
+    roster_dir: Path,
+    schema_prefix: str,
+    schemas: list[str],
+) -> AsyncIterator[EcosystemHandle]:
+    span_dir: Path | None = None
+    if "BUTLERS_SPAN_DIR" in env:
+        # Pods write their span files here (kept writable in their read-only root).
+        span_dir = root / "spans"
+        span_dir.mkdir()
+        env["BUTLERS_SPAN_DIR"] = str(span_dir)
     async with running_cluster(
-        data_dir / "cluster", writable_paths=[str(span_dir)] if span_dir else []
+        root / "cluster", writable_paths=[str(span_dir)] if span_dir else []
     ) as cluster:
         target = userpath.Cluster(namespace=target.namespace, kubeconfig=cluster.kubeconfig)
+        admin = userpath.build_secret(ADMIN_SECRET, target.namespace, {"dsn": admin_dsn})
+        resources = await userpath.install(
+            target,
+            values=build_chart_values(schema_prefix),
+            env=env,
+            roster_dir=roster_dir,
+            extra=[admin],
+        )
+        schemas[:] = [schema_name(r.name, schema_prefix) for r in resources]
+        endpoints: dict[str, ButlerEndpoint] = {}
+        for resource in resources:
+            name = resource.name
+            address = await cluster.wait_service(target.namespace, name, "mcp")
+            db = await userpath.read_secret(target, f"{name}-db")
+            endpoints[name] = ButlerEndpoint(
+                name=name,
+                url=f"http://{address}/mcp",
+                sse_url=f"http://{address}/sse",
+                port=int(address.rsplit(":", 1)[1]),
+                schema=db["schema"],
+                dsn=db["dsn"],
+            )
+        schemas[:] = [e.schema for e in endpoints.values()]
+        pods = ButlerPods(cluster, target.namespace)
+        handle = EcosystemHandle(
+            backend="apiserver",
+            endpoints=endpoints,
+            admin_dsn=admin_dsn,
+            kill=pods.kill,
+            restart=pods.restart,
+            log_dir=cluster.log_dir(),
+            span_dir=span_dir,
+        )
         try:
-            admin = userpath.build_secret(ADMIN_SECRET, target.namespace, {"dsn": admin_dsn})
-            resources = await userpath.install(
-                target,
-                values=build_chart_values(schema_prefix),
-                env=env,
-                roster_dir=roster_dir,
-                extra=[admin],
-            )
-            schemas = [schema_name(r.name, schema_prefix) for r in resources]
-            endpoints: dict[str, ButlerEndpoint] = {}
-            for resource in resources:
-                name = resource.name
-                address = await cluster.wait_service(target.namespace, name, "mcp")
-                db = await userpath.read_secret(target, f"{name}-db")
-                endpoints[name] = ButlerEndpoint(
-                    name=name,
-                    url=f"http://{address}/mcp",
-                    sse_url=f"http://{address}/sse",
-                    port=int(address.rsplit(":", 1)[1]),
-                    schema=db["schema"],
-                    dsn=db["dsn"],
-                )
-            schemas = [e.schema for e in endpoints.values()]
-            pods = ButlerPods(cluster, target.namespace)
-            handle = EcosystemHandle(
-                backend="apiserver",
-                endpoints=endpoints,
-                admin_dsn=admin_dsn,
-                kill=pods.kill,
-                restart=pods.restart,
-                log_dir=cluster.log_dir(),
-                span_dir=span_dir,
-            )
-            try:
-                switchboards = [r.name for r in resources if SWITCHBOARD in r.spec.modules]
-                if switchboards:
-                    # Each butler advertises its Service's cluster address, which the
-                    # kubelet resolved to the service proxy: the harness's URLs too.
-                    local = {n: e.url for n, e in endpoints.items()}
-                    await wait_registered(handle, switchboards[0], local)
-                yield handle
-            finally:
-                await handle.close()
-            await userpath.teardown(target)
+            switchboards = [r.name for r in resources if SWITCHBOARD in r.spec.modules]
+            if switchboards:
+                # Each butler advertises its Service's cluster address, which the
+                # kubelet resolved to the service proxy: the harness's URLs too.
+                local = {n: e.url for n, e in endpoints.items()}
+                await wait_registered(handle, switchboards[0], local)
+            yield handle
         finally:
-            if not keep_schemas:
-                for schema in schemas:
-                    await deprovision(admin_dsn, schema)
+            await handle.close()
+        await userpath.teardown(target)

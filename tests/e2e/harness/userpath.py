@@ -151,7 +151,9 @@ def _uninstall(cluster: Cluster, release: str, namespace: str) -> None:
 async def install_crds(cluster: Cluster) -> None:
     """`helm install butlers-crds` (an upgrade when another session installed it), then
     until the API server serves the Butler resource."""
-    await asyncio.to_thread(_install_or_upgrade, cluster, CRDS_RELEASE, CRDS_CHART, {}, CRDS_NAMESPACE)
+    await asyncio.to_thread(
+        _install_or_upgrade, cluster, CRDS_RELEASE, CRDS_CHART, {}, CRDS_NAMESPACE
+    )
     await run(
         build_kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}",
                       "--timeout=60s", namespaced=False)
@@ -223,11 +225,15 @@ async def teardown(cluster: Cluster, deadline: float = TEARDOWN_SECONDS) -> floa
 
     await run(build_kubectl(cluster, "delete", "butlers", "--all", "--wait=true",
                             f"--timeout={left()}s"), timeout=left() + 5)  # fmt: skip
-    await asyncio.wait_for(asyncio.to_thread(_uninstall, cluster, RELEASE, cluster.namespace), left() + 5)
+    await asyncio.wait_for(
+        asyncio.to_thread(_uninstall, cluster, RELEASE, cluster.namespace), left() + 5
+    )
     await run(build_kubectl(cluster, "delete", "namespace", cluster.namespace, "--ignore-not-found",
                             "--wait=true", f"--timeout={left()}s", namespaced=False),
               timeout=left() + 5)  # fmt: skip
     took = time.monotonic() - started
     if took > deadline:
-        raise UserPathError(f"teardown of {cluster.namespace} took {took:.0f} s (limit {deadline:.0f} s)")
+        raise UserPathError(
+            f"teardown of {cluster.namespace} took {took:.0f} s (limit {deadline:.0f} s)"
+        )
     return took

@@ -12,10 +12,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 from tests.kube.api import ApiError, KubeApi
-from tests.kube.cluster import KubeCluster, running_cluster
+from tests.kube.cluster import KubeCluster, kubelet_scratch, running_cluster
 from tests.kube.controlplane import unavailable_reason
-
-from butlers.testing.scratch import scratch_dir
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +21,7 @@ async def kube_cluster() -> AsyncIterator[KubeCluster]:
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
-    with scratch_dir("butlers-kube-") as root:
+    with kubelet_scratch("butlers-kube-") as root:
         # Restarts after 1 s, not the kubelet's 10 s: tests wait for crash loops.
         async with running_cluster(root, restart_backoff=1.0) as cluster:
             yield cluster
