@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from butlers_operator.localrun import build_env
+from tests.e2e.harness.localrun import build_env
 
 from .volumes import field_value
 

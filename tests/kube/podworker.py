@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from butlers.db.embedded import free_port
-from butlers_operator.localrun import LaunchError
+from tests.e2e.harness.localrun import LaunchError
 
 from .api import ApiError, KubeApi, build_path
 from .environment import build_container_env, expand, referenced_objects
