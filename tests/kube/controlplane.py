@@ -68,6 +68,19 @@ IDENTITIES = {
 }
 
 
+# What pods do with the API (ServiceAccounts only), one JSON line per request: the tests
+# compare what the operator actually does with what its Role grants.
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "Metadata", "userGroups": ["system:serviceaccounts"]},
+        {"level": "None"},
+    ],
+}
+
+
 def node_identity(node: str) -> tuple[str, tuple[str, ...]]:
     return f"system:node:{node}", ("system:nodes",)
 
@@ -160,6 +173,10 @@ class ControlPlane:
         return self.pki / "ca.crt"
 
     @property
+    def audit_log(self) -> Path:
+        return self.root / "audit.log"
+
+    @property
     def admin_kubeconfig(self) -> Path:
         return self.kubeconfigs["admin"]
 
@@ -203,6 +220,7 @@ class ControlPlane:
             path.chmod(0o600)
             self.kubeconfigs[identity] = path
         self.sa_keys = write_service_account_keys(self.pki)
+        (self.root / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
 
     def etcd_argv(self) -> list[str]:
         client, peer = (
@@ -244,6 +262,9 @@ class ControlPlane:
             f"--service-account-key-file={self.sa_keys[1]}",
             f"--service-account-signing-key-file={self.sa_keys[0]}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--audit-policy-file={self.root / 'audit-policy.yaml'}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
             "--allow-privileged=false",
             "--profiling=false",
             "--v=1",

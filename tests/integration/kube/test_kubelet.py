@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
+
 from tests.kube.api import KubeApi, build_path
 from tests.kube.cluster import KubeCluster
 from tests.kube.wait import condition_status, wait_deployment_available, wait_until
