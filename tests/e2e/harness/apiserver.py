@@ -22,13 +22,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from butlers.db.provision import deprovision
+from butlers.spec import schema_name
 from tests.kube.api import build_path
 from tests.kube.cluster import KubeCluster, kubelet_scratch, running_cluster
 from tests.kube.controlplane import unavailable_reason
 from tests.kube.wait import condition_status, wait_until
-
-from butlers.db.provision import deprovision
-from butlers.spec import schema_name
 
 from . import userpath
 from .ecosystem import ButlerEndpoint, EcosystemHandle

@@ -79,8 +79,11 @@ def build_namespace(cluster: Cluster) -> dict[str, Any]:
         "pod-security.kubernetes.io/enforce-version": "latest",
         "app.kubernetes.io/part-of": "butlers-e2e",
     }
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": cluster.namespace, "labels": labels}}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": cluster.namespace, "labels": labels},
+    }
 
 
 def build_secret(name: str, namespace: str, values: Mapping[str, str]) -> dict[str, Any]:
@@ -155,9 +158,15 @@ async def install_crds(cluster: Cluster) -> None:
         _install_or_upgrade, cluster, CRDS_RELEASE, CRDS_CHART, {}, CRDS_NAMESPACE
     )
     await run(
-        build_kubectl(cluster, "wait", "--for=condition=Established", f"crd/{CRD}",
-                      "--timeout=60s", namespaced=False)
-    )  # fmt: skip
+        build_kubectl(
+            cluster,
+            "wait",
+            "--for=condition=Established",
+            f"crd/{CRD}",
+            "--timeout=60s",
+            namespaced=False,
+        )
+    )
 
 
 async def install_operator(cluster: Cluster, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -177,10 +186,16 @@ async def apply_roster(cluster: Cluster, roster_dir: Path) -> list[ButlerResourc
 async def wait_ready(cluster: Cluster, timeout: int = READY_TIMEOUT) -> None:
     try:
         await run(
-            build_kubectl(cluster, "wait", "butlers", "--all", "--for=condition=Ready",
-                          f"--timeout={timeout}s"),
+            build_kubectl(
+                cluster,
+                "wait",
+                "butlers",
+                "--all",
+                "--for=condition=Ready",
+                f"--timeout={timeout}s",
+            ),
             timeout=timeout + 30,
-        )  # fmt: skip
+        )
     except UserPathError as exc:
         status = await run(build_kubectl(cluster, "get", "butlers", "-o", "json"))
         summary = {
@@ -205,8 +220,10 @@ async def install(
 ) -> list[ButlerResource]:
     """The whole user path up to every Butler `Ready`: namespace, CRDs, the e2e env Secret
     (and `extra` objects, e.g. the database admin Secret), the operator chart, the roster."""
-    await run(build_kubectl(cluster, "apply", "-f", "-", namespaced=False),
-              yaml.safe_dump(build_namespace(cluster)))  # fmt: skip
+    await run(
+        build_kubectl(cluster, "apply", "-f", "-", namespaced=False),
+        yaml.safe_dump(build_namespace(cluster)),
+    )
     await install_crds(cluster)
     await apply(cluster, [build_secret(ENV_SECRET, cluster.namespace, env), *extra])
     await install_operator(cluster, values)
@@ -223,14 +240,26 @@ async def teardown(cluster: Cluster, deadline: float = TEARDOWN_SECONDS) -> floa
     def left() -> int:
         return max(1, int(deadline - (time.monotonic() - started)))
 
-    await run(build_kubectl(cluster, "delete", "butlers", "--all", "--wait=true",
-                            f"--timeout={left()}s"), timeout=left() + 5)  # fmt: skip
+    await run(
+        build_kubectl(cluster, "delete", "butlers", "--all", "--wait=true", f"--timeout={left()}s"),
+        timeout=left() + 5,
+    )
     await asyncio.wait_for(
         asyncio.to_thread(_uninstall, cluster, RELEASE, cluster.namespace), left() + 5
     )
-    await run(build_kubectl(cluster, "delete", "namespace", cluster.namespace, "--ignore-not-found",
-                            "--wait=true", f"--timeout={left()}s", namespaced=False),
-              timeout=left() + 5)  # fmt: skip
+    await run(
+        build_kubectl(
+            cluster,
+            "delete",
+            "namespace",
+            cluster.namespace,
+            "--ignore-not-found",
+            "--wait=true",
+            f"--timeout={left()}s",
+            namespaced=False,
+        ),
+        timeout=left() + 5,
+    )
     took = time.monotonic() - started
     if took > deadline:
         raise UserPathError(

@@ -140,7 +140,11 @@ async def operator(
                 await userpath.run(
                     userpath.build_kubectl(
                         userpath.Cluster(served, kube_cluster.kubeconfig),
-                        "delete", "butlers", "--all", "--wait=true", "--timeout=60s",
+                        "delete",
+                        "butlers",
+                        "--all",
+                        "--wait=true",
+                        "--timeout=60s",
                     )
-                )  # fmt: skip
+                )
         await drop_schemas(pg_admin_dsn, release.schema_prefix)
