@@ -21,6 +21,14 @@ Ports = Mapping[int | str, int]
 ListenEnv = Callable[[Ports], dict[str, str]]
 
 VENV_BIN = str(Path(sys.executable).parent)
+# This machine's files that stand for an image's own: the Python environment (the venv, the
+# interpreter it was made from) and the project it has installed in editable mode.
+IMAGE_PATHS = tuple(
+    dict.fromkeys(
+        str(Path(p).resolve())
+        for p in (sys.prefix, sys.base_prefix, Path(__file__).resolve().parents[2])
+    )
+)
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 

@@ -67,40 +67,59 @@ def build_mount_script(
     overlay_dir: str,
     workdir: str,
     read_only_root: bool = False,
+    keep: Sequence[str] = (),
     exists: Callable[[str], bool] = os.path.exists,
 ) -> str:
     """The shell script that sets up the mounts and then execs "$@" in `workdir`.
 
     Targets are given as real paths (symlinks such as /var/run resolved by the caller);
-    `hosts_file` and `overlay_dir` (the overlays' upper directories) live under `pod_root`.
+    `hosts_file` and `overlay_dir` (the overlays' upper directories) live under `pod_root`,
+    which no mount may hide. `keep` are this machine's paths that stand for the image's own
+    files (its Python environment): a volume mounted over one of them gets it back,
+    read-only, at the same path. Every source outside `pod_root` is first bound into
+    `pod_root/stage/` while it is still visible.
     """
     q = shlex.quote
     lines = ["set -e"]
+    for mount in mounts:
+        if _is_under(pod_root, mount.target):
+            raise MountError(
+                f"mount path {mount.target} would hide the kubelet's pod directory {pod_root}"
+            )
     roots = overlay_roots([m.target for m in mounts], exists)
     for root in roots:
         if _is_under(pod_root, root):
             raise MountError(f"an overlay of {root} would contain the pod's own directory")
-    sources = [*(m.source for m in mounts), hosts_file, pod_root]
-    for mount in mounts:
-        hidden = [src for src in sources if _is_under(src, mount.target) and src != mount.source]
-        if hidden:
-            raise MountError(
-                f"mount path {mount.target} would hide {hidden[0]} on this machine: keep the "
-                "kubelet's directory and writable paths outside the pod's mount paths"
-            )
+    hidden_image = [
+        Mount(path, path, read_only=True)
+        for path in keep
+        if any(_is_under(path, m.target) for m in mounts)
+    ]
+    everything = [*mounts, *hidden_image]
+    staged: dict[str, str] = {}
+    for index, mount in enumerate(everything):
+        if not _is_under(mount.source, pod_root) and mount.source not in staged:
+            stage = f"{pod_root}/stage/{index}"
+            staged[mount.source] = stage
+            if mount.is_file:
+                lines.append(f"mkdir -p {q(str(PurePosixPath(stage).parent))}")
+                lines.append(f": > {q(stage)}")
+            else:
+                lines.append(f"mkdir -p {q(stage)}")
+            lines.append(f"mount --bind {q(mount.source)} {q(stage)}")
     for index, root in enumerate(roots):
         upper, work = f"{overlay_dir}/{index}/upper", f"{overlay_dir}/{index}/work"
         lines.append(f"mkdir -p {q(upper)} {q(work)}")
         options = f"lowerdir={root},upperdir={upper},workdir={work}"
         lines.append(f"mount -t overlay overlay -o {q(options)} {q(root)}")
-    for mount in sorted(mounts, key=lambda m: (len(PurePosixPath(m.target).parts), m.target)):
+    for mount in sorted(everything, key=lambda m: (len(PurePosixPath(m.target).parts), m.target)):
         target = q(mount.target)
         if mount.is_file:
             lines.append(f"mkdir -p {q(str(PurePosixPath(mount.target).parent))}")
             lines.append(f"[ -e {target} ] || : > {target}")
         else:
             lines.append(f"mkdir -p {target}")
-        lines.append(f"mount --bind {q(mount.source)} {target}")
+        lines.append(f"mount --bind {q(staged.get(mount.source, mount.source))} {target}")
         if mount.read_only:
             lines.append(f"mount -o remount,bind,ro {target}")
     lines.append(f"mount --bind {q(hosts_file)} /etc/hosts")

@@ -26,7 +26,7 @@ from tests.e2e.harness.localrun import LaunchError
 
 from .api import ApiError, KubeApi, build_path
 from .environment import build_container_env, expand, referenced_objects
-from .images import ImageError, build_argv
+from .images import IMAGE_PATHS, ImageError, build_argv
 from .mounts import Mount, MountError, build_container_argv, build_hosts_file, build_mount_script
 from .podstatus import ContainerState, build_pod_status, now_rfc3339
 from .probes import ProbeSpec, ProbeWorker
@@ -240,6 +240,7 @@ class PodWorker:
                 overlay_dir=str(self.root / "overlay" / c.name),
                 workdir=c.spec.get("workingDir") or profile.workdir,
                 read_only_root=bool(security.get("readOnlyRootFilesystem")),
+                keep=IMAGE_PATHS,
             )
         except MountError as exc:
             raise ConfigError(str(exc)) from None

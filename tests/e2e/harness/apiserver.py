@@ -139,12 +139,10 @@ async def _ecosystem(
     schema_prefix: str,
     schemas: list[str],
 ) -> AsyncIterator[EcosystemHandle]:
-    span_dir: Path | None = None
-    if "BUTLERS_SPAN_DIR" in env:
-        # Pods write their span files here (kept writable in their read-only root).
-        span_dir = root / "spans"
-        span_dir.mkdir()
-        env["BUTLERS_SPAN_DIR"] = str(span_dir)
+    span_dir = Path(env["BUTLERS_SPAN_DIR"]) if env.get("BUTLERS_SPAN_DIR") else None
+    if span_dir is not None:
+        # Pods write their span files there (kept writable in their read-only root).
+        span_dir.mkdir(parents=True, exist_ok=True)
     async with running_cluster(
         root / "cluster", writable_paths=[str(span_dir)] if span_dir else []
     ) as cluster:

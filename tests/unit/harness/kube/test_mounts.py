@@ -66,8 +66,28 @@ def test_a_read_only_root_is_remounted_after_every_volume() -> None:
 
 
 def test_a_mount_that_would_hide_the_kubelets_own_files_is_refused() -> None:
-    with pytest.raises(MountError, match="would hide /var/tmp/kubelet"):
+    with pytest.raises(MountError, match="would hide the kubelet's pod directory"):
         script([Mount("/var/tmp/kubelet/pod/volumes/scratch", "/var/tmp")])
+
+
+def test_host_paths_a_volume_hides_are_staged_first_and_bound_back() -> None:
+    lines = build_mount_script(
+        [Mount("/var/tmp/kubelet/pod/volumes/tmp", "/tmp"), Mount("/tmp/spans", "/tmp/spans")],
+        hosts_file="/var/tmp/kubelet/pod/hosts",
+        pod_root="/var/tmp/kubelet/pod",
+        overlay_dir="/var/tmp/kubelet/pod/overlay/c",
+        workdir="/tmp",
+        keep=["/tmp/checkout/.venv", "/usr/lib/python3"],
+        exists=exists,
+    ).splitlines()
+    stage = lines.index("mount --bind /tmp/spans /var/tmp/kubelet/pod/stage/1")
+    image = lines.index("mount --bind /tmp/checkout/.venv /var/tmp/kubelet/pod/stage/2")
+    cover = lines.index("mount --bind /var/tmp/kubelet/pod/volumes/tmp /tmp")
+    assert stage < cover and image < cover
+    assert lines.index("mount --bind /var/tmp/kubelet/pod/stage/1 /tmp/spans") > cover
+    assert lines.index("mount -o remount,bind,ro /tmp/checkout/.venv") > cover
+    # An image path no volume hides is left as it is.
+    assert not any("/usr/lib/python3" in line for line in lines)
 
 
 def test_a_file_volume_gets_a_file_mount_point() -> None:
