@@ -5,8 +5,9 @@ Needs only Python 3.11+ and git. Creates `.venv/`, installs the project with its
 development extras (re-installing when pyproject.toml changes), then runs:
 
     python3 dev.py up      # an embedded PostgreSQL and every roster butler (`butlers up`)
-    python3 dev.py test    # the whole suite, then tests/e2e on the operator and apiserver
-                           # backends (CI); builds the control plane first when Go is here
+    python3 dev.py test    # the whole suite, tests/e2e on the operator backend, the images,
+                           # tests/e2e on the apiserver backend (CI); builds the control
+                           # plane first when Go is here
     python3 dev.py lint    # ruff, mypy and the import-linter contracts (layers)
     python3 dev.py bench   # the benchmarks under bench/
     python3 dev.py kube-binaries   # build the control plane for --backend apiserver (needs Go)
@@ -95,6 +96,9 @@ def main(argv: list[str]) -> int:
             # The same e2e suite again, on what the operator renders (offline, no Docker),
             # then on a real control plane with the charts installed as a user would.
             code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "operator", "-q")
+            # Both images built and run on Docker (the engine started or installed when it
+            # can be; otherwise every test there skips with the reason).
+            code |= run(str(PY), "-m", "pytest", "tests/images", "--images", "-q")
             code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "apiserver", "-q")
         # pytest exits 5 when nothing was collected: that is a failure here too.
         return code
