@@ -1,10 +1,12 @@
 """The `kind` backend: the charts on a kind cluster, one ephemeral namespace per session.
 
 Creates (or, with `--kube-context`, reuses) the cluster of `kind-config.yaml`,
-builds and loads both images, installs the CRDs and the operator chart (with its
-development PostgreSQL) into `butlers-e2e-<random>`, applies the roster, waits
-for `Ready` on every Butler and port-forwards each Service and the database.
-The namespace is deleted at the end unless `--keep-namespace`.
+builds and loads both images, then follows the user path the `apiserver`
+backend follows too (`userpath`: namespace, both charts with helm-python-sdk,
+the operator chart with its development PostgreSQL, `kubectl apply -f roster/`,
+`Ready`), port-forwards each Service and the database, and tears down as a user
+would (Butlers, `helm uninstall`, the namespace) unless `--keep-namespace`.
+Only image loading and port-forwarding are this backend's own.
 
 Pods reach the session's LLM script server through the host's address on kind's
 Docker network, so that server listens on every interface for this backend.
@@ -16,23 +18,18 @@ import asyncio
 import base64
 import json
 import secrets
-import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx2 as httpx
-import yaml
 
 from butlers.db.embedded import free_port
-from butlers.roster import load_roster
-from butlers.spec import ButlerResource
 
 from . import kind_commands as k
+from . import userpath
 from .ecosystem import ButlerEndpoint, EcosystemHandle
 from .operator import SWITCHBOARD, wait_registered
 
@@ -41,8 +38,8 @@ COMMAND_TIMEOUT = 900.0  # image builds are the slow part
 READY_TIMEOUT = 120.0
 
 
-class KindError(RuntimeError):
-    """A kind, docker, helm or kubectl step failed; the message has its output."""
+# A kind, docker, helm or kubectl step failed; the message has its output.
+KindError = userpath.UserPathError
 
 
 async def run(
@@ -51,25 +48,8 @@ async def run(
     timeout: float = COMMAND_TIMEOUT,
     cwd: Path | None = None,
 ) -> str:
-    """Run one command to completion (killed at the deadline); returns its stdout."""
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(
-            process.communicate(stdin.encode() if stdin is not None else None), timeout
-        )
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        raise KindError(f"{' '.join(argv)}: still running after {timeout:.0f} s") from None
-    if process.returncode != 0:
-        raise KindError(f"{' '.join(argv)} exited with {process.returncode}:\n{err.decode()}")
-    return out.decode()
+    """`userpath.run`, with image builds' longer deadline."""
+    return await userpath.run(argv, stdin, timeout, cwd)
 
 
 class PortForwards:
@@ -133,48 +113,6 @@ async def load_images(target: k.KindTarget) -> None:
     await run(k.build_kind_load(target))
 
 
-def render_chart(chart: Path, values: Mapping[str, Any], namespace: str) -> str:
-    """The chart as YAML, with helm-python-sdk (when there is no helm binary)."""
-    import helm_python as helm
-
-    rendered = helm.Chart.load(chart).render(
-        dict(values), name=k.RELEASE, namespace=namespace, is_install=True
-    )
-    return "\n---\n".join(text for path, text in sorted(rendered.items()) if path.endswith(".yaml"))
-
-
-async def install_charts(target: k.KindTarget, schema_prefix: str, workdir: Path) -> None:
-    values = k.build_chart_values(target, schema_prefix)
-    # CRDs are cluster-wide and shared by sessions: apply them, never own them in a release.
-    await run(
-        k.build_apply(target, namespaced=False),
-        render_chart(ROOT / "charts" / "butlers-crds", {}, target.namespace),
-    )
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": target.namespace}}
-    await run(k.build_apply(target, namespaced=False), yaml.safe_dump(namespace))
-    chart = ROOT / "charts" / "butlers"
-    if shutil.which("helm"):
-        values_file = workdir / "values.yaml"
-        values_file.write_text(yaml.safe_dump(values))
-        await run(k.build_helm_install(chart, values_file, target))
-    else:
-        await run(k.build_apply(target), render_chart(chart, values, target.namespace))
-
-
-async def apply_roster(
-    target: k.KindTarget, roster_dir: Path, env: Mapping[str, str]
-) -> list[ButlerResource]:
-    secret = {
-        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-        "metadata": {"name": k.ENV_SECRET, "namespace": target.namespace},
-        "data": {key: base64.b64encode(v.encode()).decode() for key, v in env.items()},
-    }  # fmt: skip
-    resources = load_roster(roster_dir)
-    documents = k.with_namespace([r.to_manifest() for r in resources], target.namespace)
-    await run(k.build_apply(target), yaml.safe_dump_all([secret, *documents]))
-    return resources
-
-
 async def read_secret(target: k.KindTarget, name: str) -> dict[str, str]:
     secret = json.loads(await run(k.build_kubectl(target, "get", "secret", name, "-o", "json")))
     return {key: base64.b64decode(v).decode() for key, v in (secret.get("data") or {}).items()}
@@ -210,6 +148,8 @@ async def kind_ecosystem(
     if kube_context:
         target = k.KindTarget(namespace=target.namespace, context=kube_context)
     forwards = PortForwards(target)
+    cluster = userpath.Cluster(namespace=target.namespace, context=target.context)
+    installed = False
     try:
         await ensure_cluster(target, reuse=kube_context is not None)
         gateway = (await run(k.build_network_gateway())).strip()
@@ -220,11 +160,16 @@ async def kind_ecosystem(
             if key != "BUTLERS_SPAN_DIR"
         }
         await load_images(target)
-        with tempfile.TemporaryDirectory(dir=data_dir) as workdir:
-            await install_charts(target, schema_prefix, Path(workdir))
-        resources = await apply_roster(target, roster_dir, env)
+        installed = True
+        # The user path every cluster backend shares: namespace, CRDs, env Secret, the
+        # operator chart (with its own PostgreSQL here), the roster, Ready.
+        resources = await userpath.install(
+            cluster,
+            values=k.build_chart_values(target, schema_prefix),
+            env=env,
+            roster_dir=roster_dir,
+        )
         names = [r.name for r in resources]
-        await run(k.build_wait_ready(target))
         pg_port = await forwards.open(k.POSTGRES_SERVICE, 5432)
         admin_secret = await read_secret(target, k.POSTGRES_ADMIN_SECRET)
         admin = k.rewrite_host(admin_secret["dsn"], "127.0.0.1", pg_port)
@@ -271,5 +216,5 @@ async def kind_ecosystem(
             await handle.close()
     finally:
         await forwards.close_all()
-        if not keep_namespace:
-            await run(k.build_delete_namespace(target))
+        if installed and not keep_namespace:
+            await userpath.teardown(cluster)

@@ -9,16 +9,18 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from . import userpath
 
 CLUSTER = "butlers"  # kind-config.yaml's `name`
 REGISTRY = "ghcr.io/butlers-dev"
 TAG = "0.1.0"
 RELEASE = "butlers"
-ENV_SECRET = "butlers-e2e-env"
+ENV_SECRET = userpath.ENV_SECRET
 POSTGRES_SERVICE = f"{RELEASE}-postgres"
 POSTGRES_ADMIN_SECRET = f"{RELEASE}-postgres-admin"
 
@@ -123,39 +125,9 @@ def build_chart_values(target: KindTarget, schema_prefix: str) -> dict[str, Any]
     }
 
 
-def build_helm_install(chart: Path, values_file: Path, target: KindTarget) -> list[str]:
-    return [
-        "helm", "upgrade", "--install", RELEASE, str(chart),
-        "--namespace", target.namespace, "--create-namespace",
-        "--kube-context", target.context,
-        "--values", str(values_file), "--wait", "--timeout", "5m",
-    ]  # fmt: skip
-
-
 def build_kubectl(target: KindTarget, *args: str, namespaced: bool = True) -> list[str]:
-    base = ["kubectl", "--context", target.context]
-    if namespaced:
-        base += ["--namespace", target.namespace]
-    return [*base, *args]
-
-
-def build_apply(target: KindTarget, namespaced: bool = True) -> list[str]:
-    """`kubectl apply` of YAML on stdin (server-side: shared CRDs apply idempotently)."""
-    return build_kubectl(
-        target,
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "-f",
-        "-",
-        namespaced=namespaced,
-    )
-
-
-def build_wait_ready(target: KindTarget, timeout_seconds: int = 300) -> list[str]:
-    return build_kubectl(
-        target, "wait", "butlers", "--all", "--for=condition=Ready", f"--timeout={timeout_seconds}s"
-    )
+    cluster = userpath.Cluster(namespace=target.namespace, context=target.context)
+    return userpath.build_kubectl(cluster, *args, namespaced=namespaced)
 
 
 def build_port_forward(target: KindTarget, service: str, local: int, remote: int) -> list[str]:
@@ -181,18 +153,6 @@ def build_rollout_status(target: KindTarget, butler: str) -> list[str]:
     return build_kubectl(target, "rollout", "status", f"deployment/{butler}", "--timeout=180s")
 
 
-def build_delete_namespace(target: KindTarget) -> list[str]:
-    return build_kubectl(
-        target,
-        "delete",
-        "namespace",
-        target.namespace,
-        "--ignore-not-found",
-        "--wait=true",
-        namespaced=False,
-    )
-
-
 def build_network_gateway(network: str = "kind") -> list[str]:
     """The host's address on kind's Docker network: how pods reach a server on this machine."""
     return [
@@ -202,13 +162,6 @@ def build_network_gateway(network: str = "kind") -> list[str]:
         network,
         "--format",
         "{{(index .IPAM.Config 0).Gateway}}",
-    ]
-
-
-def with_namespace(documents: Iterable[Mapping[str, Any]], namespace: str) -> list[dict[str, Any]]:
-    """Roster files as they are, only metadata.namespace set."""
-    return [
-        {**doc, "metadata": {**dict(doc["metadata"]), "namespace": namespace}} for doc in documents
     ]
 
 

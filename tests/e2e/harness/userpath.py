@@ -97,11 +97,15 @@ def build_secret(name: str, namespace: str, values: Mapping[str, str]) -> dict[s
 
 
 async def run(
-    argv: Sequence[str], stdin: str | None = None, timeout: float = COMMAND_TIMEOUT
+    argv: Sequence[str],
+    stdin: str | None = None,
+    timeout: float = COMMAND_TIMEOUT,
+    cwd: Path | None = None,
 ) -> str:
     """Run one command to completion (killed at the deadline); returns its stdout."""
     process = await asyncio.create_subprocess_exec(
         *argv,
+        cwd=cwd,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
