@@ -17,20 +17,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import secrets
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from _common import run_on_a_database
 from bench import bench_operator as kmock_bench
-from butlers.db.embedded import EmbeddedPostgres
 from tests.e2e.harness import userpath
 from tests.kube.api import KubeApi, build_path
 from tests.kube.cluster import kubelet_scratch, running_cluster
@@ -48,6 +45,7 @@ OWNED = (
     ("networking.k8s.io/v1", "networkpolicies", "{}"),
 )
 DEADLINE = 600.0
+KMOCK_DEADLINE = 180.0
 
 
 def say(*parts: object) -> None:
@@ -157,9 +155,10 @@ async def kmock_bench_cleanup(admin_dsn: str, prefix: str, names: list[str]) -> 
     )
 
 
-async def kmock_scales(scales: list[int], admin_dsn: str) -> dict[int, float]:
-    """Per-Butler p50 seconds to DatabaseReady + objects on kmock, per N (created at once)."""
-    results = {}
+async def kmock_scales(scales: list[int], admin_dsn: str) -> dict[int, float | str]:
+    """Per-Butler p50 seconds to DatabaseReady + objects on kmock, per N (created at once);
+    what went wrong instead, when a burst does not finish in KMOCK_DEADLINE."""
+    results: dict[int, float | str] = {}
     prefix = f"bkm{secrets.token_hex(2)}_"
     made: list[str] = []
     try:
@@ -172,18 +171,25 @@ async def kmock_scales(scales: list[int], admin_dsn: str) -> dict[int, float]:
                 )
                 made.extend(names)
                 done: dict[str, float] = {}
-                while len(done) < count:
+                while len(done) < count and time.monotonic() - started < KMOCK_DEADLINE:
                     for n in names:
                         if n not in done and kmock_bench.is_done(server, n):
                             done[n] = time.monotonic() - started
-                    if time.monotonic() - started > DEADLINE:
-                        raise TimeoutError(f"kmock N={count}: not done after {DEADLINE:.0f} s")
                     # Polling shares the loop with the emulator: poll gently, more so for many.
                     await asyncio.sleep(min(0.005 * (count - len(done)), 0.1))
-            results[count] = statistics.median(done.values())
+            if len(done) < count:
+                results[count] = (
+                    f"{count - len(done)} of {count} not done after {KMOCK_DEADLINE:.0f} s"
+                )
+            else:
+                results[count] = statistics.median(done.values())
     finally:
         await kmock_bench_cleanup(admin_dsn, prefix, made)
     return results
+
+
+def cell(value: float | str | None) -> str:
+    return value if isinstance(value, str) else seconds(value)
 
 
 def seconds(value: float | None) -> str:
@@ -207,13 +213,13 @@ async def run(args: argparse.Namespace, admin_dsn: str) -> None:
     for row in rows:
         count = row["count"]
         if "error" in row:
-            say(f"| {count} | {seconds(kmock.get(count))} | {row['error']} | | | |")
+            say(f"| {count} | {cell(kmock.get(count))} | {row['error']} | | | |")
             continue
         database = statistics.median(t["database"] for t in row["times"].values())
         ready = statistics.median(t["ready"] for t in row["times"].values())
         base = base or ready
         say(
-            f"| {count} | {seconds(kmock.get(count))} | {seconds(database)} | {seconds(ready)} "
+            f"| {count} | {cell(kmock.get(count))} | {seconds(database)} | {seconds(ready)} "
             f"| x{ready / base:.2f} | {row['total']:.1f} s |"
         )
     say("goals: Butler → Ready p50 ≤ 3 s; N=50 within 3× the per-Butler time of N=1")
@@ -229,24 +235,7 @@ def main() -> int:
     if reason:
         say(f"bench_apiserver: skipped: {reason}")
         return 0
-    root = server = None
-    admin_dsn = os.environ.get("BUTLERS_DATABASE_URL")
-    try:
-        if not admin_dsn:
-            root = Path(tempfile.mkdtemp(prefix="butlers-bench-pg-"))
-            root.chmod(0o755)
-            server = EmbeddedPostgres(root / "postgres", fsync=False)
-            server.start()
-            admin_dsn = server.admin_dsn()
-        asyncio.run(run(args, admin_dsn))
-    except Exception as exc:  # a benchmark reports, it never fails the build
-        say(f"bench_apiserver: could not complete: {exc.__class__.__name__}: {exc}")
-    finally:
-        if server is not None:
-            server.stop()
-        if root is not None:
-            shutil.rmtree(root, ignore_errors=True)
-    return 0
+    return run_on_a_database("bench_apiserver", lambda admin_dsn: run(args, admin_dsn))
 
 
 if __name__ == "__main__":

@@ -287,6 +287,8 @@ class ControlPlane:
             f"--service-account-private-key-file={self.sa_keys[0]}",
             f"--root-ca-file={self.ca_path}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
+            # The node controller lifts a new node's not-ready taint at its next pass.
+            "--node-monitor-period=1s",
             "--profiling=false",
             "--v=1",
         ]

@@ -60,6 +60,14 @@ def _is_under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def _mount_point(path: str, is_file: bool) -> list[str]:
+    """Lines that make `path` exist as what will be mounted on it (a file or a directory)."""
+    if not is_file:
+        return [f"mkdir -p {shlex.quote(path)}"]
+    parent, target = shlex.quote(str(PurePosixPath(path).parent)), shlex.quote(path)
+    return [f"mkdir -p {parent}", f"[ -e {target} ] || : > {target}"]
+
+
 def build_mount_script(
     mounts: Sequence[Mount],
     hosts_file: str,
@@ -101,11 +109,7 @@ def build_mount_script(
         if not _is_under(mount.source, pod_root) and mount.source not in staged:
             stage = f"{pod_root}/stage/{index}"
             staged[mount.source] = stage
-            if mount.is_file:
-                lines.append(f"mkdir -p {q(str(PurePosixPath(stage).parent))}")
-                lines.append(f": > {q(stage)}")
-            else:
-                lines.append(f"mkdir -p {q(stage)}")
+            lines += _mount_point(stage, mount.is_file)
             lines.append(f"mount --bind {q(mount.source)} {q(stage)}")
     for index, root in enumerate(roots):
         upper, work = f"{overlay_dir}/{index}/upper", f"{overlay_dir}/{index}/work"
@@ -114,11 +118,7 @@ def build_mount_script(
         lines.append(f"mount -t overlay overlay -o {q(options)} {q(root)}")
     for mount in sorted(everything, key=lambda m: (len(PurePosixPath(m.target).parts), m.target)):
         target = q(mount.target)
-        if mount.is_file:
-            lines.append(f"mkdir -p {q(str(PurePosixPath(mount.target).parent))}")
-            lines.append(f"[ -e {target} ] || : > {target}")
-        else:
-            lines.append(f"mkdir -p {target}")
+        lines += _mount_point(mount.target, mount.is_file)
         lines.append(f"mount --bind {q(staged.get(mount.source, mount.source))} {target}")
         if mount.read_only:
             lines.append(f"mount -o remount,bind,ro {target}")
