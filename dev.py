@@ -5,9 +5,13 @@ Needs only Python 3.11+ and git. Creates `.venv/`, installs the project with its
 development extras (re-installing when pyproject.toml changes), then runs:
 
     python3 dev.py up      # an embedded PostgreSQL and every roster butler (`butlers up`)
-    python3 dev.py test    # the whole suite, tests/e2e on the operator backend, the images (CI)
+    python3 dev.py test    # the whole suite, tests/e2e on the operator backend, the images,
+                           # tests/e2e on the apiserver backend (CI); builds the control
+                           # plane first when Go is here
     python3 dev.py lint    # ruff, mypy and the import-linter contracts (layers)
     python3 dev.py bench   # the benchmarks under bench/
+    python3 dev.py kube-binaries   # build the control plane for --backend apiserver (needs Go)
+    python3 dev.py test --backend apiserver   # tests/e2e on that control plane
     python3 dev.py run ... # any command inside the virtual environment
 """
 
@@ -60,6 +64,13 @@ def run(*args: str, pythonpath: Path | None = None) -> int:
             continue
 
 
+def _option(args: list[str], name: str) -> list[str]:
+    """The values given for `--name VALUE` / `--name=VALUE` among pytest arguments."""
+    values = [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
+    values += [args[i + 1] for i, a in enumerate(args[:-1]) if a == name]
+    return values
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in {"-h", "--help", "help"}:
         print(__doc__)
@@ -71,13 +82,24 @@ def main(argv: list[str]) -> int:
     if cmd == "up":
         return run(str(BIN / "butlers"), "up", *rest)
     if cmd == "test":
-        code = run(str(PY), "-m", "pytest", *rest)
+        apiserver = "apiserver" in _option(rest, "--backend")
+        code = 0
+        if not rest or apiserver:
+            # The control plane for tests/integration/kube and the apiserver lane: built
+            # once into ~/.cache/butlers/kube (a no-op when it is there); without Go the
+            # tests that need it skip, naming what is missing.
+            code |= run(str(PY), "-m", "tests.kube.binaries", "--if-possible")
+        if apiserver and not any(arg.startswith("tests") for arg in rest):
+            rest = ["tests/e2e", *rest]
+        code |= run(str(PY), "-m", "pytest", *rest)
         if not rest:
-            # The same e2e suite again, on what the operator renders (offline, no Docker).
+            # The same e2e suite again, on what the operator renders (offline, no Docker),
+            # then on a real control plane with the charts installed as a user would.
             code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "operator", "-q")
             # Both images built and run on Docker (the engine started or installed when it
             # can be; otherwise every test there skips with the reason).
             code |= run(str(PY), "-m", "pytest", "tests/images", "--images", "-q")
+            code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "apiserver", "-q")
         # pytest exits 5 when nothing was collected: that is a failure here too.
         return code
     if cmd == "lint":
@@ -94,6 +116,8 @@ def main(argv: list[str]) -> int:
             # The repository root on the path: benchmarks share the tests' support code.
             code |= run(str(PY), str(ROOT / "bench" / name), *rest[1:], pythonpath=ROOT)
         return code
+    if cmd == "kube-binaries":
+        return run(str(PY), "-m", "tests.kube.binaries", *rest)
     if cmd == "run":
         return run(*rest)
     print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)

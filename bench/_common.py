@@ -77,3 +77,33 @@ async def ecosystem(
                 await eco.stop()
         finally:
             server.stop()
+
+
+def run_on_a_database(name: str, main: Callable[[str], Awaitable[None]]) -> int:
+    """`main(admin_dsn)` on BUTLERS_DATABASE_URL, else on a throwaway embedded server.
+
+    A benchmark reports and never fails the build: an error is printed, the exit code is 0.
+    """
+    import asyncio
+    import os
+    import shutil
+    import sys
+
+    root = server = None
+    admin_dsn = os.environ.get("BUTLERS_DATABASE_URL")
+    try:
+        if not admin_dsn:
+            root = Path(tempfile.mkdtemp(prefix="butlers-bench-pg-"))
+            root.chmod(0o755)
+            server = EmbeddedPostgres(root / "postgres", fsync=False)
+            server.start()
+            admin_dsn = server.admin_dsn()
+        asyncio.run(main(admin_dsn))
+    except Exception as exc:
+        print(f"{name}: could not complete: {exc.__class__.__name__}: {exc}", file=sys.__stdout__)
+    finally:
+        if server is not None:
+            server.stop()
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0

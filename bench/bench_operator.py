@@ -12,11 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import secrets
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,7 +24,7 @@ import kmock
 import yaml
 from kopf.testing import KopfRunner
 
-from butlers.db.embedded import EmbeddedPostgres
+from _common import run_on_a_database
 from butlers.db.provision import deprovision
 from butlers_operator import controller
 from butlers_operator.handlers import build_kopf_settings, build_registry
@@ -201,25 +198,7 @@ def main() -> int:
     parser.add_argument("--scales", default="1,10,25,50")
     args = parser.parse_args()
     args.scales = [int(s) for s in args.scales.split(",")]
-    root = None
-    server = None
-    admin_dsn = os.environ.get("BUTLERS_DATABASE_URL")
-    try:
-        if not admin_dsn:
-            root = Path(tempfile.mkdtemp(prefix="butlers-bench-pg-"))
-            root.chmod(0o755)
-            server = EmbeddedPostgres(root / "postgres", fsync=False)
-            server.start()
-            admin_dsn = server.admin_dsn()
-        asyncio.run(run(args, admin_dsn))
-    except Exception as exc:  # a benchmark reports, it never fails the build
-        say(f"bench_operator: could not complete: {exc.__class__.__name__}: {exc}")
-    finally:
-        if server is not None:
-            server.stop()
-        if root is not None:
-            shutil.rmtree(root, ignore_errors=True)
-    return 0
+    return run_on_a_database("bench_operator", lambda admin_dsn: run(args, admin_dsn))
 
 
 if __name__ == "__main__":

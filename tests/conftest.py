@@ -29,7 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("butlers")
     group.addoption(
         "--backend",
-        choices=["local", "operator", "kind"],
+        choices=["local", "operator", "apiserver", "kind"],
         default=os.environ.get("BUTLERS_E2E_BACKEND", "local"),
         help="how tests/e2e starts its ecosystem (default local)",
     )

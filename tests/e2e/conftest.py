@@ -4,8 +4,10 @@ Backends (`--backend`): `local` (default) starts every roster butler as a local
 process like `butlers up`, with a fresh schema prefix and free ports, so two
 sessions can share one PostgreSQL server. `operator` runs the real operator
 against kmock's Kubernetes emulator and starts each Deployment it renders as
-local processes (harness/operator.py). `kind` (`--kind`) installs the charts
-into a kind cluster (harness/kind.py).
+local processes (harness/operator.py). `apiserver` installs the charts on a
+real control plane built from Go modules, with a process kubelet as its node
+(harness/apiserver.py). `kind` (`--kind`) installs the charts into a kind
+cluster (harness/kind.py); both follow the user path of harness/userpath.py.
 
 Butlers run the scripted model; with `--live-llm` they run the real model configured
 in the environment (see `harness.runtime.live_runtime_problem`), and `cost_tracker`
@@ -23,6 +25,8 @@ import pytest
 
 from butlers.testing.script_server import Script, ScriptServer
 
+from .harness.apiserver import apiserver_ecosystem
+from .harness.apiserver import unavailable_reason as apiserver_unavailable_reason
 from .harness.cost import CostTracker
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import E2E_ENV, SUPERVISOR_SECRET
@@ -38,6 +42,7 @@ LOG_DIR = ROOT / ".tmp" / "e2e-logs"
 BACKENDS: dict[str, Any] = {
     "local": local_ecosystem,
     "operator": operator_ecosystem,
+    "apiserver": apiserver_ecosystem,
     "kind": kind_ecosystem,
 }
 COST_TRACKER = pytest.StashKey[CostTracker]()
@@ -131,6 +136,10 @@ async def butler_ecosystem(
             "kube_context": request.config.getoption("--kube-context"),
             "keep_namespace": request.config.getoption("--keep-namespace"),
         }
+    if backend == "apiserver":
+        reason = apiserver_unavailable_reason()
+        if reason:
+            pytest.skip(reason)
     if request.config.getoption("--live-llm"):
         problem = live_runtime_problem(os.environ)
         if problem:

@@ -1,10 +1,12 @@
 """The `kind` backend: the charts on a kind cluster, one ephemeral namespace per session.
 
 Creates (or, with `--kube-context`, reuses) the cluster of `kind-config.yaml`,
-builds and loads both images, installs the CRDs and the operator chart (with its
-development PostgreSQL) into `butlers-e2e-<random>`, applies the roster, waits
-for `Ready` on every Butler and port-forwards each Service and the database.
-The namespace is deleted at the end unless `--keep-namespace`.
+builds and loads both images, then follows the user path the `apiserver`
+backend follows too (`userpath`: namespace, both charts with helm-python-sdk,
+the operator chart with its development PostgreSQL, `kubectl apply -f roster/`,
+`Ready`), port-forwards each Service and the database, and tears down as a user
+would (Butlers, `helm uninstall`, the namespace) unless `--keep-namespace`.
+Only image loading and port-forwarding are this backend's own.
 
 Pods reach the session's LLM script server through the host's address on kind's
 Docker network, so that server listens on every interface for this backend.
@@ -16,25 +18,21 @@ import asyncio
 import base64
 import json
 import secrets
-import shutil
 import subprocess
-import tempfile
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2 as httpx
-import yaml
 
 from butlers.db.embedded import free_port
-from butlers.roster import is_switchboard, load_roster
-from butlers.spec import ButlerResource
+from butlers.roster import is_switchboard
 from butlers.waiting import wait_until
 from butlers_operator.auth import NAMESPACE_SECRET, USER_TOKEN_KEY
 
 from . import kind_commands as k
+from . import userpath
 from .ecosystem import ButlerEndpoint, EcosystemHandle
 from .operator import wait_registered
 
@@ -43,8 +41,8 @@ COMMAND_TIMEOUT = 900.0  # image builds are the slow part
 READY_TIMEOUT = 120.0
 
 
-class KindError(RuntimeError):
-    """A kind, docker, helm or kubectl step failed; the message has its output."""
+# A kind, docker, helm or kubectl step failed; the message has its output.
+KindError = userpath.UserPathError
 
 
 async def run(
@@ -53,25 +51,8 @@ async def run(
     timeout: float = COMMAND_TIMEOUT,
     cwd: Path | None = None,
 ) -> str:
-    """Run one command to completion (killed at the deadline); returns its stdout."""
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(
-            process.communicate(stdin.encode() if stdin is not None else None), timeout
-        )
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        raise KindError(f"{' '.join(argv)}: still running after {timeout:.0f} s") from None
-    if process.returncode != 0:
-        raise KindError(f"{' '.join(argv)} exited with {process.returncode}:\n{err.decode()}")
-    return out.decode()
+    """`userpath.run`, with image builds' longer deadline."""
+    return await userpath.run(argv, stdin, timeout, cwd)
 
 
 class PortForwards:
@@ -144,54 +125,6 @@ async def load_images(target: k.KindTarget) -> None:
     await run(k.build_kind_load(target))
 
 
-def render_chart(chart: Path, values: Mapping[str, Any], namespace: str) -> str:
-    """The chart as YAML, with helm-python-sdk (when there is no helm binary)."""
-    import helm_python as helm
-
-    rendered = helm.Chart.load(chart).render(
-        dict(values), name=k.RELEASE, namespace=namespace, is_install=True
-    )
-    return "\n---\n".join(text for path, text in sorted(rendered.items()) if path.endswith(".yaml"))
-
-
-async def install_charts(
-    target: k.KindTarget,
-    schema_prefix: str,
-    workdir: Path,
-    script_server: tuple[str, int] | None,
-) -> None:
-    values = k.build_chart_values(target, schema_prefix, secrets.token_urlsafe(18), script_server)
-    # CRDs are cluster-wide and shared by sessions: apply them, never own them in a release.
-    await run(
-        k.build_apply(target, namespaced=False),
-        render_chart(ROOT / "charts" / "butlers-crds", {}, target.namespace),
-    )
-    await run(k.build_wait_crd_established(target))
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": target.namespace}}
-    await run(k.build_apply(target, namespaced=False), yaml.safe_dump(namespace))
-    chart = ROOT / "charts" / "butlers"
-    if shutil.which("helm"):
-        values_file = workdir / "values.yaml"
-        values_file.write_text(yaml.safe_dump(values))
-        await run(k.build_helm_install(chart, values_file, target))
-    else:
-        await run(k.build_apply(target), render_chart(chart, values, target.namespace))
-
-
-async def apply_roster(
-    target: k.KindTarget, roster_dir: Path, env: Mapping[str, str]
-) -> list[ButlerResource]:
-    secret = {
-        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-        "metadata": {"name": k.ENV_SECRET, "namespace": target.namespace},
-        "data": {key: base64.b64encode(v.encode()).decode() for key, v in env.items()},
-    }  # fmt: skip
-    resources = load_roster(roster_dir)
-    documents = k.with_namespace([r.to_manifest() for r in resources], target.namespace)
-    await run(k.build_apply(target), yaml.safe_dump_all([secret, *documents]))
-    return resources
-
-
 async def read_secret(target: k.KindTarget, name: str) -> dict[str, str]:
     secret = json.loads(await run(k.build_kubectl(target, "get", "secret", name, "-o", "json")))
     return {key: base64.b64decode(v).decode() for key, v in (secret.get("data") or {}).items()}
@@ -210,19 +143,6 @@ async def wait_new_pod(target: k.KindTarget, butler: str, old: list[str]) -> Non
         message=f"no new Ready pod of {butler} after {READY_TIMEOUT:.0f} s",
         error=KindError,
     )
-
-
-async def teardown(target: k.KindTarget) -> None:
-    """Butlers first (the operator still runs their finalizers), then the namespace; bounded.
-
-    A Butler still stuck after that gets its finalizer removed, as docs/operator.md says.
-    """
-    try:
-        await run(k.build_delete_butlers(target), timeout=k.TEARDOWN_SECONDS + 30)
-    except KindError:
-        for line in (await run(k.build_list_butlers(target), timeout=60)).split():
-            await run(k.build_release_finalizers(target, line.rsplit("/", 1)[-1]), timeout=60)
-    await run(k.build_delete_namespace(target), timeout=k.TEARDOWN_SECONDS + 30)
 
 
 async def wait_ready_http(url: str, timeout: float = READY_TIMEOUT) -> None:
@@ -257,6 +177,7 @@ async def kind_ecosystem(
 ) -> AsyncIterator[EcosystemHandle]:
     target = k.KindTarget.for_context(k.build_namespace(secrets.token_hex(3)), kube_context)
     forwards = PortForwards(target)
+    cluster = userpath.Cluster(namespace=target.namespace, context=target.context)
     installed = False
     try:
         await ensure_cluster(target, reuse=kube_context is not None)
@@ -271,16 +192,20 @@ async def kind_ecosystem(
         script_port = urlsplit(script_url).port if script_url else None
         await load_images(target)
         installed = True
-        with tempfile.TemporaryDirectory(dir=data_dir) as workdir:
-            await install_charts(
+        # The user path every cluster backend shares: namespace, CRDs, env Secret, the
+        # operator chart (with its own PostgreSQL here), the roster, Ready.
+        resources = await userpath.install(
+            cluster,
+            values=k.build_chart_values(
                 target,
                 schema_prefix,
-                Path(workdir),
+                secrets.token_urlsafe(18),
                 (gateway, script_port) if script_port else None,
-            )
-        resources = await apply_roster(target, roster_dir, env)
+            ),
+            env=env,
+            roster_dir=roster_dir,
+        )
         names = [r.name for r in resources]
-        await run(k.build_wait_ready(target))
         pg_port = await forwards.open(k.POSTGRES_SERVICE, 5432)
         admin_secret = await read_secret(target, k.POSTGRES_ADMIN_SECRET)
         admin = k.rewrite_host(admin_secret["dsn"], "127.0.0.1", pg_port)
@@ -339,4 +264,4 @@ async def kind_ecosystem(
     finally:
         await forwards.close_all()
         if installed and not keep_namespace:
-            await teardown(target)
+            await userpath.teardown(cluster)

@@ -11,16 +11,18 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from . import userpath
 
 CLUSTER = "butlers"  # kind-config.yaml's `name`
 REGISTRY = "ghcr.io/butlers-dev"
 TAG = "0.1.0"
 RELEASE = "butlers"
-ENV_SECRET = "butlers-e2e-env"
+ENV_SECRET = userpath.ENV_SECRET
 POSTGRES_SERVICE = f"{RELEASE}-postgres"
 POSTGRES_ADMIN_SECRET = f"{RELEASE}-postgres-admin"
 # The chart's development PostgreSQL (values.yaml `postgres.image`): loaded like ours.
@@ -179,51 +181,9 @@ def host_cidr(address: str) -> str:
     return f"{ip}/{32 if ip.version == 4 else 128}"
 
 
-def build_helm_install(chart: Path, values_file: Path, target: KindTarget) -> list[str]:
-    return [
-        "helm", "upgrade", "--install", RELEASE, str(chart),
-        "--namespace", target.namespace, "--create-namespace",
-        "--kube-context", target.context,
-        "--values", str(values_file), "--wait", "--timeout", "5m",
-    ]  # fmt: skip
-
-
 def build_kubectl(target: KindTarget, *args: str, namespaced: bool = True) -> list[str]:
-    base = ["kubectl", "--context", target.context]
-    if namespaced:
-        base += ["--namespace", target.namespace]
-    return [*base, *args]
-
-
-def build_apply(target: KindTarget, namespaced: bool = True) -> list[str]:
-    """`kubectl apply` of YAML on stdin (server-side: shared CRDs apply idempotently)."""
-    return build_kubectl(
-        target,
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "-f",
-        "-",
-        namespaced=namespaced,
-    )
-
-
-def build_wait_crd_established(target: KindTarget, timeout_seconds: int = 60) -> list[str]:
-    """Until the API server serves Butlers (applying one earlier fails)."""
-    return build_kubectl(
-        target,
-        "wait",
-        "--for=condition=Established",
-        f"crd/{CRD}",
-        f"--timeout={timeout_seconds}s",
-        namespaced=False,
-    )
-
-
-def build_wait_ready(target: KindTarget, timeout_seconds: int = 300) -> list[str]:
-    return build_kubectl(
-        target, "wait", "butlers", "--all", "--for=condition=Ready", f"--timeout={timeout_seconds}s"
-    )
+    cluster = userpath.Cluster(namespace=target.namespace, context=target.context)
+    return userpath.build_kubectl(cluster, *args, namespaced=namespaced)
 
 
 def build_port_forward(target: KindTarget, service: str, local: int, remote: int) -> list[str]:
@@ -269,43 +229,6 @@ def pod_uids(pods_json: str) -> list[str]:
     return [p["metadata"]["uid"] for p in json.loads(pods_json).get("items") or []]
 
 
-def build_delete_butlers(target: KindTarget) -> list[str]:
-    """Butlers first, while the operator still runs their finalizers (bounded)."""
-    return build_kubectl(
-        target,
-        "delete",
-        "butlers",
-        "--all",
-        "--ignore-not-found",
-        "--wait=true",
-        f"--timeout={TEARDOWN_SECONDS}s",
-    )
-
-
-def build_release_finalizers(target: KindTarget, butler: str) -> list[str]:
-    """The documented way out of a stuck deletion (the reclaim is then skipped)."""
-    return build_kubectl(
-        target, "patch", "butler", butler, "--type=merge", "-p", '{"metadata":{"finalizers":null}}'
-    )
-
-
-def build_list_butlers(target: KindTarget) -> list[str]:
-    return build_kubectl(target, "get", "butlers", "-o", "name")
-
-
-def build_delete_namespace(target: KindTarget) -> list[str]:
-    return build_kubectl(
-        target,
-        "delete",
-        "namespace",
-        target.namespace,
-        "--ignore-not-found",
-        "--wait=true",
-        f"--timeout={TEARDOWN_SECONDS}s",
-        namespaced=False,
-    )
-
-
 def build_network_inspect(network: str = "kind") -> list[str]:
     return ["docker", "network", "inspect", network, "--format", "{{json .IPAM.Config}}"]
 
@@ -326,13 +249,6 @@ def pick_ipv4_gateway(ipam_json: str, network: str = "kind") -> str:
         f"docker network {network!r} has no IPv4 gateway ({ipam_json.strip()!r}): pods could "
         "not reach this machine's script server"
     )
-
-
-def with_namespace(documents: Iterable[Mapping[str, Any]], namespace: str) -> list[dict[str, Any]]:
-    """Roster files as they are, only metadata.namespace set."""
-    return [
-        {**doc, "metadata": {**dict(doc["metadata"]), "namespace": namespace}} for doc in documents
-    ]
 
 
 def rewrite_host(url: str, host: str, port: int | None = None) -> str:

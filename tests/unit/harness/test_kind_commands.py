@@ -54,14 +54,6 @@ def test_both_images_are_built_and_loaded_under_the_chart_tags() -> None:
     assert load[-1] == k.POSTGRES_IMAGE
 
 
-def test_helm_installs_into_the_session_namespace_and_waits() -> None:
-    argv = k.build_helm_install(ROOT / "charts/butlers", Path("/tmp/v.yaml"), TARGET)
-    assert argv[:4] == ["helm", "upgrade", "--install", "butlers"]
-    assert argv[argv.index("--namespace") + 1] == "butlers-e2e-abc123"
-    assert argv[argv.index("--kube-context") + 1] == "kind-butlers"
-    assert "--wait" in argv
-
-
 def test_chart_values_give_the_session_its_prefix_database_and_env_secret() -> None:
     values = k.build_chart_values(TARGET, "e2e_tabc123_", "pw")
     assert values["database"]["schemaPrefix"] == "e2e_tabc123_"
@@ -72,30 +64,10 @@ def test_chart_values_give_the_session_its_prefix_database_and_env_secret() -> N
 
 def test_kubectl_commands_target_the_context_and_namespace() -> None:
     reused = k.KindTarget(namespace="ns1", context="my-cluster")
-    assert k.build_wait_ready(reused)[:5] == [
-        "kubectl",
-        "--context",
-        "my-cluster",
-        "--namespace",
-        "ns1",
-    ]
-    assert "--for=condition=Ready" in k.build_wait_ready(reused)
-    assert k.build_port_forward(reused, "general", 50001, 40101)[-2:] == [
-        "service/general",
-        "50001:40101",
-    ]
-    delete = k.build_delete_namespace(reused)
-    assert "--namespace" not in delete and delete[3:6] == ["delete", "namespace", "ns1"]
-    assert "--ignore-not-found" in delete
-    assert "--timeout=120s" in delete  # never the 15-minute default wait
-
-
-def test_roster_files_only_get_a_namespace() -> None:
-    doc = {"apiVersion": "butlers.dev/v1alpha1", "kind": "Butler",
-           "metadata": {"name": "general", "labels": {"a": "b"}}, "spec": {"port": 1}}  # fmt: skip
-    (out,) = k.with_namespace([doc], "ns1")
-    assert out["metadata"] == {"name": "general", "labels": {"a": "b"}, "namespace": "ns1"}
-    assert out["spec"] == doc["spec"] and "namespace" not in doc["metadata"]
+    argv = k.build_port_forward(reused, "general", 50001, 40101)
+    assert argv[1:5] == ["--context", "my-cluster", "--namespace", "ns1"]
+    assert argv[-2:] == ["service/general", "50001:40101"]
+    assert k.build_kill_pod(reused, "general")[1:5] == argv[1:5]
 
 
 def test_in_cluster_addresses_are_rewritten_to_port_forwards() -> None:
@@ -130,12 +102,6 @@ def test_the_ipv4_gateway_is_picked_and_its_absence_is_clear() -> None:
         k.pick_ipv4_gateway("null")
 
 
-def test_the_crd_is_established_before_butlers_are_applied() -> None:
-    argv = k.build_wait_crd_established(TARGET)
-    assert "--for=condition=Established" in argv and "crd/butlers.butlers.dev" in argv
-    assert "--namespace" not in argv
-
-
 def test_after_a_restart_only_a_new_ready_pod_counts() -> None:
     def pod(uid: str, ready: bool, deleting: bool = False) -> dict:
         meta = {"uid": uid} | ({"deletionTimestamp": "2026-01-01T00:00:00Z"} if deleting else {})
@@ -156,10 +122,3 @@ def test_butlers_can_reach_the_script_server_through_their_network_policy() -> N
     values = k.build_chart_values(TARGET, "p_", "pw", ("172.18.0.1", 41234))
     assert values["networkPolicy"]["model"] == {"cidrs": ["172.18.0.1/32"], "ports": [41234]}
     assert "networkPolicy" not in k.build_chart_values(TARGET, "p_", "pw")
-
-
-def test_teardown_deletes_butlers_first_and_bounded() -> None:
-    argv = k.build_delete_butlers(TARGET)
-    assert argv[-5:-3] == ["butlers", "--all"] and "--timeout=120s" in argv
-    release = k.build_release_finalizers(TARGET, "health")
-    assert release[-1] == '{"metadata":{"finalizers":null}}'

@@ -27,9 +27,12 @@ def test_settings_come_from_butlers_operator_variables() -> None:
             "BUTLERS_OPERATOR_POD_DEFAULTS": json.dumps({"imagePullSecrets": ["regcred"]}),
             "BUTLERS_OPERATOR_RESYNC_SECONDS": "30",
             "BUTLERS_OPERATOR_BUTLER_ENV_SECRET": "site-env",
+            "BUTLERS_OPERATOR_LIVENESS_ENDPOINT": "http://127.0.0.1:9090/healthz",
         }
     )
     assert settings.butler_env_secret == "site-env"
+    assert settings.liveness_endpoint == "http://127.0.0.1:9090/healthz"
+    assert OperatorSettings.from_env({}).liveness_endpoint == "http://0.0.0.0:8080/healthz"
     assert settings.namespaces == ("home", "work") and not settings.cluster_wide
     assert (settings.admin_secret, settings.admin_secret_key) == ("pg-admin", "uri")
     assert settings.image_pull_policy == "Always"

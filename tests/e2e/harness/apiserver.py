@@ -1,0 +1,193 @@
+"""The `apiserver` backend: the documented user path on a real control plane.
+
+A control plane built from Go modules and a process kubelet (`tests/kube`) per
+session; then exactly what a user does (`userpath`): both charts installed with
+helm-python-sdk, the operator running as a pod under its own ServiceAccount and
+RBAC, `kubectl apply -f roster/`, `kubectl wait` for `Ready`. The operator's
+PostgreSQL is the session's (an admin Secret the chart is pointed at); the e2e
+environment reaches the butler pods through the chart's `butlerEnvSecret`.
+This machine reaches each butler through the service proxy, at an address
+that stays the same when its pod is replaced.
+
+`kill` crashes a butler's container and keeps it down (its pod turns NotReady,
+its Service has no Ready endpoint); `restart` lets a killed container start
+again, or else deletes the pod so its ReplicaSet replaces it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from butlers.db.provision import deprovision
+from butlers.spec import schema_name
+from tests.kube.api import build_path
+from tests.kube.cluster import KubeCluster, kubelet_scratch, running_cluster
+from tests.kube.controlplane import unavailable_reason
+from tests.kube.wait import condition_status, wait_until
+
+from . import userpath
+from .ecosystem import ButlerEndpoint, EcosystemHandle
+from .operator import SWITCHBOARD, wait_registered
+
+ADMIN_SECRET = "butlers-e2e-admin"
+BUTLER_CONTAINER = "butler"
+BUTLER_LABEL = "butlers.dev/butler"
+RESTART_TIMEOUT = 90.0
+
+__all__ = ["apiserver_ecosystem", "unavailable_reason"]
+
+
+def build_chart_values(schema_prefix: str) -> dict[str, Any]:
+    """The operator chart for one session: the session's database, the e2e env Secret."""
+    return {
+        "butlerEnvSecret": userpath.ENV_SECRET,
+        "database": {"adminSecret": {"name": ADMIN_SECRET}, "schemaPrefix": schema_prefix},
+        "resyncSeconds": 5,
+    }
+
+
+class ButlerPods:
+    """kill/restart of a butler's pod, as a crash and as a replacement."""
+
+    def __init__(self, cluster: KubeCluster, namespace: str) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.held: dict[str, str] = {}  # butler → pod whose container is held down
+
+    async def _running_pod(self, butler: str) -> dict[str, Any]:
+        async with self.cluster.api() as api:
+            pods = await api.list(
+                build_path("v1", "pods", self.namespace), labelSelector=f"{BUTLER_LABEL}={butler}"
+            )
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        if len(live) != 1:
+            raise AssertionError(f"expected one live pod of {butler}, found {len(live)}")
+        return live[0]
+
+    async def kill(self, butler: str) -> None:
+        pod = (await self._running_pod(butler))["metadata"]["name"]
+        kubelet = self.cluster.kubelet
+        await self.cluster.node.async_call(
+            kubelet.crash(self.namespace, pod, BUTLER_CONTAINER, hold=True)
+        )
+        self.held[butler] = pod
+        await wait_until(
+            lambda: not self.cluster.proxy.endpoints(self.namespace, butler, "mcp"),
+            f"{butler}'s Service to have no Ready endpoint",
+        )
+
+    async def restart(self, butler: str) -> None:
+        held = self.held.pop(butler, None)
+        async with self.cluster.api() as api:
+            if held is not None:
+                kubelet = self.cluster.kubelet
+                await self.cluster.node.async_call(
+                    kubelet.release(self.namespace, held, BUTLER_CONTAINER)
+                )
+            else:
+                old = (await self._running_pod(butler))["metadata"]["name"]
+                await api.delete(build_path("v1", "pods", self.namespace, old))
+
+            async def ready_pod() -> bool:
+                try:
+                    pod = await self._running_pod(butler)
+                except AssertionError:
+                    return False
+                replaced = held is not None or pod["metadata"]["name"] != old
+                return replaced and condition_status(pod, "Ready") == "True"
+
+            await wait_until(ready_pod, f"a Ready pod of {butler}", RESTART_TIMEOUT)
+        await self.cluster.wait_service(self.namespace, butler, "mcp")
+
+
+@asynccontextmanager
+async def apiserver_ecosystem(
+    *,
+    admin_dsn: str,
+    roster_dir: Path,
+    data_dir: Path,
+    schema_prefix: str,
+    extra_env: dict[str, str] | None = None,
+    keep_schemas: bool = False,
+) -> AsyncIterator[EcosystemHandle]:
+    env = dict(extra_env or {})
+    target = userpath.Cluster(namespace=f"butlers-e2e-{secrets.token_hex(3)}")
+    schemas: list[str] = []
+    try:
+        with kubelet_scratch("butlers-e2e-cluster-") as root:
+            async with _ecosystem(
+                root, target, env, admin_dsn, roster_dir, schema_prefix, schemas
+            ) as handle:
+                yield handle
+    finally:
+        if not keep_schemas:
+            for schema in schemas:
+                await deprovision(admin_dsn, schema)
+
+
+@asynccontextmanager
+async def _ecosystem(
+    root: Path,
+    target: userpath.Cluster,
+    env: dict[str, str],
+    admin_dsn: str,
+    roster_dir: Path,
+    schema_prefix: str,
+    schemas: list[str],
+) -> AsyncIterator[EcosystemHandle]:
+    span_dir = Path(env["BUTLERS_SPAN_DIR"]) if env.get("BUTLERS_SPAN_DIR") else None
+    if span_dir is not None:
+        # Pods write their span files there (kept writable in their read-only root).
+        span_dir.mkdir(parents=True, exist_ok=True)
+    async with running_cluster(
+        root / "cluster", writable_paths=[str(span_dir)] if span_dir else []
+    ) as cluster:
+        target = userpath.Cluster(namespace=target.namespace, kubeconfig=cluster.kubeconfig)
+        admin = userpath.build_secret(ADMIN_SECRET, target.namespace, {"dsn": admin_dsn})
+        resources = await userpath.install(
+            target,
+            values=build_chart_values(schema_prefix),
+            env=env,
+            roster_dir=roster_dir,
+            extra=[admin],
+        )
+        schemas[:] = [schema_name(r.name, schema_prefix) for r in resources]
+        endpoints: dict[str, ButlerEndpoint] = {}
+        for resource in resources:
+            name = resource.name
+            address = await cluster.wait_service(target.namespace, name, "mcp")
+            db = await userpath.read_secret(target, f"{name}-db")
+            endpoints[name] = ButlerEndpoint(
+                name=name,
+                url=f"http://{address}/mcp",
+                sse_url=f"http://{address}/sse",
+                port=int(address.rsplit(":", 1)[1]),
+                schema=db["schema"],
+                dsn=db["dsn"],
+            )
+        schemas[:] = [e.schema for e in endpoints.values()]
+        pods = ButlerPods(cluster, target.namespace)
+        handle = EcosystemHandle(
+            backend="apiserver",
+            endpoints=endpoints,
+            admin_dsn=admin_dsn,
+            kill=pods.kill,
+            restart=pods.restart,
+            log_dir=cluster.log_dir(),
+            span_dir=span_dir,
+        )
+        try:
+            switchboards = [r.name for r in resources if SWITCHBOARD in r.spec.modules]
+            if switchboards:
+                # Each butler advertises its Service's cluster address, which the
+                # kubelet resolved to the service proxy: the harness's URLs too.
+                local = {n: e.url for n, e in endpoints.items()}
+                await wait_registered(handle, switchboards[0], local)
+            yield handle
+        finally:
+            await handle.close()
+        await userpath.teardown(target)
