@@ -169,7 +169,9 @@ class ToolSpanMiddleware(Middleware):
             except Exception as exc:
                 span.set_attribute("tool.result.status", "error")
                 span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
-                log.info("call_tool %s error: %s", name, exc.__class__.__name__)
+                # One line per refused or failed call, with the reason (secrets are masked
+                # in every log line by the redaction policy).
+                log.info("call_tool %s error: %s: %s", name, exc.__class__.__name__, str(exc)[:300])
                 raise
             finally:
                 span.set_attribute(

@@ -55,7 +55,8 @@ async def test_unstorable_input_gets_an_error_naming_the_argument(
     butler, tool, arguments, expected = CASES[case]
     log = butler_ecosystem.log_dir / f"{butler}.log" if butler_ecosystem.log_dir else None
     before = log.stat().st_size if log and log.exists() else 0
-    async with httpx.AsyncClient(timeout=30) as client:
+    headers = {"Authorization": f"Bearer {butler_ecosystem.token}"}
+    async with httpx.AsyncClient(timeout=30, headers=headers) as client:
         session = RawMcpSession(butler_ecosystem[butler].url, client)
         await session.open()
         reply = await session.call_tool(tool, arguments)

@@ -42,9 +42,11 @@ async def test_a_client_that_never_finishes_its_body_gets_a_timeout(
 ) -> None:
     target = urlsplit(butler_ecosystem["health"].url)
     reader, writer = await asyncio.open_connection(target.hostname, target.port)
+    authorization = f"Authorization: Bearer {butler_ecosystem.token}\r\n".encode()
     writer.write(
         b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        b"Accept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n["
+        + authorization
+        + b"Accept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n["
     )
     await writer.drain()
     started = time.monotonic()

@@ -4,7 +4,6 @@ from pathlib import Path
 
 import httpx2 as httpx
 import pytest
-from fastmcp import Client
 
 from .harness.ecosystem import EcosystemHandle
 from .harness.solo import solo_butler
@@ -159,7 +158,7 @@ async def test_cascade_failed_is_reported_by_a_running_butler(
     }
     async with (
         solo_butler(butler_ecosystem, tmp_path / "solo", "degraded", spec) as butler,
-        Client(butler.url) as client,
+        butler.client() as client,
     ):
         status = (await client.call_tool("status", {})).data
         tools = {t.name for t in await client.list_tools()}

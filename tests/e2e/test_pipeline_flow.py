@@ -8,8 +8,6 @@ import asyncio
 import json
 from typing import Any
 
-import pytest
-
 from butlers.testing.script_server import Script, call, step
 from butlers.waiting import wait_until
 
@@ -218,11 +216,6 @@ async def test_butler_killed_during_a_request_is_unavailable_and_others_unaffect
     assert [(r["butler"], r["status"]) for r in again["routes"]] == [("relationship", "success")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 10 (crash recovery): a killed butler's orphaned session stays `running`; "
-    "security-reliability marks it `interrupted` at start-up. Remove this mark when merged.",
-)
 async def test_session_of_a_butler_killed_mid_request_does_not_stay_running(
     butler_ecosystem: EcosystemHandle, llm_script: Script
 ) -> None:

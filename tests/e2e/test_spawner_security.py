@@ -12,7 +12,6 @@ from typing import Any
 
 import asyncpg
 import pytest
-from fastmcp import Client
 
 from butlers.llm.claude_code import BASE_ENV
 from butlers.switchboard.envelope import build_envelope
@@ -78,7 +77,7 @@ async def test_session_cannot_see_an_undeclared_variable(
         "BUTLERS_CLAUDE_PATH": str(claude),
     }
     async with solo_butler(butler_ecosystem, tmp_path / "solo", "canary", spec, env) as butler:
-        async with Client(butler.url) as client:
+        async with butler.client() as client:
             result = (await client.call_tool("trigger", {"prompt": "What can you see?"})).data
         pool = await asyncpg.connect(butler.dsn)
         try:

@@ -12,10 +12,13 @@ import httpx2 as httpx
 import uvicorn
 from fastmcp import FastMCP
 
+from butlers.auth.http import HostPolicy
+from butlers.auth.tokens import TokenBook, digest, new_user_token
 from butlers.daemon.http import build_http_app
 from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT
 from butlers.db.embedded import free_port
 
+TOKEN = new_user_token()
 PROTOCOL = "2025-06-18"  # the session-keeping protocol of MCP Inspector, Claude Code, ...
 
 
@@ -25,7 +28,14 @@ async def _ready() -> tuple[bool, dict[str, object]]:
 
 @contextlib.asynccontextmanager
 async def _serving(idle_timeout: float) -> AsyncIterator[str]:
-    app = build_http_app(FastMCP("t"), "t", _ready, session_idle_timeout=idle_timeout)
+    app = build_http_app(
+        FastMCP("t"),
+        "t",
+        _ready,
+        book=TokenBook(user_digests={digest(TOKEN): "user"}),
+        hosts=HostPolicy(),
+        session_idle_timeout=idle_timeout,
+    )
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())
@@ -42,7 +52,7 @@ async def _serving(idle_timeout: float) -> AsyncIterator[str]:
 async def _post(
     client: httpx.AsyncClient, url: str, message: dict[str, Any], session: str | None = None
 ) -> httpx.Response:
-    headers = {"accept": "application/json, text/event-stream"}
+    headers = {"accept": "application/json, text/event-stream", "authorization": f"Bearer {TOKEN}"}
     if session:
         headers |= {"mcp-session-id": session, "mcp-protocol-version": PROTOCOL}
     return await client.post(url, json={"jsonrpc": "2.0", **message}, headers=headers)

@@ -64,8 +64,7 @@ class ArgumentGuard(Middleware):
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         name = getattr(context.message, "name", "?")
         problem = argument_problem(getattr(context.message, "arguments", None) or {})
-        if problem is not None:
-            log.info("call_tool %s refused: %s", name, problem)
+        if problem is not None:  # the tool span logs it, with this reason
             raise ToolError(f"{name}: {problem}; nothing was done")
         try:
             return await call_next(context)

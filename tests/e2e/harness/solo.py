@@ -27,7 +27,10 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 import yaml
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 
+from butlers.auth.tokens import digest, new_user_token
 from butlers.db.embedded import free_port
 from butlers.db.provision import deprovision, provision
 from butlers.waiting import wait_until
@@ -47,6 +50,12 @@ class SoloButler:
     schema: str
     dsn: str  # its own role
     log_path: Path
+    token: str  # its user token
+
+    def client(self, timeout: float = 60) -> Client[Any]:
+        """An MCP client with this butler's user token."""
+        headers = {"Authorization": f"Bearer {self.token}"}
+        return Client(StreamableHttpTransport(self.url, headers=headers), timeout=timeout)
 
 
 def butler_manifest(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,7 +96,13 @@ async def solo_butler(
     dsn = credentials.dsn(handle.admin_dsn)
     base = {key: os.environ[key] for key in HOST_ENV if key in os.environ}
     base["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), base.get("PATH", "")])
-    own = {"BUTLERS_DSN": dsn, "BUTLERS_SCHEMA": schema, "PYTHONUNBUFFERED": "1"}
+    token = new_user_token()
+    own = {
+        "BUTLERS_DSN": dsn,
+        "BUTLERS_SCHEMA": schema,
+        "BUTLERS_USER_TOKEN_SHA256": f"user={digest(token)}",
+        "PYTHONUNBUFFERED": "1",
+    }
     log_path = directory / f"{name}.log"
     port = free_port()
     process: asyncio.subprocess.Process | None = None
@@ -146,7 +161,7 @@ async def solo_butler(
             timeout=READY_TIMEOUT,
             message=lambda: f"butler {name} not ready:\n{_tail(log_path)}",
         )
-        yield SoloButler(name, f"{base_url}/mcp", schema, dsn, log_path)
+        yield SoloButler(name, f"{base_url}/mcp", schema, dsn, log_path, token)
     finally:
         if process is not None and process.returncode is None:
             process.terminate()
