@@ -16,6 +16,10 @@ class Redactor:
         return tuple(self._secrets)
 
     def __init__(self, secrets: Iterable[str | None]) -> None:
+        self.update(secrets)
+
+    def update(self, secrets: Iterable[str | None]) -> None:
+        """Replace the secrets (a shared redactor learns new ones in place)."""
         # Longest first, so a secret containing another is masked whole.
         self._secrets = sorted(
             {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True
