@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 log = logging.getLogger(__name__)
@@ -144,8 +145,10 @@ class EventBroker:
         self._subscribers.discard(sub)
 
 
-class EventStreamResponse:
+class EventStreamResponse(Response):
     """`text/event-stream` of one subscription, ended when the client disconnects."""
+
+    media_type = "text/event-stream"
 
     def __init__(
         self,
@@ -158,6 +161,8 @@ class EventStreamResponse:
         self._last_event_id = last_event_id
         self._keepalive = keepalive
         self._headers = {**SSE_HEADERS, **(headers or {})}
+        self.status_code = 200
+        self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(b"content-type", b"text/event-stream; charset=utf-8")]

@@ -1,4 +1,4 @@
-"""The dashboard's core routers, in the order they are mounted."""
+"""The dashboard's core routers, in the order they are mounted (before any module's)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,44 @@ from fastapi import APIRouter
 
 
 def core_routers() -> list[APIRouter]:
-    from butlers.dashboard.routers import butlers, tools
+    from butlers.dashboard.routers import (
+        approvals,
+        audit,
+        butlers,
+        costs,
+        events,
+        issues,
+        notifications,
+        overview,
+        schedules,
+        search,
+        secrets,
+        sessions,
+        state,
+        tables,
+        timeline,
+        tools,
+        traces,
+        unsupported,
+    )
 
-    return [butlers.router, tools.router]
+    return [
+        butlers.router,
+        overview.router,
+        tools.router,
+        sessions.router,
+        traces.router,
+        timeline.router,
+        notifications.router,
+        state.router,
+        schedules.router,
+        costs.router,
+        approvals.router,
+        search.router,
+        audit.router,
+        issues.router,
+        secrets.router,
+        tables.router,
+        events.router,
+        unsupported.router,
+    ]

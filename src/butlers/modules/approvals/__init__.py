@@ -25,6 +25,8 @@ def _uuid(value: str) -> uuid.UUID:
 class ApprovalsModule(Module):
     name = NAME
     chain = migration_chain(NAME, __file__)
+    # Housekeeping for people (the dashboard, a client), not for a session's model.
+    session_hidden_tools = ("approval_expire_stale",)
 
     def __init__(self) -> None:
         self.gate: ApprovalGate | None = None
@@ -70,6 +72,12 @@ class ApprovalsModule(Module):
                     "only pending requests can be decided"
                 )
             return to_json(row)  # type: ignore[no-any-return]
+
+        @mcp.tool(meta=meta)
+        async def approval_expire_stale() -> JsonValue:
+            """Expire pending requests past their deadline whose held call is gone."""
+            expired = await store.expire_stale()
+            return {"expired": [str(i) for i in expired]}
 
     async def ready(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         assert self.gate is not None
