@@ -6,7 +6,7 @@ development extras (re-installing when pyproject.toml changes), then runs:
 
     python3 dev.py up      # an embedded PostgreSQL and every roster butler (`butlers up`)
     python3 dev.py test    # the whole test suite, then tests/e2e on the operator backend (CI)
-    python3 dev.py lint    # ruff + mypy
+    python3 dev.py lint    # ruff, mypy and the import-linter contracts (layers)
     python3 dev.py bench   # the benchmarks under bench/
     python3 dev.py run ... # any command inside the virtual environment
 """
@@ -45,9 +45,11 @@ def ensure_env() -> None:
     STAMP.write_text(_fingerprint())
 
 
-def run(*args: str) -> int:
+def run(*args: str, pythonpath: Path | None = None) -> int:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
     env["VIRTUAL_ENV"] = str(VENV)
     child = subprocess.Popen(list(args), cwd=ROOT, env=env)
     while True:
@@ -79,12 +81,15 @@ def main(argv: list[str]) -> int:
         code = run(str(PY), "-m", "ruff", "check", ".")
         code |= run(str(PY), "-m", "ruff", "format", "--check", ".")
         code |= run(str(PY), "-m", "mypy")
+        code |= run(str(BIN / "lint-imports"), "--no-cache")
         return code
     if cmd == "bench":
-        names = rest or sorted(p.name for p in (ROOT / "bench").glob("bench_*.py"))
+        # `dev.py bench NAME [ARGS...]` runs one benchmark with its arguments.
+        names = rest[:1] or sorted(p.name for p in (ROOT / "bench").glob("bench_*.py"))
         code = 0
         for name in names:
-            code |= run(str(PY), str(ROOT / "bench" / name))
+            # The repository root on the path: benchmarks share the tests' support code.
+            code |= run(str(PY), str(ROOT / "bench" / name), *rest[1:], pythonpath=ROOT)
         return code
     if cmd == "run":
         return run(*rest)

@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 from fastmcp import Client
 
-from butlers.daemon.runtime import ButlerRuntime
+from butlers.core.context import ButlerContext
 from butlers.daemon.server import build_server, install_schema_lookup
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.pool import create_pool, dumps
@@ -58,9 +58,9 @@ async def _time_mcp(url: Any, tool: str) -> list[float]:
 async def _time_in_memory(butler: ButlerProcess) -> list[float]:
     """The same tool through an in-process FastMCP server: tool cost without HTTP."""
     pool = await create_pool(butler.dsn, butler.schema)
-    runtime = ButlerRuntime(resource=butler.resource, schema=butler.schema, pool=pool)
-    mcp = build_server(runtime)
-    modules = await start_modules(mcp, runtime)
+    context = ButlerContext(resource=butler.resource, schema=butler.schema, pool=pool)
+    mcp = build_server(context)
+    modules = await start_modules(mcp, context)
     await install_schema_lookup(mcp)
     try:
         return await _time_mcp(mcp, "measurement_log")

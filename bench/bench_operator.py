@@ -4,7 +4,7 @@ Runs the real operator (kopf, under KopfRunner) against kmock's Kubernetes
 emulator and a real PostgreSQL (BUTLERS_DATABASE_URL, or an embedded server).
 Prints figures; never fails on timing (exit code 0 unless it cannot run at all).
 
-    .venv/bin/python bench/bench_operator.py [--sequential 20] [--scales 1,10,25,50]
+    python3 dev.py bench bench_operator.py [--sequential 20] [--scales 1,10,25,50]
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from kopf.testing import KopfRunner
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.provision import deprovision
 from butlers_operator import handlers
-from butlers_operator.emulator import declare_cluster
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
+from tests.support.kube_emulator import declare_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE = "bench"

@@ -21,9 +21,9 @@ from pathlib import Path
 from fastmcp import Client
 
 from butlers import migrations
-from butlers.daemon.runtime import ButlerRuntime
-from butlers.daemon.server import build_server
-from butlers.daemon.spawning import build_session_services
+from butlers.core.context import ButlerContext
+from butlers.core.services import build_session_services
+from butlers.daemon.server import build_server, register_session_service_tools
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
@@ -64,9 +64,10 @@ async def _measure(admin_dsn: str) -> None:
         runtime=RuntimeOverrides(adapter="scripted", script_url=scripts.url),
         tick_interval=3600,
     )
-    runtime = ButlerRuntime(resource=resource, schema=schema, pool=pool)
-    mcp = build_server(runtime)
-    services = build_session_services(mcp, runtime, settings, mcp_url="http://127.0.0.1:1/mcp")
+    butler = ButlerContext(resource=resource, schema=schema, pool=pool)
+    mcp = build_server(butler)
+    services = build_session_services(mcp, butler, settings, mcp_url="http://127.0.0.1:1/mcp")
+    register_session_service_tools(mcp, services)
     try:
         async with Client(mcp, timeout=30) as client:
             baseline: list[float] = []

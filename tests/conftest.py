@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from butlers.db.embedded import EmbeddedPostgres
-from butlers.testing.mock_spawner import MockSpawner
-from butlers.testing.scratch import scratch_dir
 from butlers.testing.script_server import Script, ScriptServer
+from tests.support.mock_spawner import MockSpawner
+from tests.support.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from butlers.errors import ButlersError
 from butlers.logs import configure_logging
-from butlers.settings import ButlerSettings, EcosystemSettings
+from butlers.settings import EcosystemSettings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -205,14 +205,9 @@ async def _migrate_one(spec: Path) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    settings = ButlerSettings.from_env(spec_path=args.spec, port=args.port, host=args.host)
-    from butlers.daemon.serve import serve
-    from butlers.roster import load_butler_file
+    from butlers.daemon.serve import run
 
-    name = load_butler_file(settings.spec_path).name
-    configure_logging(name, settings.log_level)
-    asyncio.run(serve(settings))
-    return 0
+    return run(args.spec, port=args.port, host=args.host)
 
 
 def cmd_send(args: argparse.Namespace) -> int:

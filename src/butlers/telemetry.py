@@ -106,12 +106,6 @@ class JsonLinesSpanExporter(SpanExporter):
         return None
 
 
-def read_spans(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 class _PassThroughTracer(trace.NoOpTracer):
     """Opens no span: whatever is current stays current (and is what gets injected)."""
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from fastmcp import Client
 
-from butlers.modules.approvals.store import AUDIT_FIELDS
 from butlers.testing.script_server import Script, step
+from tests.support.contracts import AUDIT_FIELDS
 
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import APPROVAL_TIMEOUT_SECONDS

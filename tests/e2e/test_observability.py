@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from butlers.telemetry import read_spans
 from butlers.testing.script_server import Script, call, step
+from tests.support.spans import read_spans
 
 from .harness.ecosystem import EcosystemHandle
 from .test_switchboard_flow import classify_as, ingest

@@ -7,8 +7,8 @@ import asyncio
 import uuid
 from itertools import pairwise
 
-from butlers.stores.sessions import REQUIRED_SESSION_FIELDS
 from butlers.testing.script_server import Script, call, step
+from tests.support.contracts import REQUIRED_SESSION_FIELDS
 
 from .harness.ecosystem import EcosystemHandle
 

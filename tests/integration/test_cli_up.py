@@ -19,7 +19,7 @@ import yaml
 from fastmcp import Client
 
 from butlers.db.embedded import free_port
-from butlers.testing.scratch import scratch_dir
+from tests.support.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 BUTLERS = [sys.executable, "-m", "butlers"]

@@ -6,7 +6,7 @@ import asyncpg
 
 from butlers import migrations
 from butlers.db.provision import deprovision, provision
-from butlers.stores.sessions import REQUIRED_SESSION_FIELDS
+from tests.support.contracts import REQUIRED_SESSION_FIELDS
 
 
 async def _tables(dsn: str, schema: str) -> set[str]:

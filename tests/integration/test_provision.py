@@ -7,8 +7,16 @@ import asyncio
 import asyncpg
 import pytest
 
-from butlers.db.provision import deprovision, provision, schema_exists
+from butlers.db.provision import connect_admin, deprovision, provision
 from butlers.errors import DatabaseError
+
+
+async def schema_exists(admin_dsn: str, schema: str) -> bool:
+    conn = await connect_admin(admin_dsn)
+    try:
+        return bool(await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema))
+    finally:
+        await conn.close()
 
 
 async def test_provisioning_twice_keeps_data(pg_admin_dsn: str, session_tag: str) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 
-from butlers.daemon.runtime import ButlerRuntime
+from butlers.core.context import ButlerContext
 from butlers.mcp_clients import ClientCache
 
 log = logging.getLogger(__name__)
@@ -22,13 +22,13 @@ MAX_BACKOFF = 10.0
 class Registrar:
     def __init__(
         self,
-        runtime: ButlerRuntime,
+        butler: ButlerContext,
         *,
         switchboard_url: str,
         advertise_url: str,
         interval: float,
     ) -> None:
-        self._runtime = runtime
+        self._butler = butler
         self._switchboard = switchboard_url
         self._url = advertise_url
         self._interval = interval
@@ -47,16 +47,16 @@ class Registrar:
         await self._clients.close()
 
     async def register(self) -> None:
-        spec = self._runtime.resource.spec
+        spec = self._butler.resource.spec
         await self._clients.call_tool(
             self._switchboard,
             "butler_register",
             {
-                "name": self._runtime.name,
+                "name": self._butler.name,
                 "description": spec.description,
                 "url": self._url,
                 "hints": list(spec.routing.hints),
-                "modules": [m.name for m in self._runtime.modules if m.status == "active"],
+                "modules": [m.name for m in self._butler.modules if m.status == "active"],
             },
         )
         self.registered.set()
@@ -71,7 +71,7 @@ class Registrar:
                     backoff = 0.2
                 await asyncio.sleep(self._interval)
                 result = await self._clients.call_tool(
-                    self._switchboard, "butler_heartbeat", {"name": self._runtime.name}
+                    self._switchboard, "butler_heartbeat", {"name": self._butler.name}
                 )
                 if not (result.data or {}).get("known", False):
                     self.registered.clear()

@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 from pathlib import Path
 from types import FrameType
 
@@ -14,13 +15,14 @@ import asyncpg
 import uvicorn
 
 from butlers import migrations
+from butlers.core.context import ButlerContext
+from butlers.core.services import build_session_services
 from butlers.daemon.http import build_http_app
 from butlers.daemon.registration import Registrar
-from butlers.daemon.runtime import ButlerRuntime
-from butlers.daemon.server import build_server, finalize_server
-from butlers.daemon.spawning import start_session_services
+from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.db.pool import create_pool
-from butlers.errors import PortInUseError
+from butlers.errors import ButlersError, PortInUseError
+from butlers.logs import configure_logging
 from butlers.modules.loader import module_chains, start_modules
 from butlers.roster import load_butler_file
 from butlers.settings import ButlerSettings
@@ -79,6 +81,23 @@ def make_ready_check(pool: asyncpg.Pool, chains: list[migrations.Chain]):  # typ
     return ready_check
 
 
+def run(spec_path: Path | None = None, *, port: int | None = None, host: str | None = None) -> int:
+    """`butlers serve`: one butler in the foreground until SIGTERM/SIGINT; the exit code.
+
+    The entry point of a pod's container and of every child of `butlers up`.
+    """
+    try:
+        settings = ButlerSettings.from_env(spec_path=spec_path, port=port, host=host)
+        configure_logging(load_butler_file(settings.spec_path).name, settings.log_level)
+        asyncio.run(serve(settings))
+    except ButlersError as exc:
+        print(f"butlers serve: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
 async def serve(settings: ButlerSettings) -> None:
     resource = load_butler_file(settings.spec_path)
     name = resource.name
@@ -87,28 +106,30 @@ async def serve(settings: ButlerSettings) -> None:
     sock = bind_socket(settings.host, port, name)
     pool = await create_pool(settings.dsn, schema, application_name=f"butler:{name}")
     try:
-        runtime = ButlerRuntime(
+        butler = ButlerContext(
             resource=resource,
             schema=schema,
             pool=pool,
             environ=settings.environ,
             approval_timeout_seconds=settings.approval_timeout_seconds,
         )
-        mcp = build_server(runtime)
-        modules = await start_modules(mcp, runtime)
+        mcp = build_server(butler)
+        modules = await start_modules(mcp, butler)
         local_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
         own_url = f"http://{local_host}:{port}/mcp"
-        services = await start_session_services(
-            mcp, runtime, settings, mcp_url=own_url, hidden_tools=modules.session_hidden_tools()
+        services = build_session_services(
+            mcp, butler, settings, mcp_url=own_url, hidden_tools=modules.session_hidden_tools()
         )
+        register_session_service_tools(mcp, services)
+        await services.start(butler)
         modules.services["spawner"] = services.spawner
         configure_tracing(
             name, otlp_endpoint=settings.otlp_endpoint, span_file=_span_file(settings, name)
         )
-        await finalize_server(mcp, runtime, secrets=services.redactor.secrets)
+        await finalize_server(mcp, butler, secrets=services.redactor.secrets)
         registrar = (
             Registrar(
-                runtime,
+                butler,
                 switchboard_url=settings.switchboard_url,
                 advertise_url=settings.advertise_url or own_url,
                 interval=settings.heartbeat_interval,

@@ -7,22 +7,31 @@ from collections.abc import Sequence
 from fastmcp import FastMCP
 from fastmcp.tools import Tool
 
-from butlers.daemon.runtime import ButlerRuntime
+from butlers.core.context import ButlerContext
+from butlers.core.services import SessionServices
 from butlers.stores.sessions import SessionStore
 from butlers.stores.state import StateStore
 from butlers.telemetry import ToolSpanMiddleware
+from butlers.tools.schedules import register_schedule_tools
 from butlers.tools.sessions import register_session_tools
+from butlers.tools.spawn import register_spawn_tools
 from butlers.tools.state import register_state_tools
 from butlers.tools.status import register_status_tool
 
 
-def build_server(runtime: ButlerRuntime) -> FastMCP:
-    """A FastMCP server with the core tools of `runtime`'s butler."""
-    mcp = FastMCP(name=runtime.name, instructions=runtime.resource.spec.instructions or None)
-    register_status_tool(mcp, runtime)
-    register_state_tools(mcp, StateStore(runtime.pool))
-    register_session_tools(mcp, SessionStore(runtime.pool))
+def build_server(butler: ButlerContext) -> FastMCP:
+    """A FastMCP server with the core tools of `butler`'s butler."""
+    mcp = FastMCP(name=butler.name, instructions=butler.resource.spec.instructions or None)
+    register_status_tool(mcp, butler)
+    register_state_tools(mcp, StateStore(butler.pool))
+    register_session_tools(mcp, SessionStore(butler.pool))
     return mcp
+
+
+def register_session_service_tools(mcp: FastMCP, services: SessionServices) -> None:
+    """`trigger`, `tick` and the schedule tools, over the butler's spawner and scheduler."""
+    register_spawn_tools(mcp, services.spawner, services.scheduler)
+    register_schedule_tools(mcp, services.scheduler.store, services.jobs)
 
 
 async def install_schema_lookup(mcp: FastMCP, tools: Sequence[Tool] | None = None) -> None:
@@ -39,7 +48,7 @@ async def install_schema_lookup(mcp: FastMCP, tools: Sequence[Tool] | None = Non
 
 
 async def finalize_server(
-    mcp: FastMCP, runtime: ButlerRuntime, *, secrets: tuple[str, ...] = ()
+    mcp: FastMCP, butler: ButlerContext, *, secrets: tuple[str, ...] = ()
 ) -> None:
     """Once every tool is registered: the input-schema table and the tool spans."""
     tools = await mcp.list_tools()
@@ -47,11 +56,11 @@ async def finalize_server(
     sensitive: dict[str, set[str]] = {
         t.name: set((t.meta or {}).get("sensitive_args", ())) for t in tools
     }
-    for rule in runtime.resource.spec.approvals.rules:
+    for rule in butler.resource.spec.approvals.rules:
         sensitive.setdefault(rule.tool, set()).update(rule.sensitive_args)
     mcp.add_middleware(
         ToolSpanMiddleware(
-            runtime.name,
+            butler.name,
             modules.get,
             lambda name: sensitive.get(name, ()),
             lambda: secrets,

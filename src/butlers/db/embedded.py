@@ -17,7 +17,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,21 +301,3 @@ class EmbeddedPostgres:
             return "\n".join(self.log_file.read_text().splitlines()[-lines:])
         except OSError:
             return "(no log)"
-
-
-def wait_until_accepting(dsn: str, timeout: float = 30.0) -> None:
-    """Block until a TCP connection to the DSN's host:port succeeds."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(dsn)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 5432), 1):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise DatabaseError(
-                    f"PostgreSQL at {parts.hostname}:{parts.port} not reachable"
-                ) from None
-            time.sleep(0.05)

@@ -123,11 +123,3 @@ async def deprovision(admin_dsn: str, schema: str, role: str | None = None) -> N
                 await conn.execute(f"DROP ROLE {role_q}")
     finally:
         await conn.close()
-
-
-async def schema_exists(admin_dsn: str, schema: str) -> bool:
-    conn = await connect_admin(admin_dsn)
-    try:
-        return bool(await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema))
-    finally:
-        await conn.close()

@@ -5,7 +5,7 @@ starts its butlers from a `forkserver` that has imported it once, while the
 supervisor is still starting the database, so each butler starts in tens of
 milliseconds. Each child gets its own session (Ctrl-C reaches only the
 supervisor, which stops the children in order), its own log file and its own
-environment, then runs exactly what `butlers serve` runs.
+environment, then runs exactly what `butlers serve` runs (`butlers.daemon.serve.run`).
 
 As with any `multiprocessing` program, a script that starts an `Ecosystem` must
 guard its entry point with `if __name__ == "__main__":`.
@@ -24,7 +24,6 @@ from pathlib import Path
 
 PRELOAD = [
     "butlers.daemon.serve",
-    "butlers.cli",
     "alembic.script",  # `/ready` reads migration heads
     "alembic.runtime.migration",
     # Imported lazily by FastMCP while tools register and clients open.
@@ -69,9 +68,9 @@ def _child_main(spec_path: str, env: dict[str, str], log_path: str) -> None:
     os.environ["BUTLERS_PARENT_PID"] = str(os.getppid())
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    from butlers.cli import main
+    from butlers.daemon.serve import run
 
-    code = main(["serve", "--spec", spec_path])
+    code = run(Path(spec_path))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

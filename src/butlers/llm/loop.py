@@ -3,7 +3,6 @@ them, feed results back, stop at a final answer or at the turn limit."""
 
 from __future__ import annotations
 
-import json
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -25,9 +24,6 @@ class Toolbox(Protocol):
     async def call(self, name: str, arguments: dict[str, Any]) -> tuple[Any, str, bool]:
         """(result value, result text for the model, is_error)."""
         ...
-
-
-ToolboxFactory = Any  # (session_id) -> AbstractAsyncContextManager[Toolbox]
 
 
 async def run_agent_loop(
@@ -92,7 +88,3 @@ class LoopRuntime:
 
     async def aclose(self) -> None:
         await self._model.aclose()
-
-
-def tool_result_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

@@ -10,7 +10,7 @@ from fastmcp import FastMCP
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from butlers.daemon.runtime import ButlerRuntime
+from butlers.core.context import ButlerContext
 from butlers.migrations import Chain
 
 ApprovalMode = Literal["always", "conditional", "never"]
@@ -37,21 +37,21 @@ class ModuleContext:
     """What a module may use: its config, the butler's pool, credentials, shared services."""
 
     name: str
-    runtime: ButlerRuntime
+    butler: ButlerContext
     config: Any
     services: dict[str, Any] = field(default_factory=dict)
 
     @property
     def pool(self) -> asyncpg.Pool:
-        return self.runtime.pool
+        return self.butler.pool
 
     @property
     def environ(self) -> Mapping[str, str]:
-        return self.runtime.environ
+        return self.butler.environ
 
     def credential(self, env_name: str) -> str:
         """The value of the environment variable `env_name`, or a "credentials" failure."""
-        value = self.runtime.environ.get(env_name)
+        value = self.butler.environ.get(env_name)
         if not value:
             raise ModuleError(
                 "credentials",

@@ -9,7 +9,7 @@ from typing import Any
 from fastmcp import FastMCP
 from pydantic import ValidationError
 
-from butlers.daemon.runtime import ButlerRuntime, ModuleState
+from butlers.core.context import ButlerContext, ModuleState
 from butlers.migrations import Chain
 from butlers.modules.base import Module, ModuleContext, ModuleError
 from butlers.modules.registry import REGISTRY
@@ -68,15 +68,12 @@ def _config_error(name: str, exc: ValidationError) -> str:
 class ModuleSet:
     """The started modules of one butler; owns their shutdown."""
 
-    runtime: ButlerRuntime
+    butler: ButlerContext
     started: list[tuple[Module, ModuleContext]] = field(default_factory=list)
     services: dict[str, Any] = field(default_factory=dict)
 
     def session_hidden_tools(self) -> tuple[str, ...]:
         return tuple(name for module, _ctx in self.started for name in module.session_hidden_tools)
-
-    def state(self, name: str) -> ModuleState | None:
-        return next((m for m in self.runtime.modules if m.name == name), None)
 
     async def stop(self) -> None:
         for module, ctx in reversed(self.started):
@@ -88,16 +85,16 @@ class ModuleSet:
         self.started.clear()
 
 
-async def start_modules(mcp: FastMCP, runtime: ButlerRuntime) -> ModuleSet:
-    """Start every enabled module; record each outcome in `runtime.modules`."""
-    enabled = runtime.resource.spec.modules
-    modules = ModuleSet(runtime=runtime)
-    modules.services["module_states"] = runtime.modules
+async def start_modules(mcp: FastMCP, butler: ButlerContext) -> ModuleSet:
+    """Start every enabled module; record each outcome in `butler.modules`."""
+    enabled = butler.resource.spec.modules
+    modules = ModuleSet(butler=butler)
+    modules.services["module_states"] = butler.modules
     states: dict[str, ModuleState] = {}
 
     def record(state: ModuleState) -> None:
         states[state.name] = state
-        runtime.modules.append(state)
+        butler.modules.append(state)
         if state.status != "active":
             log.warning(
                 "Module %s %s (phase %s): %s", state.name, state.status, state.phase, state.error
@@ -145,7 +142,7 @@ async def start_modules(mcp: FastMCP, runtime: ButlerRuntime) -> ModuleSet:
                 )
             )
             continue
-        state = await _start_one(mcp, runtime, cls, enabled[name], modules)
+        state = await _start_one(mcp, butler, cls, enabled[name], modules)
         record(state)
 
     for module, ctx in modules.started:
@@ -159,7 +156,7 @@ async def start_modules(mcp: FastMCP, runtime: ButlerRuntime) -> ModuleSet:
 
 
 async def _start_one(
-    mcp: FastMCP, runtime: ButlerRuntime, cls: type[Module], raw: Any, modules: ModuleSet
+    mcp: FastMCP, butler: ButlerContext, cls: type[Module], raw: Any, modules: ModuleSet
 ) -> ModuleState:
     name = cls.name
     try:
@@ -167,7 +164,7 @@ async def _start_one(
     except ValidationError as exc:
         return ModuleState(name, "failed", "config", _config_error(name, exc))
     module = cls()
-    ctx = ModuleContext(name=name, runtime=runtime, config=config, services=modules.services)
+    ctx = ModuleContext(name=name, butler=butler, config=config, services=modules.services)
     try:
         async with asyncio.timeout(START_TIMEOUT):
             await module.start(ctx)

@@ -10,22 +10,6 @@ import asyncpg
 
 from butlers.db.pool import dumps
 
-# What every completed session row must carry (the session-log completeness contract).
-REQUIRED_SESSION_FIELDS = (
-    "session_id",
-    "butler_name",
-    "trigger_source",
-    "prompt",
-    "model",
-    "status",
-    "created_at",
-    "completed_at",
-    "duration_ms",
-    "tool_calls",
-    "input_tokens",
-    "output_tokens",
-    "trace_id",
-)
 SESSION_COLUMNS = (
     "session_id, butler_name, trigger_source, prompt, model, status, created_at, "
     "completed_at, duration_ms, tool_calls, output, input_tokens, output_tokens, "

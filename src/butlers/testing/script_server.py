@@ -79,10 +79,6 @@ class Script:
             )
             return None
 
-    def leftover(self) -> int:
-        with self._lock:
-            return len(self._sequential) + sum(len(q) for q in self._routes.values())
-
     def requests_for(self, butler: str) -> list[dict[str, Any]]:
         with self._lock:
             return [r for r in self.requests if r.get("butler") == butler]

@@ -8,12 +8,10 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue
 
-from butlers.daemon.scheduler import Scheduler
-from butlers.daemon.spawner import NoRuntimeConfigured, Spawner
+from butlers.core.scheduler import Scheduler
+from butlers.core.spawner import NoRuntimeConfigured, Spawner
 
 CORE = {"module": "core"}
-# Tools an LLM session must not see: they start sessions themselves.
-SESSION_HIDDEN_TOOLS = ("trigger", "tick")
 
 
 def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -> None:

@@ -27,9 +27,9 @@ from kopf.testing import KopfRunner
 from butlers.db.provision import deprovision
 from butlers.roster import load_roster
 from butlers.spec import schema_name
-from butlers_operator.emulator import declare_cluster
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
+from tests.support.kube_emulator import declare_cluster
 
 from .ecosystem import ButlerEndpoint, EcosystemHandle
 from .pods import LocalPods

@@ -24,7 +24,8 @@ from typing import Any
 import httpx2 as httpx
 
 from butlers.db.embedded import free_port
-from butlers_operator.localrun import ContainerLaunch, Objects, build_pod_launches
+
+from .localrun import ContainerLaunch, Objects, build_pod_launches
 
 READY_TIMEOUT = 60.0
 INIT_TIMEOUT = 120.0

@@ -10,7 +10,7 @@ import pytest
 from fastmcp import Client, FastMCP
 
 from butlers import migrations
-from butlers.daemon.runtime import ButlerRuntime
+from butlers.core.context import ButlerContext
 from butlers.daemon.server import build_server, install_schema_lookup
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
@@ -22,7 +22,7 @@ _counter = itertools.count()
 
 @dataclass
 class ModuleButler:
-    runtime: ButlerRuntime
+    butler: ButlerContext
     mcp: FastMCP
     client: Client
     module_set: ModuleSet
@@ -34,7 +34,7 @@ class ModuleButler:
         return await self.client.call_tool(tool, dict(arguments or {}), raise_on_error=False)
 
     def module(self, name: str) -> dict[str, Any]:
-        return next(m.to_json() for m in self.runtime.modules if m.name == name)
+        return next(m.to_json() for m in self.butler.modules if m.name == name)
 
     async def tool_names(self) -> set[str]:
         return {tool.name for tool in await self.client.list_tools()}
@@ -77,18 +77,18 @@ async def module_butler(
             await migrations.upgrade(dsn, schema, [migrations.CORE, *module_chains(modules)])
             pool = await create_pool(dsn, schema)
             stack.push_async_callback(pool.close)
-            runtime = ButlerRuntime(
+            butler = ButlerContext(
                 resource=resource,
                 schema=schema,
                 pool=pool,
                 environ=dict(environ or {}),
                 approval_timeout_seconds=approval_timeout,
             )
-            mcp = build_server(runtime)
-            started = await start_modules(mcp, runtime)
+            mcp = build_server(butler)
+            started = await start_modules(mcp, butler)
             stack.push_async_callback(started.stop)
             await install_schema_lookup(mcp)
             client = await stack.enter_async_context(Client(mcp))
-            return ModuleButler(runtime=runtime, mcp=mcp, client=client, module_set=started)
+            return ModuleButler(butler=butler, mcp=mcp, client=client, module_set=started)
 
         yield build

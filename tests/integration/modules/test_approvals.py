@@ -4,7 +4,7 @@ import asyncio
 import time
 from typing import Any
 
-from butlers.modules.approvals.store import AUDIT_FIELDS
+from tests.support.contracts import AUDIT_FIELDS
 
 from .conftest import ButlerFactory, ModuleButler
 

@@ -18,9 +18,9 @@ import kmock
 import pytest
 from kopf.testing import KopfRunner
 
-from butlers_operator.emulator import declare_cluster
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
+from tests.support.kube_emulator import declare_cluster
 
 BUTLERS = "butlers.dev/v1alpha1/butlers"
 NAMESPACE = "home"

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 
-from butlers.daemon.runtime import ButlerRuntime
-from butlers.daemon.server import build_server
-from butlers.daemon.spawning import SessionServices, build_session_services
+from butlers.core.context import ButlerContext
+from butlers.core.services import SessionServices, build_session_services
+from butlers.daemon.server import build_server, register_session_service_tools
 from butlers.settings import ButlerSettings, RuntimeOverrides
 from butlers.spec import ButlerResource
 from butlers.testing.script_server import ScriptServer
@@ -22,7 +22,7 @@ from butlers.testing.script_server import ScriptServer
 class ButlerApp:
     mcp: FastMCP
     services: SessionServices
-    runtime: ButlerRuntime
+    butler: ButlerContext
     client: Client[Any]
 
     async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> Any:
@@ -70,16 +70,17 @@ async def make_app(
             settings = replace(
                 settings, runtime=replace(settings.runtime, script_url=llm_script_server.url)
             )
-        runtime = ButlerRuntime(
+        butler = ButlerContext(
             resource=resource, schema=butler_schema.schema, pool=butler_schema.pool
         )
-        mcp = build_server(runtime)
-        services = build_session_services(mcp, runtime, settings, mcp_url="http://127.0.0.1:1/mcp")
+        mcp = build_server(butler)
+        services = build_session_services(mcp, butler, settings, mcp_url="http://127.0.0.1:1/mcp")
+        register_session_service_tools(mcp, services)
         await services.scheduler.store.sync_spec(list(resource.spec.schedules))
         client = Client(mcp, timeout=30)
         await client.__aenter__()
         opened.append((client, services))
-        return ButlerApp(mcp=mcp, services=services, runtime=runtime, client=client)
+        return ButlerApp(mcp=mcp, services=services, butler=butler, client=client)
 
     yield build
     for client, services in opened:

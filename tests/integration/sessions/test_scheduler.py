@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from fastmcp.exceptions import ToolError
 
-from butlers.daemon.scheduler import Scheduler
+from butlers.core.scheduler import Scheduler
 from butlers.scheduling.jobs import builtin_jobs
 from butlers.testing.script_server import Script, step
 
@@ -31,7 +31,7 @@ async def _make_due(pool, name: str) -> None:  # type: ignore[no-untyped-def]
 async def test_spec_schedules_sync_idempotently(make_app):
     app = await make_app(resource=make_resource(schedules=SCHEDULES))
     first = await app.call("schedule_list")
-    await app.services.scheduler.store.sync_spec(list(app.runtime.resource.spec.schedules))
+    await app.services.scheduler.store.sync_spec(list(app.butler.resource.spec.schedules))
     again = await app.call("schedule_list")
     assert [(r["name"], r["source"]) for r in first] == [("morning", "spec"), ("snapshot", "spec")]
     assert [(r["id"], r["next_due_at"]) for r in again] == [
@@ -41,7 +41,7 @@ async def test_spec_schedules_sync_idempotently(make_app):
 
 async def test_due_job_task_completes_and_rearms(make_app):
     app = await make_app(resource=make_resource(schedules=SCHEDULES))
-    await _make_due(app.runtime.pool, "snapshot")
+    await _make_due(app.butler.pool, "snapshot")
     ran = (await app.call("tick"))["ran"]
     assert [(r["name"], r["status"], r["session_id"]) for r in ran] == [
         ("snapshot", "completed", None)
@@ -56,7 +56,7 @@ async def test_due_job_task_completes_and_rearms(make_app):
 async def test_due_prompt_task_runs_a_session_named_after_it(make_app, llm_script: Script):
     llm_script.add(step("Morning!"))
     app = await make_app(resource=make_resource(schedules=SCHEDULES))
-    await _make_due(app.runtime.pool, "morning")
+    await _make_due(app.butler.pool, "morning")
     ran = (await app.call("tick"))["ran"]
     session = await app.call("sessions_get", {"session_id": ran[0]["session_id"]})
     assert (session["trigger_source"], session["prompt"], session["status"]) == (
@@ -76,7 +76,7 @@ async def test_failed_job_marks_the_task_error(make_app):
     jobs.register("broken", broken)
     scheduler = Scheduler(
         butler="health",
-        pool=app.runtime.pool,
+        pool=app.butler.pool,
         store=app.services.scheduler.store,
         spawner=app.services.spawner,
         jobs=jobs,
@@ -85,7 +85,7 @@ async def test_failed_job_marks_the_task_error(make_app):
     await app.services.scheduler.store.create(
         name="b", cron="* * * * *", prompt=None, job_name="broken", job_args={}, enabled=True
     )
-    await _make_due(app.runtime.pool, "b")
+    await _make_due(app.butler.pool, "b")
     ran = await scheduler.tick()
     assert ran[0]["status"] == "error" and "disk on fire" in ran[0]["error"]
     task = await app.services.scheduler.store.get("b")
@@ -95,7 +95,7 @@ async def test_failed_job_marks_the_task_error(make_app):
 async def test_two_concurrent_ticks_run_a_task_once(make_app, llm_script: Script):
     llm_script.add(step("once", delay=0.1))
     app = await make_app(resource=make_resource(schedules=SCHEDULES))
-    await _make_due(app.runtime.pool, "morning")
+    await _make_due(app.butler.pool, "morning")
     first, second = await asyncio.gather(app.call("tick"), app.call("tick"))
     assert len(first["ran"]) + len(second["ran"]) == 1
     assert len(await app.call("sessions_list")) == 1
@@ -135,10 +135,10 @@ async def test_unknown_job_and_bad_cron_are_rejected(make_app):
 
 async def test_background_loop_runs_due_tasks(make_app):
     app = await make_app(resource=make_resource(schedules=SCHEDULES))
-    await _make_due(app.runtime.pool, "snapshot")
+    await _make_due(app.butler.pool, "snapshot")
     scheduler = Scheduler(
         butler="health",
-        pool=app.runtime.pool,
+        pool=app.butler.pool,
         store=app.services.scheduler.store,
         spawner=app.services.spawner,
         jobs=builtin_jobs(),
@@ -157,11 +157,11 @@ async def test_background_loop_runs_due_tasks(make_app):
 async def test_prompt_tasks_reach_the_spawner_with_their_schedule_name(make_app, mock_spawner):
     app = await make_app(resource=make_resource(schedules=SCHEDULES))
     scheduler = Scheduler(
-        butler="health", pool=app.runtime.pool, store=app.services.scheduler.store,
+        butler="health", pool=app.butler.pool, store=app.services.scheduler.store,
         spawner=mock_spawner, jobs=builtin_jobs(), interval=3600,
     )  # fmt: skip
-    await _make_due(app.runtime.pool, "morning")
-    await _make_due(app.runtime.pool, "snapshot")
+    await _make_due(app.butler.pool, "morning")
+    await _make_due(app.butler.pool, "snapshot")
     ran = await scheduler.tick()
     assert sorted(r["name"] for r in ran) == ["morning", "snapshot"]
     assert mock_spawner.invocations == [

@@ -9,8 +9,8 @@ from itertools import pairwise
 import pytest
 from fastmcp.exceptions import ToolError
 
-from butlers.stores.sessions import REQUIRED_SESSION_FIELDS
 from butlers.testing.script_server import Script, call, step
+from tests.support.contracts import REQUIRED_SESSION_FIELDS
 
 from .conftest import make_resource, make_settings
 
@@ -80,7 +80,7 @@ async def test_concurrent_triggers_run_one_at_a_time(make_app, llm_script: Scrip
     app = await make_app()
     results = await asyncio.gather(*(app.call("trigger", {"prompt": f"p{i}"}) for i in range(5)))
     assert all(r["success"] for r in results)
-    rows = await app.runtime.pool.fetch(
+    rows = await app.butler.pool.fetch(
         "SELECT created_at, completed_at FROM sessions ORDER BY created_at"
     )
     assert all(a["completed_at"] <= b["created_at"] for a, b in pairwise(rows))
@@ -148,7 +148,7 @@ async def test_secrets_are_redacted_from_tool_calls_and_output(make_app, llm_scr
     )
     app = await make_app(resource=resource, settings=settings)
     result = await app.call("trigger", {"prompt": "store the token"})
-    row = await app.runtime.pool.fetchrow(
+    row = await app.butler.pool.fetchrow(
         "SELECT tool_calls::text AS calls, output FROM sessions WHERE session_id = $1",
         uuid.UUID(result["session_id"]),
     )

@@ -32,8 +32,8 @@ class ApprovalsModule(Module):
         self.gate: ApprovalGate | None = None
 
     async def start(self, ctx: ModuleContext) -> None:
-        spec = ctx.runtime.resource.spec.approvals
-        timeout = ctx.runtime.approval_timeout_seconds or spec.timeout_seconds
+        spec = ctx.butler.resource.spec.approvals
+        timeout = ctx.butler.approval_timeout_seconds or spec.timeout_seconds
         self.store = ApprovalStore(ctx.pool)
         self.gate = ApprovalGate(self.store, timeout)
         ctx.services["approval_gate"] = self.gate
@@ -81,4 +81,4 @@ class ApprovalsModule(Module):
 
     async def ready(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         assert self.gate is not None
-        await self.gate.refresh(mcp, ctx.runtime.resource.spec.approvals)
+        await self.gate.refresh(mcp, ctx.butler.resource.spec.approvals)

@@ -7,17 +7,6 @@ import asyncpg
 
 from butlers.db.pool import dumps
 
-# The audit trail every gated call leaves (the approval gate's contract).
-AUDIT_FIELDS = (
-    "tool_name",
-    "tool_args",
-    "session_id",
-    "status",
-    "requested_at",
-    "decided_at",
-    "decided_by",
-    "reason",
-)
 COLUMNS = (
     "id, tool_name, tool_args, session_id, status, requested_at, expires_at, "
     "decided_at, decided_by, reason"

@@ -33,7 +33,7 @@ class MessengerModule(Module):
         pool = ctx.pool
         config: MessengerConfig = ctx.config
         channels = channel_registry(ctx.services)
-        states = ctx.runtime.modules
+        states = ctx.butler.modules
         meta = tool_meta(NAME)
 
         def unavailable(channel: str) -> str:

@@ -53,7 +53,7 @@ class SwitchboardModule(Module):
         config: SwitchboardConfig = ctx.config
         services = ctx.services
         self._pipeline = Pipeline(
-            butler=ctx.runtime.name,
+            butler=ctx.butler.name,
             store=SwitchboardStore(ctx.pool),
             clients=ClientCache(timeout=config.route_timeout_seconds + 30),
             spawner=lambda: services.get("spawner"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from tests.e2e.harness.scenario_run import db_assertion_problem
 from tests.e2e.scenarios import DbAssertion
 

@@ -15,10 +15,10 @@ from butlers.telemetry import (
     JsonLinesSpanExporter,
     ToolSpanMiddleware,
     configure_tracing,
-    read_spans,
     redact,
     tracer,
 )
+from tests.support.spans import read_spans
 
 EXPORTER = InMemorySpanExporter()
 

@@ -9,8 +9,9 @@ import yaml
 
 from butlers.db.provision import Credentials
 from butlers.roster import load_butler_file, parse_butler
-from butlers_operator import localrun, render
+from butlers_operator import render
 from butlers_operator.settings import OperatorSettings
+from tests.e2e.harness import localrun
 
 ROOT = Path(__file__).resolve().parents[3]
 DSN = "postgresql://health:pw@127.0.0.1:5432/butlers"

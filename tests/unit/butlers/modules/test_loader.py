@@ -4,13 +4,13 @@ from typing import Any
 
 from fastmcp import Client
 
-from butlers.daemon.runtime import ButlerRuntime
+from butlers.core.context import ButlerContext
 from butlers.daemon.server import build_server
 from butlers.modules.loader import dependency_order, module_chains, start_modules
 from butlers.spec import ButlerResource
 
 
-def _runtime(modules: dict[str, Any]) -> ButlerRuntime:
+def _butler(modules: dict[str, Any]) -> ButlerContext:
     resource = ButlerResource.model_validate(
         {
             "apiVersion": "butlers.dev/v1alpha1",
@@ -19,17 +19,17 @@ def _runtime(modules: dict[str, Any]) -> ButlerRuntime:
             "spec": {"description": "d", "port": 40999, "modules": modules},
         }
     )
-    return ButlerRuntime(resource=resource, schema="probe", pool=None)  # type: ignore[arg-type]
+    return ButlerContext(resource=resource, schema="probe", pool=None)  # type: ignore[arg-type]
 
 
-async def _start(modules: dict[str, Any]) -> tuple[ButlerRuntime, set[str], dict[str, Any]]:
-    runtime = _runtime(modules)
-    mcp = build_server(runtime)
-    started = await start_modules(mcp, runtime)
+async def _start(modules: dict[str, Any]) -> tuple[ButlerContext, set[str], dict[str, Any]]:
+    butler = _butler(modules)
+    mcp = build_server(butler)
+    started = await start_modules(mcp, butler)
     await started.stop()
     async with Client(mcp) as client:
         tools = {t.name: t for t in await client.list_tools()}
-    return runtime, set(tools), {m.name: m for m in runtime.modules}
+    return butler, set(tools), {m.name: m for m in butler.modules}
 
 
 def test_dependencies_start_first() -> None:
@@ -83,8 +83,8 @@ async def test_unknown_module_is_reported_not_fatal() -> None:
 
 
 async def test_module_tools_carry_their_module_in_meta() -> None:
-    runtime = _runtime({"health": {}})
-    mcp = build_server(runtime)
-    await start_modules(mcp, runtime)
+    butler = _butler({"health": {}})
+    mcp = build_server(butler)
+    await start_modules(mcp, butler)
     tool = await mcp.get_tool("measurement_log")
     assert tool is not None and (tool.meta or {})["module"] == "health"

@@ -1,4 +1,4 @@
-"""What a running butler knows about itself; handed to every tool registrar."""
+"""What a running butler knows about itself; handed to every tool registrar and module."""
 
 from __future__ import annotations
 
@@ -26,7 +26,12 @@ class ModuleState:
 
 
 @dataclass
-class ButlerRuntime:
+class ButlerContext:
+    """One butler in this process: its resource, schema, pool, modules and environment.
+
+    Named apart from the LLM session runtimes (`butlers.llm`): this is the butler itself.
+    """
+
     resource: ButlerResource
     schema: str
     pool: asyncpg.Pool

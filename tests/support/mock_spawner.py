@@ -6,7 +6,7 @@ import uuid
 from collections import deque
 from typing import Any
 
-from butlers.daemon.spawner import SpawnerResult
+from butlers.core.spawner import SpawnerResult
 
 
 class MockSpawner:

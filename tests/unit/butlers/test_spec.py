@@ -10,7 +10,7 @@ from butlers.errors import RosterError
 from butlers.roster import load_butler_file, load_roster, parse_butler
 from butlers.spec import ButlerResource, schema_name
 
-ROSTER = Path(__file__).resolve().parents[2] / "roster"
+ROSTER = Path(__file__).resolve().parents[3] / "roster"
 
 
 def _butler(**spec: object) -> dict[str, object]:

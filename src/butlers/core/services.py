@@ -1,21 +1,23 @@
-"""Wiring the spawner and the scheduler into a butler's server, and owning them.
+"""Building a butler's session services (spawner and scheduler), and owning them.
 
-`start_session_services` resolves the runtime from the spec and settings, registers
-`trigger`, `tick` and the schedule tools, syncs the spec's schedules and starts the
-scheduler loop; `SessionServices.aclose()` stops everything it started.
+`build_session_services` resolves the runtime from the spec and settings and builds
+the spawner and the scheduler (nothing started, no tool registered: the daemon
+registers `trigger`, `tick` and the schedule tools over them). `start()` syncs the
+spec's schedules and starts the scheduler loop; `aclose()` stops everything.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 
 from fastmcp import FastMCP
 
-from butlers.daemon.runtime import ButlerRuntime
-from butlers.daemon.scheduler import Scheduler
-from butlers.daemon.spawner import Spawner
+from butlers.core.context import ButlerContext
+from butlers.core.scheduler import Scheduler
+from butlers.core.spawner import Spawner
 from butlers.llm.config import (
     build_session_runtime,
     not_configured_message,
@@ -30,10 +32,10 @@ from butlers.scheduling.jobs import JobRegistry, builtin_jobs
 from butlers.settings import ButlerSettings
 from butlers.stores.schedules import ScheduleStore
 from butlers.stores.sessions import SessionStore
-from butlers.tools.schedules import register_schedule_tools
-from butlers.tools.spawn import SESSION_HIDDEN_TOOLS, register_spawn_tools
 
 log = logging.getLogger(__name__)
+# Tools an LLM session must not see: they start sessions themselves.
+SESSION_HIDDEN_TOOLS = ("trigger", "tick")
 
 
 @dataclass
@@ -41,6 +43,13 @@ class SessionServices:
     spawner: Spawner
     scheduler: Scheduler
     redactor: Redactor
+    jobs: JobRegistry
+
+    async def start(self, butler: ButlerContext) -> None:
+        """Mask secrets in logs, sync the spec's schedules, start the scheduler loop."""
+        install_log_redaction(self.redactor)
+        await self.scheduler.store.sync_spec(list(butler.resource.spec.schedules))
+        self.scheduler.start()
 
     async def aclose(self) -> None:
         await self.scheduler.aclose()
@@ -48,22 +57,22 @@ class SessionServices:
 
 
 def build_session_services(
-    mcp: FastMCP,
-    runtime: ButlerRuntime,
+    server: FastMCP,
+    butler: ButlerContext,
     settings: ButlerSettings,
     *,
     mcp_url: str,
     jobs: JobRegistry | None = None,
     hidden_tools: tuple[str, ...] = (),
 ) -> SessionServices:
-    """Spawner + scheduler with their tools registered on `mcp` (nothing started)."""
-    spec, name = runtime.resource.spec, runtime.name
+    """Spawner + scheduler of `butler`; sessions see `server`'s tools minus the hidden ones."""
+    spec, name = butler.resource.spec, butler.name
     config = resolve_runtime_config(name, spec, settings)
     redactor = Redactor(secret_values(spec, settings, config))
     session_runtime = (
         build_session_runtime(
             config,
-            open_toolbox=in_memory_toolbox(mcp, name, (*SESSION_HIDDEN_TOOLS, *hidden_tools)),
+            open_toolbox=in_memory_toolbox(server, name, (*SESSION_HIDDEN_TOOLS, *hidden_tools)),
             mcp_url=mcp_url,
             base_env=dict(settings.environ),
         )
@@ -72,7 +81,7 @@ def build_session_services(
     )
     spawner = Spawner(
         butler=name,
-        store=SessionStore(runtime.pool),
+        store=SessionStore(butler.pool),
         runtime=session_runtime,
         not_configured=not_configured_message(name),
         system=spec.instructions,
@@ -82,37 +91,18 @@ def build_session_services(
         redactor=redactor,
     )
     jobs = jobs or builtin_jobs()
-    store = ScheduleStore(runtime.pool, partial(_next_due_for, name))
+    store = ScheduleStore(butler.pool, partial(_next_due_for, name))
     scheduler = Scheduler(
         butler=name,
-        pool=runtime.pool,
+        pool=butler.pool,
         store=store,
         spawner=spawner,
         jobs=jobs,
         interval=settings.tick_interval,
     )
-    register_spawn_tools(mcp, spawner, scheduler)
-    register_schedule_tools(mcp, store, jobs)
     log.info("runtime: %s", config.adapter if config else "none (trigger is disabled)")
-    return SessionServices(spawner=spawner, scheduler=scheduler, redactor=redactor)
+    return SessionServices(spawner=spawner, scheduler=scheduler, redactor=redactor, jobs=jobs)
 
 
-async def start_session_services(
-    mcp: FastMCP,
-    runtime: ButlerRuntime,
-    settings: ButlerSettings,
-    *,
-    mcp_url: str,
-    hidden_tools: tuple[str, ...] = (),
-) -> SessionServices:
-    services = build_session_services(
-        mcp, runtime, settings, mcp_url=mcp_url, hidden_tools=hidden_tools
-    )
-    install_log_redaction(services.redactor)
-    await services.scheduler.store.sync_spec(list(runtime.resource.spec.schedules))
-    services.scheduler.start()
-    return services
-
-
-def _next_due_for(butler: str, cron: str):  # type: ignore[no-untyped-def]
+def _next_due_for(butler: str, cron: str) -> datetime:
     return next_due(cron, butler)

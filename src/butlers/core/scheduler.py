@@ -15,7 +15,7 @@ from typing import Any
 
 import asyncpg
 
-from butlers.daemon.spawner import NoRuntimeConfigured, Spawner
+from butlers.core.spawner import NoRuntimeConfigured, Spawner
 from butlers.scheduling.jobs import JobContext, JobRegistry
 from butlers.stores.schedules import ScheduleStore
 
