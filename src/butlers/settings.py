@@ -29,6 +29,8 @@ class EcosystemSettings:
     host: str = "127.0.0.1"
     free_ports: bool = False
     log_level: str = "INFO"
+    dashboard: bool = True
+    dashboard_port: int = 40200
 
     @classmethod
     def from_env(
@@ -201,6 +203,7 @@ class DashboardSettings:
     fan_out_timeout: float = 5.0
     discovery_interval: float = 1.0
     log_level: str = "INFO"
+    parent_pid: int | None = None  # exit when this process (the supervisor) is gone
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -218,7 +221,9 @@ class DashboardSettings:
         try:
             resolved_port = port or (int(raw_port) if raw_port else DEFAULT_DASHBOARD_PORT)
         except ValueError:
-            raise ButlersError(f"BUTLERS_DASHBOARD_PORT={raw_port!r} is not a port number") from None
+            raise ButlersError(
+                f"BUTLERS_DASHBOARD_PORT={raw_port!r} is not a port number"
+            ) from None
         origins = env.get("BUTLERS_DASHBOARD_CORS_ORIGINS")
         static = env.get("BUTLERS_DASHBOARD_STATIC_DIR") or env.get("DASHBOARD_STATIC_DIR")
         namespace = kube_namespace or env.get("BUTLERS_DASHBOARD_KUBE_NAMESPACE") or None
@@ -248,7 +253,9 @@ class DashboardSettings:
             keepalive_seconds=_positive_float(env, "BUTLERS_DASHBOARD_KEEPALIVE", 30.0),
             poll_interval=_positive_float(env, "BUTLERS_DASHBOARD_POLL_INTERVAL", 0.5),
             fan_out_timeout=_positive_float(env, "BUTLERS_DASHBOARD_FANOUT_TIMEOUT", 5.0),
+            discovery_interval=_positive_float(env, "BUTLERS_DASHBOARD_DISCOVERY_INTERVAL", 1.0),
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
+            parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
             environ=dict(env),
         )
         settings.check()

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -86,9 +86,7 @@ def create_app(
         redirect_slashes=False,
         lifespan=lifespan,
     )
-    for router in core_routers():
-        app.include_router(router, responses=ERROR_RESPONSES)
-    for router in module_routers():
+    for router in api_routers():
         app.include_router(router, responses=ERROR_RESPONSES)
     app.include_router(login_router)
     app.mount("/", SpaFiles(static_dir or settings.static_dir))
@@ -111,6 +109,11 @@ def create_app(
     )
     app.add_middleware(SecurityHeadersMiddleware)
     return app
+
+
+def api_routers() -> list[APIRouter]:
+    """Every `/api` router in mounting order: the core's, then the modules'."""
+    return [*core_routers(), *module_routers()]
 
 
 def _origins(settings: DashboardSettings, override: list[str] | None) -> list[str]:

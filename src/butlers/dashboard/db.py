@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,9 +75,11 @@ class DatabaseManager:
         own_schema: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         max_size: int = 3,
+        prepare_own: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._dsn = dsn
         self._own_schema = own_schema
+        self._prepare_own = prepare_own  # e.g. migrate the own schema, before first use
         self.timeout = timeout
         self._max_size = max_size
         self._schemas: dict[str, str] = {}
@@ -152,6 +154,8 @@ class DatabaseManager:
             async with lock:
                 if self._own is None:
                     try:
+                        if self._prepare_own is not None:
+                            await self._prepare_own()
                         self._own = await self._open("\0own", self._own_schema, 2)
                     except Exception as exc:
                         raise DatabaseUnavailable(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from urllib.parse import urlsplit
 
 from butlers.dashboard.audit import AuditLog
@@ -20,6 +21,7 @@ from butlers.dashboard.feed import ChangeFeed
 from butlers.dashboard.masking import build_redactor, secret_values
 from butlers.dashboard.mcp import ButlerClients
 from butlers.dashboard.monitor import ButlerMonitor
+from butlers.dashboard.schema import migrate as migrate_own_schema
 from butlers.db.readers import DASHBOARD_SCHEMA
 from butlers.errors import ButlersError
 from butlers.redaction import Redactor
@@ -74,7 +76,12 @@ async def build_dashboard(
     dsn, schema = _database(settings, directory)
     refresh_secrets(redactor, settings, directory, dsn)
     broker = EventBroker(mask=redactor.value)
-    db = DatabaseManager(dsn, own_schema=schema, timeout=settings.fan_out_timeout)
+    db = DatabaseManager(
+        dsn,
+        own_schema=schema,
+        timeout=settings.fan_out_timeout,
+        prepare_own=partial(migrate_own_schema, dsn, schema),
+    )
     clients = ButlerClients(lambda: settings.mcp_token or directory.mcp_token)
     dashboard = Dashboard(
         settings=settings,
@@ -88,6 +95,10 @@ async def build_dashboard(
         redactor=redactor,
     )
     dashboard.sync_pools()
+    try:
+        await db.own_pool()  # the audit log's schema at head before the first write
+    except Exception as exc:
+        log.warning("the dashboard's own schema is not ready yet: %s", exc)
     loop = asyncio.get_running_loop()
     dashboard.tasks = [
         loop.create_task(dashboard.monitor.run(), name="dashboard monitor"),

@@ -74,6 +74,8 @@ def start_detached(settings: EcosystemSettings, program: str) -> dict[str, Any]:
     command = [
         sys.executable, "-m", "butlers", "up",
         "--data-dir", str(settings.data_dir), "--roster", str(settings.roster_dir),
+        *(["--dashboard-port", str(settings.dashboard_port)] if settings.dashboard
+          else ["--no-dashboard"]),
     ]  # fmt: skip
     with log_path.open("ab") as log_file:
         process = subprocess.Popen(
@@ -126,4 +128,11 @@ def probe_status(data_dir: Path) -> dict[str, Any] | None:
                 butler["status"] = "ready" if response.status_code == 200 else "not ready"
             except httpx.HTTPError:
                 butler["status"] = "down"
+        dashboard = state.get("dashboard") or {}
+        if dashboard.get("url"):
+            try:
+                response = client.get(f"{dashboard['url']}api/health")
+                dashboard["status"] = "ready" if response.status_code == 200 else "not ready"
+            except httpx.HTTPError:
+                dashboard["status"] = "down"
     return state

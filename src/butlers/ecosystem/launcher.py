@@ -33,6 +33,7 @@ PRELOAD = [
     "requests",
     "httpcore2",
     "fastmcp.client.transports",
+    "butlers.dashboard.serve",
 ]
 _context: multiprocessing.context.ForkServerContext | None = None
 
@@ -56,6 +57,20 @@ def warm_up() -> None:
 
 
 def _child_main(spec_path: str, env: dict[str, str], log_path: str) -> None:
+    _child_setup(env, log_path)
+    from butlers.daemon.serve import run
+
+    _child_exit(run(Path(spec_path)))
+
+
+def _dashboard_main(env: dict[str, str], log_path: str) -> None:
+    _child_setup(env, log_path)
+    from butlers.dashboard.serve import run
+
+    _child_exit(run())
+
+
+def _child_setup(env: dict[str, str], log_path: str) -> None:
     os.setsid()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
@@ -68,9 +83,9 @@ def _child_main(spec_path: str, env: dict[str, str], log_path: str) -> None:
     os.environ["BUTLERS_PARENT_PID"] = str(os.getppid())
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    from butlers.daemon.serve import run
 
-    code = run(Path(spec_path))
+
+def _child_exit(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -80,15 +95,31 @@ class ButlerChild:
     """A running butler process, whichever way it was started (Popen-like)."""
 
     def __init__(self, spec_path: Path, env: Mapping[str, str], log_path: Path) -> None:
+        self._start(
+            _child_main,
+            (str(spec_path), dict(env), str(log_path)),
+            ["serve", "--spec", str(spec_path)],
+            env,
+            log_path,
+        )
+
+    def _start(
+        self,
+        target: object,
+        args: tuple[object, ...],
+        command_args: list[str],
+        env: Mapping[str, str],
+        log_path: Path,
+    ) -> None:
         if sys.platform.startswith("linux"):
             self._process: multiprocessing.process.BaseProcess | None = _fork_server().Process(
-                target=_child_main, args=(str(spec_path), dict(env), str(log_path)), daemon=False
+                target=target, args=args, daemon=False
             )
             self._process.start()
             self._popen: subprocess.Popen[bytes] | None = None
         else:
             self._process = None
-            command = [sys.executable, "-m", "butlers", "serve", "--spec", str(spec_path)]
+            command = [sys.executable, "-m", "butlers", *command_args]
             with log_path.open("ab") as log_file:
                 self._popen = subprocess.Popen(
                     command,
@@ -135,3 +166,10 @@ class ButlerChild:
             return self._process.exitcode
         assert self._popen is not None
         return self._popen.wait(timeout)
+
+
+class DashboardChild(ButlerChild):
+    """The dashboard process of a local ecosystem (settings in its environment)."""
+
+    def __init__(self, env: Mapping[str, str], log_path: Path) -> None:
+        self._start(_dashboard_main, (dict(env), str(log_path)), ["dashboard"], env, log_path)

@@ -36,6 +36,14 @@ class EcosystemHandle:
     # Where the butlers' logs are on this machine (None: they are not, e.g. on kind).
     log_dir: Path | None = None
     span_dir: Path | None = None  # where butlers write their spans (JSON lines)
+    # The dashboard over this ecosystem (its root URL, ending in "/"); None: not running.
+    dashboard_url: str | None = None
+    # The dashboard role's DSN and its own schema (to run more dashboards in tests).
+    dashboard_dsn: str | None = None
+    dashboard_schema: str | None = None
+    # Kill and restart the dashboard (None: this backend cannot).
+    kill_dashboard: Callable[[], Awaitable[None]] | None = None
+    restart_dashboard: Callable[[], Awaitable[None]] | None = None
     clients: ClientCache = field(default_factory=ClientCache)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

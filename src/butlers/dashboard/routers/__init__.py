@@ -7,6 +7,7 @@ from fastapi import APIRouter
 
 def core_routers() -> list[APIRouter]:
     from butlers.dashboard.routers import (
+        approval_rules,
         approvals,
         audit,
         butlers,
@@ -39,6 +40,7 @@ def core_routers() -> list[APIRouter]:
         schedules.router,
         costs.router,
         approvals.router,
+        approval_rules.router,
         search.router,
         audit.router,
         issues.router,

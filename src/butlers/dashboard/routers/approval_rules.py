@@ -17,9 +17,11 @@ from pydantic import BaseModel
 from butlers.dashboard.context import Ctx, Dashboard
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import DashboardError, NotFound, NotSupported
+from butlers.dashboard.inventory import not_supported
 
 router = APIRouter()
 MODULE = "approvals"
+SPEC_RULES = "rules are part of the Butler spec (spec.approvals.rules)"
 READ_ONLY = (
     "approval rules are part of the Butler spec (spec.approvals.rules) and each tool's own "
     "policy; change the Butler resource (roster/<name>.yaml) and re-apply it"
@@ -97,13 +99,21 @@ async def list_rules(dashboard: Ctx) -> dict[str, Any]:
     return ok(result, failed_butlers=failed)
 
 
-@router.post("/api/approvals/rules", response_model=ApiResponse[ApprovalRule])
+@router.post(
+    "/api/approvals/rules",
+    response_model=ApiResponse[ApprovalRule],
+    openapi_extra=not_supported(SPEC_RULES),
+)
 async def create_rule(dashboard: Ctx) -> dict[str, Any]:
     """501: rules are part of the Butler spec."""
     raise NotSupported(READ_ONLY)
 
 
-@router.post("/api/approvals/rules/from-action", response_model=ApiResponse[ApprovalRule])
+@router.post(
+    "/api/approvals/rules/from-action",
+    response_model=ApiResponse[ApprovalRule],
+    openapi_extra=not_supported(SPEC_RULES),
+)
 async def create_rule_from_action(dashboard: Ctx) -> dict[str, Any]:
     """501: rules are part of the Butler spec (see the suggestions route for the YAML)."""
     raise NotSupported(READ_ONLY)
@@ -150,7 +160,11 @@ async def rule_detail(rule_id: str, dashboard: Ctx) -> dict[str, Any]:
     raise NotFound(f"no approval rule {rule_id!r} (ids are <butler>:<tool>)")
 
 
-@router.post("/api/approvals/rules/{rule_id}/revoke", response_model=ApiResponse[ApprovalRule])
+@router.post(
+    "/api/approvals/rules/{rule_id}/revoke",
+    response_model=ApiResponse[ApprovalRule],
+    openapi_extra=not_supported(SPEC_RULES),
+)
 async def revoke_rule(rule_id: str, dashboard: Ctx) -> dict[str, Any]:
     """501: rules are part of the Butler spec."""
     raise NotSupported(READ_ONLY)

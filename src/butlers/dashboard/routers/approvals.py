@@ -19,11 +19,9 @@ from butlers.dashboard.context import Ctx, Dashboard, actor
 from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok, page
 from butlers.dashboard.errors import NotFound
 from butlers.dashboard.pagination import Limit, Offset
-from butlers.dashboard.routers.approval_rules import router as rules_router
 from butlers.dashboard.sql import Where, parse_uuid
 
 router = APIRouter(tags=["approvals"])
-router.include_router(rules_router)
 MODULE = "approvals"
 COLUMNS = (
     "id, tool_name, tool_args, session_id, status, requested_at, expires_at, decided_at, "

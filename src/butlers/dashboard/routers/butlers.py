@@ -13,6 +13,7 @@ from butlers import __version__
 from butlers.dashboard.context import Ctx
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotSupported
+from butlers.dashboard.inventory import empty_data, not_supported
 from butlers.dashboard.views import ButlerSummary, ModuleStatus, modules_of, summary
 from butlers.redaction import MASK
 from butlers.telemetry import SENSITIVE_KEY
@@ -27,7 +28,8 @@ class Health(BaseModel):
     uptime_seconds: float
     butlers: int
     directory: str
-    change_feed: str
+    change_feed: str  # listen | poll (LISTEN connection lost) | starting
+    status_rounds: int  # completed rounds of status probes
     sse_subscribers: int
 
 
@@ -83,6 +85,7 @@ async def health(dashboard: Ctx) -> dict[str, Any]:
             butlers=len(dashboard.butlers()),
             directory=dashboard.directory.describe(),
             change_feed=dashboard.feed.mode,
+            status_rounds=dashboard.monitor.rounds,
             sse_subscribers=dashboard.broker.subscriber_count,
         )
     )
@@ -144,7 +147,11 @@ async def butler_config(name: str, dashboard: Ctx) -> dict[str, Any]:
     )
 
 
-@router.get("/api/butlers/{name}/skills", response_model=ApiResponse[list[Skill]])
+@router.get(
+    "/api/butlers/{name}/skills",
+    response_model=ApiResponse[list[Skill]],
+    openapi_extra=empty_data("butlers have modules and tools, not skill files"),
+)
 async def butler_skills(name: str, dashboard: Ctx) -> dict[str, Any]:
     """Always empty: butlers here have modules and tools, not skill files."""
     dashboard.butler(name)
@@ -179,6 +186,7 @@ async def butler_module_states(name: str, dashboard: Ctx) -> dict[str, Any]:
 @router.put(
     "/api/butlers/{name}/module-states/{module}/enabled",
     response_model=ApiResponse[ModuleState],
+    openapi_extra=not_supported("modules are enabled in the Butler spec, not at runtime"),
 )
 async def toggle_module(name: str, module: str, dashboard: Ctx) -> dict[str, Any]:
     """501: modules are enabled in the Butler spec (`spec.modules`), not at runtime."""

@@ -17,10 +17,12 @@ from butlers.dashboard.context import Ctx, Dashboard
 from butlers.dashboard.directory import ButlerInfo
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotFound, NotSupported
+from butlers.dashboard.inventory import not_supported
 from butlers.dashboard.masking import ENV_SUFFIX
 from butlers.telemetry import SENSITIVE_KEY
 
 router = APIRouter(tags=["secrets"])
+NO_STORE_SHORT = "there is no secrets store (credentials are env vars or Kubernetes Secrets)"
 NO_STORE = (
     "there is no secrets store: set the variable in the butler's environment (butlers up) "
     "or in the Kubernetes Secret its Butler spec names, then restart the butler"
@@ -118,14 +120,22 @@ async def get_secret(name: str, key: str, dashboard: Ctx) -> dict[str, Any]:
     raise NotFound(f"butler {name!r} names no credential {key!r}", butler=name)
 
 
-@router.put("/api/butlers/{name}/secrets/{key}", response_model=ApiResponse[SecretEntry])
+@router.put(
+    "/api/butlers/{name}/secrets/{key}",
+    response_model=ApiResponse[SecretEntry],
+    openapi_extra=not_supported(NO_STORE_SHORT),
+)
 async def put_secret(name: str, key: str, dashboard: Ctx) -> dict[str, Any]:
     """501: there is no secrets store to write to."""
     _target(dashboard, name)
     raise NotSupported(NO_STORE, butler=name)
 
 
-@router.delete("/api/butlers/{name}/secrets/{key}", response_model=ApiResponse[SecretEntry])
+@router.delete(
+    "/api/butlers/{name}/secrets/{key}",
+    response_model=ApiResponse[SecretEntry],
+    openapi_extra=not_supported(NO_STORE_SHORT),
+)
 async def delete_secret(name: str, key: str, dashboard: Ctx) -> dict[str, Any]:
     """501: there is no secrets store to delete from."""
     _target(dashboard, name)

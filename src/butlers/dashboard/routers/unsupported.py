@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok
 from butlers.dashboard.errors import NotSupported
+from butlers.dashboard.inventory import empty_data, not_supported
 
 router = APIRouter()
 NO_MEMORY = "butlers have no memory tiers (episodes, facts, rules); see their state stores"
@@ -64,7 +65,13 @@ class OAuthCredentials(BaseModel):
 
 
 def _memory(path: str, model: Any) -> None:
-    @router.get(path, response_model=model, tags=["memory"], name=f"memory {path}")
+    @router.get(
+        path,
+        response_model=model,
+        tags=["memory"],
+        name=f"memory {path}",
+        openapi_extra=not_supported("butlers have no memory tiers"),
+    )
     async def handler() -> dict[str, Any]:
         raise NotSupported(NO_MEMORY)
 
@@ -79,13 +86,13 @@ _memory("/api/memory/activity", ApiResponse[list[MemoryItem]])
 
 
 @router.get("/api/calendar/workspace", response_model=ApiResponse[list[CalendarEntry]],
-            tags=["calendar"])  # fmt: skip
+            tags=["calendar"], openapi_extra=not_supported("no calendar module"))  # fmt: skip
 async def calendar_workspace() -> dict[str, Any]:
     raise NotSupported(NO_CALENDAR)
 
 
 @router.get("/api/calendar/workspace/meta", response_model=ApiResponse[CalendarMeta],
-            tags=["calendar"])  # fmt: skip
+            tags=["calendar"], openapi_extra=not_supported("no calendar module"))  # fmt: skip
 async def calendar_meta() -> dict[str, Any]:
     raise NotSupported(NO_CALENDAR)
 
@@ -93,12 +100,14 @@ async def calendar_meta() -> dict[str, Any]:
 for _path in ("sync", "user-events", "butler-events"):
 
     @router.post(f"/api/calendar/workspace/{_path}", response_model=ApiResponse[CalendarMeta],
-                 tags=["calendar"], name=f"calendar {_path}")  # fmt: skip
+                 tags=["calendar"], name=f"calendar {_path}",
+                 openapi_extra=not_supported("no calendar module"))  # fmt: skip
     async def calendar_write() -> dict[str, Any]:
         raise NotSupported(NO_CALENDAR)
 
 
-@router.get("/api/oauth/status", response_model=ApiResponse[OAuthStatus], tags=["oauth"])
+@router.get("/api/oauth/status", response_model=ApiResponse[OAuthStatus], tags=["oauth"],
+            openapi_extra=empty_data("not_configured: no OAuth integration"))  # fmt: skip
 async def oauth_status() -> dict[str, Any]:
     """Always 200 (safe to poll): there is nothing to connect."""
     status = OAuthStatus(state="not_configured", connected=False, remediation=NO_OAUTH)
@@ -106,30 +115,33 @@ async def oauth_status() -> dict[str, Any]:
 
 
 @router.get("/api/oauth/google/credentials", response_model=ApiResponse[OAuthCredentials],
-            tags=["oauth"])  # fmt: skip
+            tags=["oauth"], openapi_extra=empty_data("nothing is set: no OAuth integration"))  # fmt: skip
 async def oauth_credentials() -> dict[str, Any]:
-    none = OAuthCredentials(client_id_set=False, client_secret_set=False, refresh_token_set=False)
+    none = OAuthCredentials(
+        client_id_set=False, client_secret_set=False, refresh_token_set=False
+    )
     return ok(none, supported=False, reason=NO_OAUTH)
 
 
-@router.get("/api/oauth/google/start", response_model=ApiResponse[dict[str, str]], tags=["oauth"])
+@router.get("/api/oauth/google/start", response_model=ApiResponse[dict[str, str]],
+            tags=["oauth"], openapi_extra=not_supported("no OAuth integration"))  # fmt: skip
 async def oauth_start() -> dict[str, Any]:
     raise NotSupported(NO_OAUTH)
 
 
 @router.get("/api/oauth/google/callback", response_model=ApiResponse[dict[str, str]],
-            tags=["oauth"])  # fmt: skip
+            tags=["oauth"], openapi_extra=not_supported("no OAuth integration"))  # fmt: skip
 async def oauth_callback() -> dict[str, Any]:
     raise NotSupported(NO_OAUTH)
 
 
 @router.put("/api/oauth/google/credentials", response_model=ApiResponse[OAuthCredentials],
-            tags=["oauth"])  # fmt: skip
+            tags=["oauth"], openapi_extra=not_supported("no OAuth integration"))  # fmt: skip
 async def oauth_store_credentials() -> dict[str, Any]:
     raise NotSupported(NO_OAUTH)
 
 
 @router.delete("/api/oauth/google/credentials", response_model=ApiResponse[OAuthCredentials],
-               tags=["oauth"])  # fmt: skip
+               tags=["oauth"], openapi_extra=not_supported("no OAuth integration"))  # fmt: skip
 async def oauth_delete_credentials() -> dict[str, Any]:
     raise NotSupported(NO_OAUTH)

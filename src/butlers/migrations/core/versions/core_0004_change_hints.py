@@ -51,7 +51,9 @@ def upgrade() -> None:
     op.execute("CREATE INDEX sessions_trace_id_idx ON sessions (trace_id)")
     # Keyset pages: (created_at, session_id) descending, the dashboard's order.
     op.execute("DROP INDEX sessions_created_at_idx")
-    op.execute("CREATE INDEX sessions_created_at_idx ON sessions (created_at DESC, session_id DESC)")
+    op.execute(
+        "CREATE INDEX sessions_created_at_idx ON sessions (created_at DESC, session_id DESC)"
+    )
 
 
 def downgrade() -> None:
