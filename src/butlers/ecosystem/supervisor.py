@@ -197,7 +197,11 @@ class Ecosystem:
                 )
             self.ports[resource.name] = port
         if self.settings.dashboard:
-            port = free_port() if self.settings.free_ports else self.settings.dashboard_port
+            port = self.settings.dashboard_port
+            if self.settings.free_ports:
+                port = free_port()
+                while port in self.ports.values():
+                    port = free_port()
             busy = not self.settings.free_ports and not port_is_free(port)
             if busy and not await _wait_for_closing_connections(port):
                 raise PortInUseError(

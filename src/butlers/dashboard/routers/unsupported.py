@@ -85,63 +85,97 @@ _memory("/api/memory/rules/{rule_id}", ApiResponse[MemoryItem])
 _memory("/api/memory/activity", ApiResponse[list[MemoryItem]])
 
 
-@router.get("/api/calendar/workspace", response_model=ApiResponse[list[CalendarEntry]],
-            tags=["calendar"], openapi_extra=not_supported("no calendar module"))  # fmt: skip
+@router.get(
+    "/api/calendar/workspace",
+    response_model=ApiResponse[list[CalendarEntry]],
+    tags=["calendar"],
+    openapi_extra=not_supported("no calendar module"),
+)
 async def calendar_workspace() -> dict[str, Any]:
     raise NotSupported(NO_CALENDAR)
 
 
-@router.get("/api/calendar/workspace/meta", response_model=ApiResponse[CalendarMeta],
-            tags=["calendar"], openapi_extra=not_supported("no calendar module"))  # fmt: skip
+@router.get(
+    "/api/calendar/workspace/meta",
+    response_model=ApiResponse[CalendarMeta],
+    tags=["calendar"],
+    openapi_extra=not_supported("no calendar module"),
+)
 async def calendar_meta() -> dict[str, Any]:
     raise NotSupported(NO_CALENDAR)
 
 
 for _path in ("sync", "user-events", "butler-events"):
 
-    @router.post(f"/api/calendar/workspace/{_path}", response_model=ApiResponse[CalendarMeta],
-                 tags=["calendar"], name=f"calendar {_path}",
-                 openapi_extra=not_supported("no calendar module"))  # fmt: skip
+    @router.post(
+        f"/api/calendar/workspace/{_path}",
+        response_model=ApiResponse[CalendarMeta],
+        tags=["calendar"],
+        name=f"calendar {_path}",
+        openapi_extra=not_supported("no calendar module"),
+    )
     async def calendar_write() -> dict[str, Any]:
         raise NotSupported(NO_CALENDAR)
 
 
-@router.get("/api/oauth/status", response_model=ApiResponse[OAuthStatus], tags=["oauth"],
-            openapi_extra=empty_data("not_configured: no OAuth integration"))  # fmt: skip
+@router.get(
+    "/api/oauth/status",
+    response_model=ApiResponse[OAuthStatus],
+    tags=["oauth"],
+    openapi_extra=empty_data("not_configured: no OAuth integration"),
+)
 async def oauth_status() -> dict[str, Any]:
     """Always 200 (safe to poll): there is nothing to connect."""
     status = OAuthStatus(state="not_configured", connected=False, remediation=NO_OAUTH)
     return ok(status, supported=False, reason=NO_OAUTH)
 
 
-@router.get("/api/oauth/google/credentials", response_model=ApiResponse[OAuthCredentials],
-            tags=["oauth"], openapi_extra=empty_data("nothing is set: no OAuth integration"))  # fmt: skip
+@router.get(
+    "/api/oauth/google/credentials",
+    response_model=ApiResponse[OAuthCredentials],
+    tags=["oauth"],
+    openapi_extra=empty_data("nothing is set: no OAuth integration"),
+)
 async def oauth_credentials() -> dict[str, Any]:
-    none = OAuthCredentials(
-        client_id_set=False, client_secret_set=False, refresh_token_set=False
-    )
+    none = OAuthCredentials(client_id_set=False, client_secret_set=False, refresh_token_set=False)
     return ok(none, supported=False, reason=NO_OAUTH)
 
 
-@router.get("/api/oauth/google/start", response_model=ApiResponse[dict[str, str]],
-            tags=["oauth"], openapi_extra=not_supported("no OAuth integration"))  # fmt: skip
+@router.get(
+    "/api/oauth/google/start",
+    response_model=ApiResponse[dict[str, str]],
+    tags=["oauth"],
+    openapi_extra=not_supported("no OAuth integration"),
+)
 async def oauth_start() -> dict[str, Any]:
     raise NotSupported(NO_OAUTH)
 
 
-@router.get("/api/oauth/google/callback", response_model=ApiResponse[dict[str, str]],
-            tags=["oauth"], openapi_extra=not_supported("no OAuth integration"))  # fmt: skip
+@router.get(
+    "/api/oauth/google/callback",
+    response_model=ApiResponse[dict[str, str]],
+    tags=["oauth"],
+    openapi_extra=not_supported("no OAuth integration"),
+)
 async def oauth_callback() -> dict[str, Any]:
     raise NotSupported(NO_OAUTH)
 
 
-@router.put("/api/oauth/google/credentials", response_model=ApiResponse[OAuthCredentials],
-            tags=["oauth"], openapi_extra=not_supported("no OAuth integration"))  # fmt: skip
+@router.put(
+    "/api/oauth/google/credentials",
+    response_model=ApiResponse[OAuthCredentials],
+    tags=["oauth"],
+    openapi_extra=not_supported("no OAuth integration"),
+)
 async def oauth_store_credentials() -> dict[str, Any]:
     raise NotSupported(NO_OAUTH)
 
 
-@router.delete("/api/oauth/google/credentials", response_model=ApiResponse[OAuthCredentials],
-               tags=["oauth"], openapi_extra=not_supported("no OAuth integration"))  # fmt: skip
+@router.delete(
+    "/api/oauth/google/credentials",
+    response_model=ApiResponse[OAuthCredentials],
+    tags=["oauth"],
+    openapi_extra=not_supported("no OAuth integration"),
+)
 async def oauth_delete_credentials() -> dict[str, Any]:
     raise NotSupported(NO_OAUTH)
