@@ -45,7 +45,8 @@ class SseEvent:
     type: str
     data: Any
     id: str | None
-    received: float
+    received: float  # time.monotonic() on arrival
+    wall: float = field(default_factory=time.time)  # time.time() on arrival
 
 
 @dataclass
