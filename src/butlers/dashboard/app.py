@@ -86,7 +86,7 @@ def create_app(
         redirect_slashes=False,
         lifespan=lifespan,
     )
-    for router in api_routers():
+    for _origin, router in api_routers():
         app.include_router(router, responses=ERROR_RESPONSES)
     app.include_router(login_router)
     app.mount("/", SpaFiles(static_dir or settings.static_dir))
@@ -111,9 +111,10 @@ def create_app(
     return app
 
 
-def api_routers() -> list[APIRouter]:
-    """Every `/api` router in mounting order: the core's, then the modules'."""
-    return [*core_routers(), *module_routers()]
+def api_routers() -> list[tuple[str, APIRouter]]:
+    """Every `/api` router in mounting order with its origin: the core's, then each
+    module's (so no module route can shadow a core path)."""
+    return [*(("core", r) for r in core_routers()), *module_routers()]
 
 
 def _origins(settings: DashboardSettings, override: list[str] | None) -> list[str]:

@@ -75,9 +75,10 @@ class AuditLog:
             "AND ($4::timestamptz IS NULL OR at >= $4) AND ($5::timestamptz IS NULL OR at < $5)"
         )
         args = (butler, operation, status, since, until)
-        pool = await self._db.own_pool()
-        total = await pool.fetchval(f"SELECT count(*) FROM audit_log WHERE {where}", *args)
-        rows = await pool.fetch(
+        total = (await self._db.fetch_own(f"SELECT count(*) FROM audit_log WHERE {where}", *args))[
+            0
+        ][0]
+        rows = await self._db.fetch_own(
             f"SELECT {COLUMNS} FROM audit_log WHERE {where} "
             "ORDER BY at DESC, id DESC OFFSET $6 LIMIT $7",
             *args,

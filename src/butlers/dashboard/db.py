@@ -179,6 +179,19 @@ class DatabaseManager:
                 butler=name,
             ) from exc
 
+    async def fetch_own(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """Rows from the dashboard's own schema (audit log)."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                pool = await self.own_pool()
+                return list(await pool.fetch(sql, *args))
+        except DatabaseUnavailable:
+            raise
+        except (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS) as exc:
+            raise DatabaseUnavailable(
+                f"cannot read the dashboard's schema: {describe_failure(exc)}"
+            ) from exc
+
     async def fetchrow(self, name: str, sql: str, *args: Any) -> asyncpg.Record | None:
         rows = await self.fetch(name, sql, *args)
         return rows[0] if rows else None

@@ -30,16 +30,22 @@ def empty_data(reason: str) -> dict[str, Any]:
     return {SUPPORT_KEY: {"status": "empty", "reason": reason}}
 
 
-def api_routes() -> list[APIRoute]:
-    """Every API route, from the routers the app mounts (none of them nests another)."""
+def api_routes_with_origin() -> list[tuple[str, APIRoute]]:
+    """Every API route with its router's origin ("core" or a module's name), from the
+    routers the app mounts (none of them nests another)."""
     from butlers.dashboard.app import api_routers
     from butlers.dashboard.routers.login import router as login_router
 
-    routes = [r for router in (*api_routers(), login_router) for r in router.routes]
+    routers = [*api_routers(), ("core", login_router)]
+    routes = [(origin, r) for origin, router in routers for r in router.routes]
     return sorted(
-        (r for r in routes if isinstance(r, APIRoute) and r.path.startswith("/api")),
-        key=lambda r: (r.path, sorted(r.methods)),
+        ((o, r) for o, r in routes if isinstance(r, APIRoute) and r.path.startswith("/api")),
+        key=lambda item: (item[1].path, sorted(item[1].methods)),
     )
+
+
+def api_routes() -> list[APIRoute]:
+    return [route for _origin, route in api_routes_with_origin()]
 
 
 def _model_name(route: APIRoute) -> str:
@@ -59,10 +65,10 @@ def render_markdown(app: FastAPI) -> str:
         "has_more, next_cursor}}`) or `ErrorResponse` (`{error: {code, message, butler,",
         "details}}`). The OpenAPI schema is `openapi.json` beside this file.",
         "",
-        "| method | path | response | status |",
-        "|---|---|---|---|",
+        "| method | path | router | response | status |",
+        "|---|---|---|---|---|",
     ]
-    for route in api_routes():
+    for origin, route in api_routes_with_origin():
         support = (route.openapi_extra or {}).get(SUPPORT_KEY) or {}
         if support.get("status") == "501":
             status = f"501 NOT_SUPPORTED: {support['reason']}"
@@ -71,7 +77,9 @@ def render_markdown(app: FastAPI) -> str:
         else:
             status = "done"
         for method in sorted(route.methods):
-            lines.append(f"| {method} | `{route.path}` | `{_model_name(route)}` | {status} |")
+            lines.append(
+                f"| {method} | `{route.path}` | {origin} | `{_model_name(route)}` | {status} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -15,13 +15,12 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
-import uvicorn
 
-from butlers.dashboard.app import create_app
 from butlers.dashboard.directory import ButlerInfo, StaticDirectory
 from butlers.db.embedded import free_port
 from butlers.roster import load_roster
 from butlers.settings import DashboardSettings
+from tests.support.dashboard import served_dashboard
 
 from ..conftest import ROOT
 from ..harness.ecosystem import EcosystemHandle
@@ -189,28 +188,8 @@ async def extra_dashboard(
         poll_interval=0.2,
         **overrides,
     )
-    app = create_app(settings, directory=directory or directory_of(handle))
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=settings.port, log_config=None, lifespan="on"
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    url = f"http://127.0.0.1:{settings.port}/"
-    deadline = time.monotonic() + 30
-    async with httpx.AsyncClient(timeout=2) as client:
-        while True:
-            assert not task.done(), task.exception()
-            with contextlib.suppress(httpx.HTTPError):
-                if (await client.get(f"{url}api/health")).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, "the extra dashboard did not start"
-            await asyncio.sleep(0.05)
-    try:
-        yield url, app
-    finally:
-        server.should_exit = True
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, 15)
+    async with served_dashboard(settings, directory or directory_of(handle)) as served:
+        yield served
 
 
 def at(text: str) -> datetime:

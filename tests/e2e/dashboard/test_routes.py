@@ -26,6 +26,8 @@ VALUES = {
     "trace_id": "0" * 32,
     "table": "state",
     "fact_id": "1",
+    "butler": "relationship",
+    "contact_id": str(uuid.uuid4()),
 }
 ERROR_CODES = {
     "VALIDATION_ERROR",

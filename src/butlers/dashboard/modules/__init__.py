@@ -13,15 +13,21 @@ import importlib
 from fastapi import APIRouter
 
 # module name → "package.module" of its dashboard router (attribute `router`).
-MODULE_ROUTERS: dict[str, str] = {}
+MODULE_ROUTERS: dict[str, str] = {
+    "contacts": "butlers.dashboard.modules.contacts",
+    "general": "butlers.dashboard.modules.general",
+    "health": "butlers.dashboard.modules.health",
+    "switchboard": "butlers.dashboard.modules.switchboard",
+}
 
 
-def module_routers() -> list[APIRouter]:
+def module_routers() -> list[tuple[str, APIRouter]]:
+    """(module name, router) in the registry's order."""
     from butlers.modules.registry import REGISTRY
 
     routers = []
     for name in REGISTRY:
         target = MODULE_ROUTERS.get(name)
         if target is not None:
-            routers.append(importlib.import_module(target).router)
+            routers.append((name, importlib.import_module(target).router))
     return routers
