@@ -143,8 +143,13 @@ def butler_info(item: dict[str, Any], namespace: str, schema_prefix: str) -> But
             "endpoint": status.get("endpoint"),
             "observed_generation": status.get("observedGeneration"),
             "conditions": [
-                {"type": c.get("type"), "status": c.get("status"), "reason": c.get("reason"),
-                 "message": c.get("message"), "last_transition_time": c.get("lastTransitionTime")}
+                {
+                    "type": c.get("type"),
+                    "status": c.get("status"),
+                    "reason": c.get("reason"),
+                    "message": c.get("message"),
+                    "last_transition_time": c.get("lastTransitionTime"),
+                }
                 for c in status.get("conditions") or []
             ],
         },  # fmt: skip

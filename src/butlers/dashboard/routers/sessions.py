@@ -155,12 +155,14 @@ async def list_sessions(
             page_sql, *where.args, butler_names=butlers, per_butler_args=per_butler
         ),
     )
+    # Merge on the sort key, then build models for the page only.
     merged = sorted(
-        (summary_of(name, row) for name, row in rows.rows()),
-        key=lambda s: (s.started_at, s.butler, s.id),
+        ((row["created_at"], name, str(row["session_id"]), row) for name, row in rows.rows()),
+        key=lambda item: item[:3],
         reverse=True,
     )
-    items = merged[:limit] if cursor else merged[offset : offset + limit]
+    chosen = merged[:limit] if cursor else merged[offset : offset + limit]
+    items = [summary_of(name, row) for _at, name, _id, row in chosen]
     total = sum(int(r[0]["count"]) for r in counts.results.values() if r)
     failed = sorted(set(counts.failed_butlers) | set(rows.failed_butlers))
     next_cursor = None
