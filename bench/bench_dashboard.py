@@ -50,21 +50,43 @@ REQUEST = uuid.uuid4()
 
 def _session(butler: str, now: datetime, **extra: Any) -> tuple[Any, ...]:
     created = extra.get("created_at") or now - timedelta(seconds=random.uniform(0, 20 * 86400))
-    calls = extra.get("tool_calls") or [{"name": "state_get", "arguments": {"key": "k"},
-                                         "result": None, "is_error": False}]  # fmt: skip
+    calls = extra.get("tool_calls") or [
+        {"name": "state_get", "arguments": {"key": "k"}, "result": None, "is_error": False}
+    ]
     return (
-        extra.get("session_id") or uuid.uuid4(), butler,
+        extra.get("session_id") or uuid.uuid4(),
+        butler,
         extra.get("trigger_source") or random.choice(["trigger", "schedule:nightly"]),
-        "Please do the thing " * 6, "gpt-4o",
-        "error" if random.random() < 0.05 else "completed", created,
-        created + timedelta(seconds=2), 2000, json.dumps(calls), 1200, 300,
-        round(random.uniform(0.001, 0.05), 6), extra.get("trace_id") or uuid.uuid4().hex,
-    )  # fmt: skip
+        "Please do the thing " * 6,
+        "gpt-4o",
+        "error" if random.random() < 0.05 else "completed",
+        created,
+        created + timedelta(seconds=2),
+        2000,
+        json.dumps(calls),
+        1200,
+        300,
+        round(random.uniform(0.001, 0.05), 6),
+        extra.get("trace_id") or uuid.uuid4().hex,
+    )
 
 
-COLUMNS = ["session_id", "butler_name", "trigger_source", "prompt", "model", "status",
-           "created_at", "completed_at", "duration_ms", "tool_calls", "input_tokens",
-           "output_tokens", "cost_usd", "trace_id"]  # fmt: skip
+COLUMNS = [
+    "session_id",
+    "butler_name",
+    "trigger_source",
+    "prompt",
+    "model",
+    "status",
+    "created_at",
+    "completed_at",
+    "duration_ms",
+    "tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "trace_id",
+]
 
 
 async def seed(admin_dsn: str, schemas: dict[str, str]) -> None:
@@ -92,25 +114,41 @@ async def seed(admin_dsn: str, schemas: dict[str, str]) -> None:
         for butler, session_id in sessions.items():
             trigger = f"classify:{REQUEST}" if butler == "switchboard" else f"switchboard:{REQUEST}"
             await conn.copy_records_to_table(
-                "sessions", schema_name=schemas[butler], columns=COLUMNS,
-                records=[_session(butler, now, session_id=session_id, trace_id=TRACE,
-                                  trigger_source=trigger, created_at=now, tool_calls=calls)],
-            )  # fmt: skip
+                "sessions",
+                schema_name=schemas[butler],
+                columns=COLUMNS,
+                records=[
+                    _session(
+                        butler,
+                        now,
+                        session_id=session_id,
+                        trace_id=TRACE,
+                        trigger_source=trigger,
+                        created_at=now,
+                        tool_calls=calls,
+                    )
+                ],
+            )
         board = schemas["switchboard"]
         await conn.execute(
             f'INSERT INTO "{board}".message_inbox (request_id, idempotency_key, channel, '
             "provider, sender, text, envelope, status, trace_id, completed_at) VALUES "
             "($1, 'bench', 'telegram', 'telegram', 'u', 'weight and milk', '{}', "
             "'dispatched', $2, now())",
-            REQUEST, TRACE,
-        )  # fmt: skip
+            REQUEST,
+            TRACE,
+        )
         for target in ("health", "general"):
             await conn.execute(
                 f'INSERT INTO "{board}".routing_log (route_id, request_id, butler, prompt, '
                 "status, session_id, duration_ms, trace_id) VALUES ($1, $2, $3, 'p', "
                 "'success', $4, 900, $5)",
-                uuid.uuid4(), REQUEST, target, sessions[target], TRACE,
-            )  # fmt: skip
+                uuid.uuid4(),
+                REQUEST,
+                target,
+                sessions[target],
+                TRACE,
+            )
         for schema in schemas.values():
             await conn.execute(f'VACUUM ANALYZE "{schema}".sessions')
     finally:
@@ -118,8 +156,14 @@ async def seed(admin_dsn: str, schemas: dict[str, str]) -> None:
 
 
 def qualify(sql: str, schema: str) -> str:
-    for table in ("sessions", "scheduled_tasks", "approvals", "butler_registry",
-                  "message_inbox", "routing_log"):  # fmt: skip
+    for table in (
+        "sessions",
+        "scheduled_tasks",
+        "approvals",
+        "butler_registry",
+        "message_inbox",
+        "routing_log",
+    ):
         sql = sql.replace(f"FROM {table}", f'FROM "{schema}".{table}')
     return sql
 
@@ -135,28 +179,34 @@ async def p50(fn: Any, n: int = N, warmup: int = 20) -> float:
     return summary(samples)["p50"]
 
 
-async def reads(client: httpx.AsyncClient, raw: asyncpg.Connection, schemas: dict[str, str]
-                ) -> dict[str, tuple[float, float]]:  # fmt: skip
+async def reads(
+    client: httpx.AsyncClient, raw: asyncpg.Connection, schemas: dict[str, str]
+) -> dict[str, tuple[float, float]]:
     """(dashboard p50, baseline p50) in ms for each read."""
     order = " ORDER BY created_at DESC, session_id DESC LIMIT 50"
     page_sql = f"SELECT {SUMMARY} FROM sessions{order}"
     merged = await raw.fetch(
-        " UNION ALL ".join(f"SELECT created_at, '{b}' AS butler, session_id FROM \"{s}\".sessions"
-                           for b, s in schemas.items())
+        " UNION ALL ".join(
+            f"SELECT created_at, '{b}' AS butler, session_id FROM \"{s}\".sessions"
+            for b, s in schemas.items()
+        )
         + f" ORDER BY 1 DESC, 2 DESC, 3 DESC OFFSET {SESSIONS} LIMIT 1"
-    )  # fmt: skip
+    )
     at, last_butler, last_id = merged[0]
     cursor = encode_cursor(t=at.isoformat(), b=last_butler, i=str(last_id), p=SESSIONS)
-    keyset_sql = (f"SELECT {SUMMARY} FROM sessions WHERE (created_at, session_id) < ($1, $2)"
-                  f"{order}")  # fmt: skip
+    keyset_sql = f"SELECT {SUMMARY} FROM sessions WHERE (created_at, session_id) < ($1, $2){order}"
 
     async def overview_sql() -> None:
         for schema in schemas.values():
             await raw.fetch(qualify(STATS, schema))
-        await raw.fetch(qualify("SELECT count(*) FROM approvals WHERE status = 'pending'",
-                                schemas["relationship"]))  # fmt: skip
-        await raw.fetch(qualify("SELECT name, last_seen_at FROM butler_registry",
-                                schemas["switchboard"]))  # fmt: skip
+        await raw.fetch(
+            qualify(
+                "SELECT count(*) FROM approvals WHERE status = 'pending'", schemas["relationship"]
+            )
+        )
+        await raw.fetch(
+            qualify("SELECT name, last_seen_at FROM butler_registry", schemas["switchboard"])
+        )
 
     async def page_sql_run() -> None:
         for schema in schemas.values():
@@ -183,9 +233,11 @@ async def reads(client: httpx.AsyncClient, raw: asyncpg.Connection, schemas: dic
         "overview": (await p50(lambda: get("/api/overview")), await p50(overview_sql)),
         "sessions first page": (await p50(lambda: get("/api/sessions")), await p50(page_sql_run)),
         "sessions keyset page at depth 10k": (
-            await p50(lambda: get("/api/sessions", cursor=cursor)), await p50(keyset_sql_run)),
+            await p50(lambda: get("/api/sessions", cursor=cursor)),
+            await p50(keyset_sql_run),
+        ),
         "trace": (await p50(lambda: get(f"/api/traces/{TRACE}")), await p50(trace_sql)),
-    }  # fmt: skip
+    }
 
 
 async def insert_running(pool: asyncpg.Pool) -> str:
@@ -250,8 +302,9 @@ async def approval_latency(
             while True:
                 approval_id = await pool.fetchval(
                     "SELECT id FROM approvals WHERE status = 'pending' "
-                    "AND tool_args->>'contact_id' = $1", contact["id"],
-                )  # fmt: skip
+                    "AND tool_args->>'contact_id' = $1",
+                    contact["id"],
+                )
                 if approval_id:
                     break
                 await asyncio.sleep(0.005)
@@ -295,13 +348,27 @@ def cold_up(dashboard: bool) -> float:
             (roster / path.name).write_text(yaml.safe_dump(document))
         data = str(Path(tmp) / "data")
         flags = ["--dashboard-port", str(free_port())] if dashboard else ["--no-dashboard"]
-        command = [sys.executable, "-m", "butlers", "up", "--data-dir", data, "--roster",
-                   str(roster), "--detach", *flags]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "butlers",
+            "up",
+            "--data-dir",
+            data,
+            "--roster",
+            str(roster),
+            "--detach",
+            *flags,
+        ]
         start = time.perf_counter()
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
         elapsed = time.perf_counter() - start
-        subprocess.run([sys.executable, "-m", "butlers", "down", "--data-dir", data],
-                       check=True, stdout=subprocess.DEVNULL, cwd=ROOT)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "butlers", "down", "--data-dir", data],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
         return elapsed
 
 
@@ -317,20 +384,25 @@ async def main() -> None:
         await seed(eco.database.admin_dsn, schemas)
         raw = await asyncpg.connect(eco.dashboard.dsn)
         general = await asyncpg.create_pool(
-            eco.butlers["general"].dsn, min_size=1, max_size=2,
+            eco.butlers["general"].dsn,
+            min_size=1,
+            max_size=2,
             server_settings={"search_path": schemas["general"]},
-        )  # fmt: skip
+        )
         relationship = await asyncpg.create_pool(
-            eco.butlers["relationship"].dsn, min_size=1, max_size=2,
+            eco.butlers["relationship"].dsn,
+            min_size=1,
+            max_size=2,
             server_settings={"search_path": schemas["relationship"]},
-        )  # fmt: skip
+        )
         async with httpx.AsyncClient(
             base_url=eco.dashboard.url, headers=CSRF, timeout=60
         ) as client:
             measured = await reads(client, raw, schemas)
             sse, notify = await sse_latency(client, general, eco.database.admin_dsn)
-            approve, direct = await approval_latency(client, eco.butlers["relationship"].url,
-                                                     relationship)  # fmt: skip
+            approve, direct = await approval_latency(
+                client, eco.butlers["relationship"].url, relationship
+            )
         assert eco.dashboard.process is not None
         rss, anon = rss_mb(eco.dashboard.process.pid)
         await raw.close()
@@ -348,15 +420,23 @@ async def main() -> None:
         else:
             goal = f"<= 1.3x first page ({value / first:.2f}x): {verdict(value <= 1.3 * first)}"
         print(f"{name:<36} {value:>8.2f}ms {base:>8.2f}ms {value / base:>6.1f}x  {goal}")
-    print(f"{'row committed -> SSE event':<36} {sse:>8.2f}ms {notify:>8.2f}ms "
-          f"{sse / notify:>6.1f}x  <= 100 ms: {verdict(sse <= 100)}")  # fmt: skip
-    print(f"{'approve -> held call resumes':<36} {approve:>8.2f}ms {direct:>8.2f}ms "
-          f"{approve / direct:>6.1f}x  <= 150 ms: {verdict(approve <= 150)}")  # fmt: skip
-    print(f"{'dashboard RSS after the load':<36} {rss:>8.1f}MB {'':>10} {'':>7}  "
-          f"<= 150 MB: {verdict(rss <= 150)} (private: {anon:.1f} MB)")  # fmt: skip
-    print(f"{'cold butlers up --detach':<36} {with_dashboard:>9.2f}s {without:>9.2f}s "
-          f"{with_dashboard / without:>6.2f}x  <= 5 s: {verdict(with_dashboard <= 5)} "
-          "(baseline: --no-dashboard)")  # fmt: skip
+    print(
+        f"{'row committed -> SSE event':<36} {sse:>8.2f}ms {notify:>8.2f}ms "
+        f"{sse / notify:>6.1f}x  <= 100 ms: {verdict(sse <= 100)}"
+    )
+    print(
+        f"{'approve -> held call resumes':<36} {approve:>8.2f}ms {direct:>8.2f}ms "
+        f"{approve / direct:>6.1f}x  <= 150 ms: {verdict(approve <= 150)}"
+    )
+    print(
+        f"{'dashboard RSS after the load':<36} {rss:>8.1f}MB {'':>10} {'':>7}  "
+        f"<= 150 MB: {verdict(rss <= 150)} (private: {anon:.1f} MB)"
+    )
+    print(
+        f"{'cold butlers up --detach':<36} {with_dashboard:>9.2f}s {without:>9.2f}s "
+        f"{with_dashboard / without:>6.2f}x  <= 5 s: {verdict(with_dashboard <= 5)} "
+        "(baseline: --no-dashboard)"
+    )
 
 
 if __name__ == "__main__":

@@ -95,8 +95,11 @@ def main(argv: list[str]) -> int:
     from butlers.dashboard.app import create_app
 
     app = create_app()
-    stale = [path for path, text in documents(app).items()
-             if not path.exists() or path.read_text() != text]  # fmt: skip
+    stale = [
+        path
+        for path, text in documents(app).items()
+        if not path.exists() or path.read_text() != text
+    ]
     if "--check" in argv:
         for path in stale:
             print(f"{path} is stale: run python -m butlers.dashboard.inventory", file=sys.stderr)

@@ -97,8 +97,9 @@ def _from_kubeconfig(path: Path) -> KubeAccess:
     context = named("contexts", config.get("current-context", ""))
     cluster, user = named("clusters", context["cluster"]), named("users", context["user"])
     verify: ssl.SSLContext | bool = not cluster.get("insecure-skip-tls-verify", False)
-    ca = _materialize(cluster.get("certificate-authority-data"),
-                      cluster.get("certificate-authority"), ".crt")  # fmt: skip
+    ca = _materialize(
+        cluster.get("certificate-authority-data"), cluster.get("certificate-authority"), ".crt"
+    )
     if verify and ca:
         verify = ssl.create_default_context(cafile=ca)
     cert = _materialize(user.get("client-certificate-data"), user.get("client-certificate"), ".crt")
@@ -121,11 +122,14 @@ def butler_info(item: dict[str, Any], namespace: str, schema_prefix: str) -> But
             {
                 "apiVersion": item.get("apiVersion"),
                 "kind": item.get("kind"),
-                "metadata": {k: metadata[k] for k in ("name", "namespace", "labels",
-                             "annotations") if k in metadata},
+                "metadata": {
+                    k: metadata[k]
+                    for k in ("name", "namespace", "labels", "annotations")
+                    if k in metadata
+                },
                 "spec": item.get("spec"),
             }
-        )  # fmt: skip
+        )
     except ValidationError as exc:
         log.warning("Butler %s/%s is invalid, skipped: %s", namespace, name, exc)
         return None
@@ -152,15 +156,19 @@ def butler_info(item: dict[str, Any], namespace: str, schema_prefix: str) -> But
                 }
                 for c in status.get("conditions") or []
             ],
-        },  # fmt: skip
+        },
     )
 
 
 class KubeDirectory:
     def __init__(
-        self, namespace: str, access: KubeAccess, *, schema_prefix: str = "",
+        self,
+        namespace: str,
+        access: KubeAccess,
+        *,
+        schema_prefix: str = "",
         mcp_token: str | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.namespace = namespace
         self._access = access
         self._prefix = schema_prefix
@@ -198,8 +206,9 @@ class KubeDirectory:
         except httpx.HTTPError as exc:
             log.warning("listing Butlers in %s failed: %s", self.namespace, exc)
             return False
-        infos = [butler_info(i, self.namespace, self._prefix)
-                 for i in response.json().get("items") or []]  # fmt: skip
+        infos = [
+            butler_info(i, self.namespace, self._prefix) for i in response.json().get("items") or []
+        ]
         butlers = {info.name: info for info in infos if info is not None}
         changed = butlers != self._butlers or any(
             butlers[n].kube != self._butlers[n].kube for n in butlers

@@ -39,8 +39,10 @@ async def test_held_call_is_listed_evented_and_resumed_by_approval(
         action = await _pending(dashboard, contact_id)
         listed = time.time()
         assert (action["butler"], action["tool_name"], action["status"]) == (
-            "relationship", "contact_delete", "pending",
-        )  # fmt: skip
+            "relationship",
+            "contact_delete",
+            "pending",
+        )
         pool = await butler_ecosystem.pool("relationship")
         committed = await pool.fetchval(
             "SELECT requested_at FROM approvals WHERE id = $1::uuid", action["id"]

@@ -19,23 +19,33 @@ async def test_summary_top_sessions_and_schedules_equal_seeded_sums(
 ) -> None:
     start = WINDOW_START + timedelta(days=uuid.uuid4().int % 1000)  # a window of our own
     seeded = {
-        "general": [("gpt-4o", 0.012345, 1000, 200, "schedule:nightly"),
-                    ("gpt-4o", 0.5, 20000, 1000, "trigger"),
-                    ("mystery-model", None, 50, 5, "trigger")],
-        "health": [("claude-haiku-4-5", 0.000777, 300, 20, "schedule:nightly"),
-                   ("gpt-4o", 0.25, 1, 1, "schedule:weekly")],
+        "general": [
+            ("gpt-4o", 0.012345, 1000, 200, "schedule:nightly"),
+            ("gpt-4o", 0.5, 20000, 1000, "trigger"),
+            ("mystery-model", None, 50, 5, "trigger"),
+        ],
+        "health": [
+            ("claude-haiku-4-5", 0.000777, 300, 20, "schedule:nightly"),
+            ("gpt-4o", 0.25, 1, 1, "schedule:weekly"),
+        ],
         "messenger": [("scripted", None, None, None, "trigger")],
-    }  # fmt: skip
+    }
     for butler, rows in seeded.items():
         await seed_sessions(
             butler_ecosystem,
             butler,
             [
-                {"created_at": start + timedelta(minutes=i), "model": model, "cost_usd": cost,
-                 "input_tokens": tin, "output_tokens": tout, "trigger_source": source}
+                {
+                    "created_at": start + timedelta(minutes=i),
+                    "model": model,
+                    "cost_usd": cost,
+                    "input_tokens": tin,
+                    "output_tokens": tout,
+                    "trigger_source": source,
+                }
                 for i, (model, cost, tin, tout, source) in enumerate(rows)
             ],
-        )  # fmt: skip
+        )
     window = {"since": start.isoformat(), "until": (start + timedelta(hours=1)).isoformat()}
     summary = (await dashboard.get("/api/costs/summary", params=window)).json()["data"]
     every = [row for rows in seeded.values() for row in rows]
@@ -47,9 +57,13 @@ async def test_summary_top_sessions_and_schedules_equal_seeded_sums(
     assert by_butler["general"]["cost_usd"] == 0.512345
     assert by_butler["general"]["unpriced_sessions"] == 1
     assert by_butler["messenger"] == {
-        "key": "messenger", "cost_usd": 0.0, "sessions": 1, "unpriced_sessions": 1,
-        "input_tokens": 0, "output_tokens": 0,
-    }  # fmt: skip
+        "key": "messenger",
+        "cost_usd": 0.0,
+        "sessions": 1,
+        "unpriced_sessions": 1,
+        "input_tokens": 0,
+        "output_tokens": 0,
+    }
     by_model = {m["key"]: m for m in summary["by_model"]}
     assert by_model["gpt-4o"]["cost_usd"] == 0.762345
     assert by_model["gpt-4o"]["price"] == {"input_per_mtok": 2.5, "output_per_mtok": 10.0}
@@ -58,8 +72,10 @@ async def test_summary_top_sessions_and_schedules_equal_seeded_sums(
 
     top = (await dashboard.get("/api/costs/top-sessions", params={**window, "limit": 3})).json()
     assert [(s["butler"], s["cost_usd"]) for s in top["data"]] == [
-        ("general", 0.5), ("health", 0.25), ("general", 0.012345),
-    ]  # fmt: skip
+        ("general", 0.5),
+        ("health", 0.25),
+        ("general", 0.012345),
+    ]
     schedules = (await dashboard.get("/api/costs/by-schedule", params=window)).json()["data"]
     assert [(s["butler"], s["schedule"], s["cost_usd"], s["sessions"]) for s in schedules] == [
         ("health", "weekly", 0.25, 1),

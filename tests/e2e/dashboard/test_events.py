@@ -94,9 +94,12 @@ async def test_a_reconnect_replays_what_was_missed(dashboard: httpx.AsyncClient)
             lambda e: e.type == "schedule_changed" and e.data["id"] == other["id"]
         )
         deleted = await events.wait_for(
-            lambda e: e.type == "schedule_changed" and e.data.get("deleted")
-            and e.data["id"] == schedule["id"]
-        )  # fmt: skip
+            lambda e: (
+                e.type == "schedule_changed"
+                and e.data.get("deleted")
+                and e.data["id"] == schedule["id"]
+            )
+        )
         replayed_ids = [int(e.id) for e in events.events if e.id]
         assert int(seen.id or 0) not in replayed_ids, "the last seen event is not sent again"
         assert replayed_ids == sorted(replayed_ids)

@@ -29,15 +29,29 @@ async def test_no_response_contains_a_secret_of_the_environment(
     [session_id] = await seed_sessions(
         butler_ecosystem,
         "general",
-        [{"created_at": datetime.now(UTC), "prompt": f"key is {E2E_API_KEY}",
-          "error": f"failed with {E2E_API_KEY}", "status": "error"}],
-    )  # fmt: skip
+        [
+            {
+                "created_at": datetime.now(UTC),
+                "prompt": f"key is {E2E_API_KEY}",
+                "error": f"failed with {E2E_API_KEY}",
+                "status": "error",
+            }
+        ],
+    )
     paths = {
-        re.sub(r"\{(\w+)(:path)?\}", lambda m: {"name": "general", "key": "leak%2Fcanary",
-               "session_id": session_id, "table": "state"}.get(m.group(1), "x"), route.path)
+        re.sub(
+            r"\{(\w+)(:path)?\}",
+            lambda m: {
+                "name": "general",
+                "key": "leak%2Fcanary",
+                "session_id": session_id,
+                "table": "state",
+            }.get(m.group(1), "x"),
+            route.path,
+        )
         for route in api_routes()
         if "GET" in route.methods and route.path != "/api/events"
-    }  # fmt: skip
+    }
     paths |= {
         "/api/search?q=canary",
         "/api/search?q=key%20is",
@@ -120,8 +134,11 @@ async def test_without_a_token_only_loopback_host_names_are_answered(
 
 async def test_cors_allows_the_dev_server_origin_only(dashboard: httpx.AsyncClient) -> None:
     def preflight(origin: str) -> dict[str, str]:
-        return {"Origin": origin, "Access-Control-Request-Method": "PUT",
-                "Access-Control-Request-Headers": "x-butlers-csrf,content-type"}  # fmt: skip
+        return {
+            "Origin": origin,
+            "Access-Control-Request-Method": "PUT",
+            "Access-Control-Request-Headers": "x-butlers-csrf,content-type",
+        }
 
     ok = await dashboard.options(
         "/api/butlers/general/state/k", headers=preflight("http://localhost:40173")

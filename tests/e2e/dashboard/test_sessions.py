@@ -122,15 +122,29 @@ async def test_session_detail_has_tool_calls_with_timing_and_cost(
     butler_ecosystem: EcosystemHandle, dashboard: httpx.AsyncClient
 ) -> None:
     calls = [
-        {"name": "state_get", "arguments": {"key": "a"}, "result": None, "is_error": False,
-         "started_at": "2021-03-04T05:06:07.500000+00:00", "duration_ms": 1.25},
-    ]  # fmt: skip
+        {
+            "name": "state_get",
+            "arguments": {"key": "a"},
+            "result": None,
+            "is_error": False,
+            "started_at": "2021-03-04T05:06:07.500000+00:00",
+            "duration_ms": 1.25,
+        },
+    ]
     [session_id] = await seed_sessions(
         butler_ecosystem,
         "general",
-        [{"created_at": datetime(2021, 3, 4, tzinfo=UTC), "tool_calls": calls,
-          "model": "gpt-4o", "input_tokens": 1000, "output_tokens": 100, "cost_usd": 0.0035}],
-    )  # fmt: skip
+        [
+            {
+                "created_at": datetime(2021, 3, 4, tzinfo=UTC),
+                "tool_calls": calls,
+                "model": "gpt-4o",
+                "input_tokens": 1000,
+                "output_tokens": 100,
+                "cost_usd": 0.0035,
+            }
+        ],
+    )
     detail = (await dashboard.get(f"/api/butlers/general/sessions/{session_id}")).json()["data"]
     assert detail["tool_calls"][0]["duration_ms"] == 1.25
     assert detail["tool_calls"][0]["started_at"].startswith("2021-03-04T05:06:07.5")

@@ -78,8 +78,11 @@ async def test_schedule_create_update_toggle_delete(
     assert created.status_code == 201, created.text
     schedule = created.json()["data"]
     assert (schedule["name"], schedule["cron"], schedule["enabled"], schedule["source"]) == (
-        name, "0 9 * * 1", True, "runtime",
-    )  # fmt: skip
+        name,
+        "0 9 * * 1",
+        True,
+        "runtime",
+    )
     duplicate = await dashboard.post(
         "/api/butlers/general/schedules", json={"name": name, "cron": "0 9 * * 1", "prompt": "x"}
     )
@@ -89,8 +92,9 @@ async def test_schedule_create_update_toggle_delete(
         json={"cron": "30 7 * * *", "prompt": "Daily review"},
     )
     assert (updated.json()["data"]["cron"], updated.json()["data"]["prompt"]) == (
-        "30 7 * * *", "Daily review",
-    )  # fmt: skip
+        "30 7 * * *",
+        "Daily review",
+    )
     toggled = await dashboard.patch(f"/api/butlers/general/schedules/{name}/toggle")
     assert toggled.json()["data"]["enabled"] is False
     explicit = await dashboard.patch(
@@ -111,6 +115,9 @@ async def test_schedule_create_update_toggle_delete(
     audit = (await dashboard.get("/api/audit-log", params={"butler": "general"})).json()["data"]
     operations = [e["operation"] for e in audit if e["target"] == name]
     assert operations[:5] == [
-        "schedule.delete", "schedule.toggle", "schedule.toggle", "schedule.update",
+        "schedule.delete",
+        "schedule.toggle",
+        "schedule.toggle",
+        "schedule.update",
         "schedule.create",
-    ]  # fmt: skip
+    ]

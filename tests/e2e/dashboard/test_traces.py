@@ -37,19 +37,23 @@ async def test_a_two_butler_message_is_one_trace_with_its_summed_cost(
     llm_script.route(
         "switchboard",
         step(
-            json.dumps([
-                {"butler": "health", "prompt": "Log weight 81 kg", "segment": "weight 81 kg"},
-                {"butler": "general", "prompt": "Note: buy milk", "segment": "buy milk"},
-            ]),
+            json.dumps(
+                [
+                    {"butler": "health", "prompt": "Log weight 81 kg", "segment": "weight 81 kg"},
+                    {"butler": "general", "prompt": "Note: buy milk", "segment": "buy milk"},
+                ]
+            ),
             usage=(300, 40),
         ),
-    )  # fmt: skip
+    )
     llm_script.route(
         "health",
-        step(tool_calls=[call("measurement_log", type="weight", value=81, unit="kg")],
-             usage=(100, 20)),
+        step(
+            tool_calls=[call("measurement_log", type="weight", value=81, unit="kg")],
+            usage=(100, 20),
+        ),
         step("Logged 81 kg.", usage=(50, 5)),
-    )  # fmt: skip
+    )
     llm_script.route(
         "general",
         step(tool_calls=[call("note_add", title="Milk", body="buy milk")], usage=(80, 10)),

@@ -16,8 +16,12 @@ NAMESPACE = "dash-kube"
 def butler_object(name: str, status: dict[str, object] | None = None) -> dict[str, object]:
     resource = {r.name: r for r in load_roster(ROOT / "roster")}[name]
     document = resource.to_manifest()
-    document["metadata"] = {**document["metadata"], "namespace": NAMESPACE,
-                            "uid": f"uid-{name}", "resourceVersion": "1"}  # fmt: skip
+    document["metadata"] = {
+        **document["metadata"],
+        "namespace": NAMESPACE,
+        "uid": f"uid-{name}",
+        "resourceVersion": "1",
+    }
     if status:
         document["status"] = status
     return document
@@ -42,8 +46,10 @@ async def test_butlers_are_listed_with_status_and_new_ones_appear() -> None:
                 assert await directory.refresh() is True
                 [health] = directory.butlers().values()
                 assert (health.name, health.url, health.schema) == (
-                    "health", "http://health.dash-kube.svc:40103/mcp", "team_health",
-                )  # fmt: skip
+                    "health",
+                    "http://health.dash-kube.svc:40103/mcp",
+                    "team_health",
+                )
                 assert health.modules == ("health",) and health.kube is not None
                 assert health.kube["phase"] == "Ready"
                 assert health.kube["conditions"][0]["type"] == "Ready"

@@ -49,6 +49,9 @@ async def module_page(
     total = sum(int(r[0]["count"]) for r in counts.results.values() if r)
     failed = sorted(set(counts.failed_butlers) | set(rows.failed_butlers))
     return page(
-        items[offset : offset + limit], total=total, offset=offset, limit=limit,
+        items[offset : offset + limit],
+        total=total,
+        offset=offset,
+        limit=limit,
         failed_butlers=failed,
-    )  # fmt: skip
+    )

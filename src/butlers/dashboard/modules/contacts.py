@@ -50,9 +50,15 @@ async def contacts(
         pattern = f"%{escape_like(q)}%"
         where.add("(name ILIKE {} ESCAPE '\\' OR email ILIKE {} ESCAPE '\\')", pattern, pattern)
     return await module_page(
-        dashboard, MODULE, table="contacts", columns=COLUMNS, order_key="created_at",
-        where=where, offset=offset, limit=limit,
-    )  # fmt: skip
+        dashboard,
+        MODULE,
+        table="contacts",
+        columns=COLUMNS,
+        order_key="created_at",
+        where=where,
+        offset=offset,
+        limit=limit,
+    )
 
 
 @router.get("/api/contacts/{butler}/{contact_id}", response_model=ApiResponse[ContactDetail])
@@ -63,13 +69,17 @@ async def contact(butler: str, contact_id: str, dashboard: Ctx) -> dict[str, Any
     if row is None:
         raise NotFound(f"no contact {contact_id} on butler {butler!r}", butler=butler)
     notes = await dashboard.db.fetch(
-        butler, "SELECT id, body, created_at FROM contact_notes WHERE contact_id = $1 "
-        "ORDER BY created_at DESC LIMIT 200", key,
-    )  # fmt: skip
+        butler,
+        "SELECT id, body, created_at FROM contact_notes WHERE contact_id = $1 "
+        "ORDER BY created_at DESC LIMIT 200",
+        key,
+    )
     interactions = await dashboard.db.fetch(
-        butler, "SELECT id, kind, summary, occurred_at FROM interactions WHERE contact_id = $1 "
-        "ORDER BY occurred_at DESC LIMIT 200", key,
-    )  # fmt: skip
+        butler,
+        "SELECT id, kind, summary, occurred_at FROM interactions WHERE contact_id = $1 "
+        "ORDER BY occurred_at DESC LIMIT 200",
+        key,
+    )
     detail = ContactDetail(
         butler=butler,
         **row_json(row),

@@ -46,8 +46,10 @@ async def collections(dashboard: Ctx) -> dict[str, Any]:
         "FROM collections c ORDER BY c.name",
         butler_names=dashboard.with_module(MODULE),
     )
-    return ok([Collection(butler=n, **row_json(r)) for n, r in fan.rows()],
-              failed_butlers=fan.failed_butlers)  # fmt: skip
+    return ok(
+        [Collection(butler=n, **row_json(r)) for n, r in fan.rows()],
+        failed_butlers=fan.failed_butlers,
+    )
 
 
 @router.get("/api/general/notes", response_model=PaginatedResponse[Note])
@@ -56,8 +58,13 @@ async def notes(
 ) -> dict[str, Any]:
     where = Where().when(collection, "c.name = {}")
     return await module_page(
-        dashboard, MODULE, table="notes n JOIN collections c ON c.id = n.collection_id",
+        dashboard,
+        MODULE,
+        table="notes n JOIN collections c ON c.id = n.collection_id",
         columns="n.id, c.name AS collection, n.title, n.body, n.data, n.tags, n.created_at",
-        order_key="created_at", order_sql="n.created_at DESC, n.id DESC", where=where,
-        offset=offset, limit=limit,
-    )  # fmt: skip
+        order_key="created_at",
+        order_sql="n.created_at DESC, n.id DESC",
+        where=where,
+        offset=offset,
+        limit=limit,
+    )

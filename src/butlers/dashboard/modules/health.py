@@ -53,25 +53,38 @@ async def measurements(
     dashboard: Ctx, type: str | None = None, offset: Offset = 0, limit: Limit = 50
 ) -> dict[str, Any]:
     return await module_page(
-        dashboard, MODULE, table="measurements",
-        columns="id, type, value, unit, measured_at, notes", order_key="measured_at",
-        where=Where().when(type, "type = {}"), offset=offset, limit=limit,
-    )  # fmt: skip
+        dashboard,
+        MODULE,
+        table="measurements",
+        columns="id, type, value, unit, measured_at, notes",
+        order_key="measured_at",
+        where=Where().when(type, "type = {}"),
+        offset=offset,
+        limit=limit,
+    )
 
 
 @router.get("/api/health/medications", response_model=PaginatedResponse[Medication])
 async def medications(dashboard: Ctx, offset: Offset = 0, limit: Limit = 50) -> dict[str, Any]:
     return await module_page(
-        dashboard, MODULE, table="medications",
+        dashboard,
+        MODULE,
+        table="medications",
         columns="id, name, dosage, frequency, notes, active, created_at",
-        order_key="created_at", offset=offset, limit=limit,
-    )  # fmt: skip
+        order_key="created_at",
+        offset=offset,
+        limit=limit,
+    )
 
 
 @router.get("/api/health/symptoms", response_model=PaginatedResponse[Symptom])
 async def symptoms(dashboard: Ctx, offset: Offset = 0, limit: Limit = 50) -> dict[str, Any]:
     return await module_page(
-        dashboard, MODULE, table="symptoms",
-        columns="id, name, severity, occurred_at, notes", order_key="occurred_at",
-        offset=offset, limit=limit,
-    )  # fmt: skip
+        dashboard,
+        MODULE,
+        table="symptoms",
+        columns="id, name, severity, occurred_at, notes",
+        order_key="occurred_at",
+        offset=offset,
+        limit=limit,
+    )

@@ -81,12 +81,16 @@ async def messages(
 ) -> dict[str, Any]:
     """Incoming messages, newest first."""
     body = await module_page(
-        dashboard, MODULE, table="message_inbox",
+        dashboard,
+        MODULE,
+        table="message_inbox",
         columns="request_id AS id, channel, provider, sender, left(text, 500) AS text, status, "
         "trace_id, received_at, completed_at",
-        order_key="received_at", where=Where().when(status, "status = {}"),
-        offset=offset, limit=limit,
-    )  # fmt: skip
+        order_key="received_at",
+        where=Where().when(status, "status = {}"),
+        offset=offset,
+        limit=limit,
+    )
     return body
 
 
@@ -101,8 +105,13 @@ async def routing_log(
     """Every route of every message, newest first."""
     where = Where().when(target, "butler = {}").when(status, "status = {}")
     return await module_page(
-        dashboard, MODULE, table="routing_log",
+        dashboard,
+        MODULE,
+        table="routing_log",
         columns="route_id AS id, request_id, butler AS target, segment, status, session_id, "
         "error, duration_ms, trace_id, created_at",
-        order_key="created_at", where=where, offset=offset, limit=limit,
-    )  # fmt: skip
+        order_key="created_at",
+        where=where,
+        offset=offset,
+        limit=limit,
+    )

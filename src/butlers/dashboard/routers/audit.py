@@ -42,7 +42,12 @@ async def audit_log(
 ) -> dict[str, Any]:
     """Newest first; filter by butler, operation (e.g. `state.set`), status and time."""
     rows, total = await dashboard.audit.list(
-        butler=butler, operation=operation, status=status, since=since, until=until,
-        offset=offset, limit=limit,
-    )  # fmt: skip
+        butler=butler,
+        operation=operation,
+        status=status,
+        since=since,
+        until=until,
+        offset=offset,
+        limit=limit,
+    )
     return page([AuditEntry(**r) for r in rows], total=total, offset=offset, limit=limit)

@@ -193,8 +193,16 @@ async def daily_costs(
         start,
         end,
     )
-    series = {first + timedelta(days=i): DailyCost(date=first + timedelta(days=i), cost_usd=0,
-              sessions=0, unpriced_sessions=0, by_butler={}) for i in range(days)}  # fmt: skip
+    series = {
+        first + timedelta(days=i): DailyCost(
+            date=first + timedelta(days=i),
+            cost_usd=0,
+            sessions=0,
+            unpriced_sessions=0,
+            by_butler={},
+        )
+        for i in range(days)
+    }
     for name, row in fan.rows():
         entry = series.get(row["day"])
         if entry is None:

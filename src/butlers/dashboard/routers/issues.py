@@ -132,9 +132,11 @@ async def issues(dashboard: Ctx) -> dict[str, Any]:
         )
     found += _grouped(errors, "session_errors", "warning", lambda n, r: f"session errors on {n}")
     found += _grouped(
-        routes, "route_failed", "warning",
+        routes,
+        "route_failed",
+        "warning",
         lambda n, r: f"routes from {n} to {r['butler']}: {r['status']}",
-    )  # fmt: skip
+    )
     found += await _audit_errors(dashboard, since)
     found.sort(key=lambda i: i.last_seen_at or datetime.min.replace(tzinfo=UTC), reverse=True)
     failed = sorted({*schedules.failed, *errors.failed, *routes.failed})

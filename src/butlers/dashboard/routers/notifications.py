@@ -81,9 +81,12 @@ async def _list(
     total = sum(int(r[0]["count"]) for r in counts.results.values() if r)
     failed = sorted(set(counts.failed_butlers) | set(rows.failed_butlers))
     return page(
-        items[offset : offset + limit], total=total, offset=offset, limit=limit,
+        items[offset : offset + limit],
+        total=total,
+        offset=offset,
+        limit=limit,
         failed_butlers=failed,
-    )  # fmt: skip
+    )
 
 
 Channel = Annotated[str | None, Query(max_length=50)]
@@ -154,6 +157,12 @@ async def butler_notifications(
     """One butler's deliveries (empty, with `meta.supported: false`, without the messenger)."""
     info = dashboard.butler(name)
     if MODULE not in info.modules:
-        return page([], total=0, offset=offset, limit=limit, supported=False,
-                    reason=f"butler {name!r} does not enable the messenger module")  # fmt: skip
+        return page(
+            [],
+            total=0,
+            offset=offset,
+            limit=limit,
+            supported=False,
+            reason=f"butler {name!r} does not enable the messenger module",
+        )
     return await _list(dashboard, [name], channel, status, since, offset, limit)

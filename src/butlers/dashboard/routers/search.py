@@ -73,14 +73,19 @@ async def search(
     )
     session_hits = sorted(
         (
-            SessionHit(butler=n, id=str(r["session_id"]), started_at=r["created_at"],
-                       status=r["status"], trigger_source=r["trigger_source"],
-                       snippet=snippet(r["text"], q))
+            SessionHit(
+                butler=n,
+                id=str(r["session_id"]),
+                started_at=r["created_at"],
+                status=r["status"],
+                trigger_source=r["trigger_source"],
+                snippet=snippet(r["text"], q),
+            )
             for n, r in sessions.rows()
         ),
         key=lambda h: h.started_at,
         reverse=True,
-    )[:limit]  # fmt: skip
+    )[:limit]
     state_hits = sorted(
         (StateHit(butler=n, **dict(r)) for n, r in state.rows()),
         key=lambda h: h.updated_at,

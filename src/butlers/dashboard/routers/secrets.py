@@ -69,30 +69,50 @@ def entries(dashboard: Dashboard, info: ButlerInfo) -> list[SecretEntry]:
                 )
     if spec.runtime.api_key_env:
         result.append(
-            SecretEntry(key=spec.runtime.api_key_env, category="runtime",
-                        description="spec.runtime.apiKeyEnv (the model's API key)",
-                        is_sensitive=True, is_set=None, source="environment variable")
-        )  # fmt: skip
+            SecretEntry(
+                key=spec.runtime.api_key_env,
+                category="runtime",
+                description="spec.runtime.apiKeyEnv (the model's API key)",
+                is_sensitive=True,
+                is_set=None,
+                source="environment variable",
+            )
+        )
     if spec.runtime.credentials_secret:
         result.append(
-            SecretEntry(key=spec.runtime.credentials_secret, category="kubernetes-secret",
-                        description="spec.runtime.credentialsSecret", is_sensitive=True,
-                        is_set=None, source="Kubernetes Secret")
-        )  # fmt: skip
+            SecretEntry(
+                key=spec.runtime.credentials_secret,
+                category="kubernetes-secret",
+                description="spec.runtime.credentialsSecret",
+                is_sensitive=True,
+                is_set=None,
+                source="Kubernetes Secret",
+            )
+        )
     for env in spec.env:
         if env.secret_key_ref is not None:
             ref = env.secret_key_ref
             result.append(
-                SecretEntry(key=env.name, category="env", description=f"spec.env {env.name}",
-                            is_sensitive=True, is_set=None,
-                            source=f"Kubernetes Secret {ref.name}/{ref.key}")
-            )  # fmt: skip
+                SecretEntry(
+                    key=env.name,
+                    category="env",
+                    description=f"spec.env {env.name}",
+                    is_sensitive=True,
+                    is_set=None,
+                    source=f"Kubernetes Secret {ref.name}/{ref.key}",
+                )
+            )
         elif env.value is not None and SENSITIVE_KEY.search(env.name):
             result.append(
-                SecretEntry(key=env.name, category="env", description=f"spec.env {env.name}",
-                            is_sensitive=True, is_set=bool(env.value),
-                            source="literal value in the spec")
-            )  # fmt: skip
+                SecretEntry(
+                    key=env.name,
+                    category="env",
+                    description=f"spec.env {env.name}",
+                    is_sensitive=True,
+                    is_set=bool(env.value),
+                    source="literal value in the spec",
+                )
+            )
     return sorted(result, key=lambda e: (e.category, e.key))
 
 

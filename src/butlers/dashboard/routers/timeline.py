@@ -58,8 +58,9 @@ class TimelineEvent(BaseModel):
 
 
 def _sql(modules: tuple[str, ...], kinds: list[str] | None, keyset: bool, limit: int) -> str:
-    branches = [b for module, rows in BRANCHES.items() if module is None or module in modules
-                for b in rows]  # fmt: skip
+    branches = [
+        b for module, rows in BRANCHES.items() if module is None or module in modules for b in rows
+    ]
     where = []
     params = 0
     if keyset:
@@ -112,22 +113,32 @@ async def timeline(
     await asyncio.gather(*(one(n) for n in names))
     events = sorted(
         (
-            TimelineEvent(at=r["at"], butler=n, kind=r["kind"], ref=r["ref"],
-                          summary=r["summary"] or "", status=r["status"])
-            for n, rows in results.items() for r in rows
+            TimelineEvent(
+                at=r["at"],
+                butler=n,
+                kind=r["kind"],
+                ref=r["ref"],
+                summary=r["summary"] or "",
+                status=r["status"],
+            )
+            for n, rows in results.items()
+            for r in rows
         ),
         key=lambda e: (e.at, e.butler, e.kind, e.ref),
         reverse=True,
-    )[:limit]  # fmt: skip
+    )[:limit]
     position = int(fields.get("p", 0)) if fields else 0
     more = len(events) == limit
     next_cursor = None
     if more:
         last_event = events[-1]
         next_cursor = encode_cursor(
-            t=last_event.at.isoformat(), b=last_event.butler, k=last_event.kind,
-            r=last_event.ref, p=position + len(events),
-        )  # fmt: skip
+            t=last_event.at.isoformat(),
+            b=last_event.butler,
+            k=last_event.kind,
+            r=last_event.ref,
+            p=position + len(events),
+        )
     total = position + len(events) + (1 if more else 0)
     return page(
         events,

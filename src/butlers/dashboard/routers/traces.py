@@ -116,9 +116,17 @@ async def list_traces(
     for name, row in fan.rows():
         entry = traces.setdefault(
             row["trace_id"],
-            {"started_at": row["started_at"], "ended_at": row["ended_at"], "butlers": set(),
-             "sessions": 0, "cost": 0.0, "unpriced": 0, "failed": False, "running": False},
-        )  # fmt: skip
+            {
+                "started_at": row["started_at"],
+                "ended_at": row["ended_at"],
+                "butlers": set(),
+                "sessions": 0,
+                "cost": 0.0,
+                "unpriced": 0,
+                "failed": False,
+                "running": False,
+            },
+        )
         entry["started_at"] = min(entry["started_at"], row["started_at"])
         entry["ended_at"] = max(entry["ended_at"], row["ended_at"])
         entry["butlers"].add(name)

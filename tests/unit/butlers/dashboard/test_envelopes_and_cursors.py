@@ -23,9 +23,15 @@ def test_a_page_body_carries_every_meta_field() -> None:
     body = page([1, 2], total=7, offset=2, limit=2, failed_butlers=["x"])
     dumped = body["meta"].model_dump()
     assert dumped | {"next_cursor": None} == {
-        "total": 7, "offset": 2, "limit": 2, "has_more": True, "failed_butlers": ["x"],
-        "supported": True, "reason": None, "next_cursor": None,
-    }  # fmt: skip
+        "total": 7,
+        "offset": 2,
+        "limit": 2,
+        "has_more": True,
+        "failed_butlers": ["x"],
+        "supported": True,
+        "reason": None,
+        "next_cursor": None,
+    }
 
 
 def test_error_envelope_shape() -> None:

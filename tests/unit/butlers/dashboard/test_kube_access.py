@@ -19,12 +19,18 @@ def test_an_explicit_server_needs_no_credentials() -> None:
 def test_the_current_context_of_kubeconfig_gives_server_and_token(tmp_path: Path) -> None:
     config = {
         "current-context": "b",
-        "contexts": [{"name": "a", "context": {"cluster": "x", "user": "x"}},
-                     {"name": "b", "context": {"cluster": "c", "user": "u"}}],
-        "clusters": [{"name": "c", "cluster": {"server": "https://k8s.example:6443",
-                                               "insecure-skip-tls-verify": True}}],
+        "contexts": [
+            {"name": "a", "context": {"cluster": "x", "user": "x"}},
+            {"name": "b", "context": {"cluster": "c", "user": "u"}},
+        ],
+        "clusters": [
+            {
+                "name": "c",
+                "cluster": {"server": "https://k8s.example:6443", "insecure-skip-tls-verify": True},
+            }
+        ],
         "users": [{"name": "u", "user": {"token": "abc"}}],
-    }  # fmt: skip
+    }
     path = tmp_path / "config"
     path.write_text(yaml.safe_dump(config))
     access = access_from({"KUBECONFIG": str(path)})
