@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import signal
 import sys
@@ -79,14 +80,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ecosystem_settings(args: argparse.Namespace) -> EcosystemSettings:
-    overrides: dict[str, object] = {}
-    if getattr(args, "no_dashboard", False):
-        overrides["dashboard"] = False
-    if getattr(args, "dashboard_port", None):
-        overrides["dashboard_port"] = args.dashboard_port
-    return EcosystemSettings.from_env(
-        data_dir=args.data_dir, roster_dir=getattr(args, "roster", None), **overrides
+    settings = EcosystemSettings.from_env(
+        data_dir=args.data_dir, roster_dir=getattr(args, "roster", None)
     )
+    if getattr(args, "no_dashboard", False):
+        settings = dataclasses.replace(settings, dashboard=False)
+    if getattr(args, "dashboard_port", None):
+        settings = dataclasses.replace(settings, dashboard_port=args.dashboard_port)
+    return settings
 
 
 # -- up / down / status --------------------------------------------------------

@@ -139,7 +139,8 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     message = exc.detail if isinstance(exc.detail, str) else "request failed"
     if exc.status_code == 404:
         message = "no such API route"
-    return error_response(exc.status_code, code, message, headers=exc.headers)
+    headers = dict(exc.headers) if exc.headers else None
+    return error_response(exc.status_code, code, message, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:

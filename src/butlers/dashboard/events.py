@@ -160,13 +160,13 @@ class EventStreamResponse(Response):
         self._broker = broker
         self._last_event_id = last_event_id
         self._keepalive = keepalive
-        self._headers = {**SSE_HEADERS, **(headers or {})}
+        self._extra_headers = {**SSE_HEADERS, **(headers or {})}
         self.status_code = 200
         self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [(b"content-type", b"text/event-stream; charset=utf-8")]
-        headers += [(k.lower().encode(), v.encode()) for k, v in self._headers.items()]
+        headers += [(k.lower().encode(), v.encode()) for k, v in self._extra_headers.items()]
         sub, replay, resync = self._broker.subscribe(self._last_event_id)
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -205,10 +205,10 @@ class EventStreamResponse(Response):
             await body(event.encode())
         while True:
             try:
-                event = await asyncio.wait_for(sub.queue.get(), self._keepalive)
+                item = await asyncio.wait_for(sub.queue.get(), self._keepalive)
             except TimeoutError:
                 await body(comment("keepalive"))
                 continue
-            if event is None:  # dropped as too slow: end the stream, the client reconnects
+            if item is None:  # dropped as too slow: end the stream, the client reconnects
                 return
-            await body(event.encode())
+            await body(item.encode())

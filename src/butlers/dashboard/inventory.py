@@ -40,7 +40,7 @@ def api_routes_with_origin() -> list[tuple[str, APIRoute]]:
     routes = [(origin, r) for origin, router in routers for r in router.routes]
     return sorted(
         ((o, r) for o, r in routes if isinstance(r, APIRoute) and r.path.startswith("/api")),
-        key=lambda item: (item[1].path, sorted(item[1].methods)),
+        key=lambda item: (item[1].path, sorted(item[1].methods or ())),
     )
 
 
@@ -76,7 +76,7 @@ def render_markdown(app: FastAPI) -> str:
             status = f"done (empty data: {support['reason']})"
         else:
             status = "done"
-        for method in sorted(route.methods):
+        for method in sorted(route.methods or ()):
             lines.append(
                 f"| {method} | `{route.path}` | {origin} | `{_model_name(route)}` | {status} |"
             )

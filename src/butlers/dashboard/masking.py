@@ -96,11 +96,11 @@ class MaskingMiddleware:
             if message.get("more_body"):
                 return
             body = self.redactor.text(b"".join(chunks).decode("utf-8")).encode("utf-8")
-            headers = [
+            fixed = [
                 (k, str(len(body)).encode() if k == b"content-length" else v)
                 for k, v in start.get("headers") or []
             ]
-            await send({**start, "headers": headers})
+            await send({**start, "headers": fixed})
             await send({"type": "http.response.body", "body": body})
 
         await self.app(scope, receive, masking_send)

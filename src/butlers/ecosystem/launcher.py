@@ -19,7 +19,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 PRELOAD = [
@@ -105,7 +105,7 @@ class ButlerChild:
 
     def _start(
         self,
-        target: object,
+        target: Callable[..., object],
         args: tuple[object, ...],
         command_args: list[str],
         env: Mapping[str, str],

@@ -125,8 +125,8 @@ async def notification_stats(dashboard: Ctx) -> dict[str, Any]:
     totals = {"sent": 0, "failed": 0}
     recent = failed_recent = 0
     for _name, row in fan.rows():
-        stats = by_channel.setdefault(row["channel"], ChannelStats())
-        setattr(stats, row["status"], getattr(stats, row["status"]) + row["n"])
+        channel = by_channel.setdefault(row["channel"], ChannelStats())
+        setattr(channel, row["status"], getattr(channel, row["status"]) + row["n"])
         totals[row["status"]] += row["n"]
         recent += row["recent"]
         failed_recent += row["recent"] if row["status"] == "failed" else 0

@@ -8,6 +8,7 @@ the previous page ended: each page costs the same at any depth.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -132,7 +133,7 @@ async def list_sessions(
 ) -> dict[str, Any]:
     count_sql = f"SELECT count(*) FROM sessions{where.sql()}"
     order = " ORDER BY created_at DESC, session_id DESC"
-    per_butler: dict[str, list[Any]] | None = None
+    per_butler: dict[str, Sequence[Any]] | None = None
     if cursor:
         fields = decode_cursor(cursor, "t", "b", "i")
         at, last_butler, last_id = cursor_time(fields), str(fields["b"]), str(fields["i"])

@@ -93,7 +93,7 @@ async def timeline(
     for name in names:
         dashboard.butler(name)
     fields = decode_cursor(cursor, "t", "b", "k", "r") if cursor else None
-    kinds = list(kind) if kind else None
+    kinds = [str(k) for k in kind] if kind else None
     results = {}
     failed: list[str] = []
 
