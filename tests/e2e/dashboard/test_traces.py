@@ -56,7 +56,10 @@ async def test_a_two_butler_message_is_one_trace_with_its_summed_cost(
     )
     llm_script.route(
         "general",
-        step(tool_calls=[call("note_add", title="Milk", body="buy milk")], usage=(80, 10)),
+        step(
+            tool_calls=[call("note_add", title="Milk", body="buy milk", collection="errands")],
+            usage=(80, 10),
+        ),
         step("Noted.", usage=(40, 4)),
     )
     envelope = build_envelope(TEXT, channel="telegram", provider="telegram", sender="e2e-user")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from butlers.dashboard.context import Dashboard
-from butlers.dashboard.envelopes import page
+from butlers.dashboard.listing import merged_page
 from butlers.dashboard.sql import Where, row_json
 
 
@@ -29,29 +28,15 @@ async def module_page(
     if butler is not None:
         dashboard.butler(butler)
         names = [n for n in names if n == butler]
-    where = where or Where()
-    order = order_sql or f"{order_key} DESC, id DESC"
-    counts, rows = await asyncio.gather(
-        dashboard.db.fan_out(
-            f"SELECT count(*) FROM {table}{where.sql()}", *where.args, butler_names=names
-        ),
-        dashboard.db.fan_out(
-            f"SELECT {columns} FROM {table}{where.sql()} ORDER BY {order} LIMIT {offset + limit}",
-            *where.args,
-            butler_names=names,
-        ),
-    )
-    items = sorted(
-        ({**row_json(r), "butler": n} for n, r in rows.rows()),
-        key=lambda item: (str(item[order_key]), str(item["id"])),
-        reverse=True,
-    )
-    total = sum(int(r[0]["count"]) for r in counts.results.values() if r)
-    failed = sorted(set(counts.failed_butlers) | set(rows.failed_butlers))
-    return page(
-        items[offset : offset + limit],
-        total=total,
+    return await merged_page(
+        dashboard,
+        names,
+        table=table,
+        columns=columns,
+        order_sql=order_sql or f"{order_key} DESC, id DESC",
+        sort_key=lambda _name, row: (row[order_key], str(row["id"])),
+        build=lambda name, row: {**row_json(row), "butler": name},
         offset=offset,
         limit=limit,
-        failed_butlers=failed,
+        where=where,
     )

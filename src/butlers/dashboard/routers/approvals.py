@@ -16,8 +16,9 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from butlers.dashboard.context import Ctx, Dashboard, actor
-from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok, page
+from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok
 from butlers.dashboard.errors import NotFound
+from butlers.dashboard.listing import merged_page
 from butlers.dashboard.pagination import Limit, Offset
 from butlers.dashboard.sql import Where, parse_uuid
 
@@ -92,32 +93,25 @@ async def _actions(
     if butler is not None:
         dashboard.butler(butler)
         names = [n for n in names if n == butler]
-    where = Where().add("status = ANY({}::text[])", list(statuses))
     pending = statuses == ("pending",)
-    order = "requested_at ASC, id" if pending else "coalesce(decided_at, requested_at) DESC, id"
-    counts, rows = await asyncio.gather(
-        dashboard.db.fan_out(
-            f"SELECT count(*) FROM approvals{where.sql()}", *where.args, butler_names=names
+    # Pending: oldest first (the one closest to its deadline on top); else the latest decision.
+    return await merged_page(
+        dashboard,
+        names,
+        table="approvals",
+        columns=COLUMNS,
+        where=Where().add("status = ANY({}::text[])", list(statuses)),
+        order_sql="requested_at ASC, id"
+        if pending
+        else "coalesce(decided_at, requested_at) DESC, id DESC",
+        sort_key=lambda _n, row: (
+            row["requested_at"] if pending else row["decided_at"] or row["requested_at"],
+            row["id"],
         ),
-        dashboard.db.fan_out(
-            f"SELECT {COLUMNS} FROM approvals{where.sql()} ORDER BY {order} LIMIT {offset + limit}",
-            *where.args,
-            butler_names=names,
-        ),
-    )
-    items = [action_of(name, row) for name, row in rows.rows()]
-    if pending:  # oldest first: the one closest to its deadline on top
-        items.sort(key=lambda a: (a.requested_at, a.id))
-    else:
-        items.sort(key=lambda a: (a.decided_at or a.requested_at, a.id), reverse=True)
-    total = sum(int(r[0]["count"]) for r in counts.results.values() if r)
-    failed = sorted(set(counts.failed_butlers) | set(rows.failed_butlers))
-    return page(
-        items[offset : offset + limit],
-        total=total,
+        build=action_of,
         offset=offset,
         limit=limit,
-        failed_butlers=failed,
+        newest_first=not pending,
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
@@ -11,6 +10,7 @@ from pydantic import BaseModel
 
 from butlers.dashboard.context import Ctx, Dashboard
 from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok, page
+from butlers.dashboard.listing import merged_page
 from butlers.dashboard.pagination import Limit, Offset
 from butlers.dashboard.sql import Where
 
@@ -62,30 +62,17 @@ async def _list(
 ) -> dict[str, Any]:
     where = Where().when(channel, "channel = {}").when(status, "status = {}")
     where.when(since, "created_at >= {}")
-    counts, rows = await asyncio.gather(
-        dashboard.db.fan_out(
-            f"SELECT count(*) FROM deliveries{where.sql()}", *where.args, butler_names=names
-        ),
-        dashboard.db.fan_out(
-            f"SELECT {COLUMNS} FROM deliveries{where.sql()} ORDER BY created_at DESC, id DESC "
-            f"LIMIT {offset + limit}",
-            *where.args,
-            butler_names=names,
-        ),
-    )
-    items = sorted(
-        (Notification(**{**dict(r), "id": str(r["id"]), "butler": n}) for n, r in rows.rows()),
-        key=lambda item: (item.created_at, item.id),
-        reverse=True,
-    )
-    total = sum(int(r[0]["count"]) for r in counts.results.values() if r)
-    failed = sorted(set(counts.failed_butlers) | set(rows.failed_butlers))
-    return page(
-        items[offset : offset + limit],
-        total=total,
+    return await merged_page(
+        dashboard,
+        names,
+        table="deliveries",
+        columns=COLUMNS,
+        order_sql="created_at DESC, id DESC",
+        sort_key=lambda _n, row: (row["created_at"], row["id"]),
+        build=lambda n, row: Notification(**{**dict(row), "id": str(row["id"]), "butler": n}),
         offset=offset,
         limit=limit,
-        failed_butlers=failed,
+        where=where,
     )
 
 
