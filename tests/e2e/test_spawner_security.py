@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from butlers.modules.registry import REGISTRY
 from butlers.testing.script_server import Script, call, step
 
 from .harness.ecosystem import EcosystemHandle
@@ -36,7 +37,8 @@ async def test_session_lists_only_its_own_butlers_tools(
     llm_script.route("relationship", step("ok"))
     await butler_ecosystem.call("relationship", "trigger", {"prompt": "list your tools"})
     listed = {t["name"] for t in llm_script.requests_for("relationship")[-1]["tools"]}
-    assert listed == await _tool_names(butler_ecosystem, "relationship") - {"trigger", "tick"}
+    hidden = {"trigger", "tick", *REGISTRY["approvals"].session_hidden_tools}
+    assert listed == await _tool_names(butler_ecosystem, "relationship") - hidden
     assert not listed & SWITCHBOARD_ONLY
 
 
