@@ -4,10 +4,9 @@ PY ?= python3
 VENV_PY := .venv/bin/python
 REGISTRY ?= ghcr.io/butlers-dev
 TAG ?= 0.1.0
-DOCKER ?= docker
 
 .PHONY: setup up test unit integration e2e e2e-operator e2e-kind test-operator lint format crd bench \
-	images image-butler image-operator kind-load
+	images image-butler image-operator push test-images kind-load
 
 setup:
 	$(PY) dev.py setup
@@ -38,13 +37,22 @@ bench:
 crd: setup
 	$(VENV_PY) -m butlers_operator.crd
 
-images: image-butler image-operator
+# Both images (legacy builder, no provenance; a slim Debian base made with debootstrap as
+# root, else the public Python image): see images/build.py. `make images push` pushes too.
+images: setup
+	$(VENV_PY) -m images.build --registry $(REGISTRY) --tag $(TAG)
 
-image-butler:
-	$(DOCKER) build -f images/butler/Dockerfile -t $(REGISTRY)/butler:$(TAG) .
+image-butler: setup
+	$(VENV_PY) -m images.build --registry $(REGISTRY) --tag $(TAG) butler
 
-image-operator:
-	$(DOCKER) build -f images/operator/Dockerfile -t $(REGISTRY)/operator:$(TAG) .
+image-operator: setup
+	$(VENV_PY) -m images.build --registry $(REGISTRY) --tag $(TAG) operator
+
+push: setup
+	$(VENV_PY) -m images.build --registry $(REGISTRY) --tag $(TAG) --push
+
+test-images:
+	$(PY) dev.py test tests/images --images
 
 kind-load: images
 	kind load docker-image --name butlers $(REGISTRY)/butler:$(TAG) $(REGISTRY)/operator:$(TAG)

@@ -5,7 +5,7 @@ Needs only Python 3.11+ and git. Creates `.venv/`, installs the project with its
 development extras (re-installing when pyproject.toml changes), then runs:
 
     python3 dev.py up      # an embedded PostgreSQL and every roster butler (`butlers up`)
-    python3 dev.py test    # the whole test suite, then tests/e2e on the operator backend (CI)
+    python3 dev.py test    # the whole suite, tests/e2e on the operator backend, the images (CI)
     python3 dev.py lint    # ruff, mypy and the import-linter contracts (layers)
     python3 dev.py bench   # the benchmarks under bench/
     python3 dev.py run ... # any command inside the virtual environment
@@ -75,6 +75,9 @@ def main(argv: list[str]) -> int:
         if not rest:
             # The same e2e suite again, on what the operator renders (offline, no Docker).
             code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "operator", "-q")
+            # Both images built and run on Docker (the engine started or installed when it
+            # can be; otherwise every test there skips with the reason).
+            code |= run(str(PY), "-m", "pytest", "tests/images", "--images", "-q")
         # pytest exits 5 when nothing was collected: that is a failure here too.
         return code
     if cmd == "lint":

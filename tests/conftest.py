@@ -15,7 +15,7 @@ from tests.support.mock_spawner import MockSpawner
 from tests.support.scratch import scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e"}
+FOLDER_MARKERS = {"unit": "unit", "integration": "integration", "e2e": "e2e", "images": "images"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,6 +31,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--keep-namespace", action="store_true", help="keep the --kind namespace")
     group.addoption(
         "--live-llm", action="store_true", help="run live_llm tests against a real model"
+    )
+    group.addoption(
+        "--images",
+        action="store_true",
+        help="build both images and run them on a Docker engine (started or installed if need be)",
     )
     group.addoption("--update-golden", action="store_true", help="rewrite golden files")
     group.addoption("--keep-schemas", action="store_true", help="do not drop test schemas")

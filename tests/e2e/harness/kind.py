@@ -46,11 +46,15 @@ class KindError(RuntimeError):
 
 
 async def run(
-    argv: Sequence[str], stdin: str | None = None, timeout: float = COMMAND_TIMEOUT
+    argv: Sequence[str],
+    stdin: str | None = None,
+    timeout: float = COMMAND_TIMEOUT,
+    cwd: Path | None = None,
 ) -> str:
     """Run one command to completion (killed at the deadline); returns its stdout."""
     process = await asyncio.create_subprocess_exec(
         *argv,
+        cwd=cwd,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -125,7 +129,7 @@ async def ensure_cluster(target: k.KindTarget, reuse: bool) -> None:
 
 async def load_images(target: k.KindTarget) -> None:
     for argv in k.build_image_builds(ROOT, target):
-        await run(argv)
+        await run(argv, cwd=ROOT)
     await run(k.build_kind_load(target))
 
 

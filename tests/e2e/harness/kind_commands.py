@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,19 +93,15 @@ def build_create_cluster(config: Path, cluster: str = CLUSTER) -> list[str]:
 
 
 def build_image_builds(root: Path, target: KindTarget) -> list[list[str]]:
-    """`make images`, spelled out: one docker build per image."""
+    """`make images` spelled out: `python -m images.build` (legacy builder, so no
+    provenance attestation `kind load` could not import), run from the repository root."""
     return [
         [
-            "docker",
-            "build",
-            "-f",
-            str(root / "images" / name / "Dockerfile"),
-            "-t",
-            image,
-            str(root),
+            sys.executable, "-m", "images.build",
+            "--registry", target.registry, "--tag", target.tag,
+            "butler", "operator",
         ]
-        for name, image in (("butler", target.butler_image), ("operator", target.operator_image))
-    ]
+    ]  # fmt: skip
 
 
 def build_kind_load(target: KindTarget) -> list[str]:

@@ -40,13 +40,11 @@ def test_the_cluster_comes_from_kind_config() -> None:
 
 
 def test_both_images_are_built_and_loaded_under_the_chart_tags() -> None:
-    builds = k.build_image_builds(ROOT, TARGET)
-    tags = [argv[argv.index("-t") + 1] for argv in builds]
+    [build] = k.build_image_builds(ROOT, TARGET)
+    assert build[1:3] == ["-m", "images.build"]
+    registry, tag = build[build.index("--registry") + 1], build[build.index("--tag") + 1]
+    tags = [f"{registry}/{name}:{tag}" for name in build[-2:]]
     assert tags == ["ghcr.io/butlers-dev/butler:0.1.0", "ghcr.io/butlers-dev/operator:0.1.0"]
-    assert [argv[argv.index("-f") + 1] for argv in builds] == [
-        "/repo/images/butler/Dockerfile",
-        "/repo/images/operator/Dockerfile",
-    ]
     load = k.build_kind_load(TARGET)
     assert load[:3] == ["kind", "load", "docker-image"] and load[-2:] == tags
 

@@ -1,0 +1,1 @@
+"""Building the butler and operator images, and running them as the operator renders pods."""
