@@ -83,7 +83,8 @@ SOURCES: dict[str, ChangeSource] = {
             "session_id, trigger_source, status, model, created_at AS started_at, "
             "completed_at, duration_ms, cost_usd, trace_id, error",
             # Sessions end within the spawner's timeout (at most an hour).
-            "created_at >= $1 - interval '2 hours' AND (created_at >= $1 OR completed_at >= $1)",
+            "created_at >= $1::timestamptz - interval '2 hours' "
+            "AND (created_at >= $1 OR completed_at >= $1)",
             _session,
         ),
         ChangeSource(
@@ -91,7 +92,7 @@ SOURCES: dict[str, ChangeSource] = {
             "id",
             "approvals",
             "id, tool_name, session_id, status, requested_at, expires_at, decided_at, decided_by",
-            "requested_at >= $1 OR decided_at >= $1",
+            "requested_at >= $1::timestamptz OR decided_at >= $1",
             _approval,
         ),
         ChangeSource(
@@ -99,7 +100,8 @@ SOURCES: dict[str, ChangeSource] = {
             "request_id",
             "switchboard",
             "request_id, channel, status, trace_id, received_at, completed_at",
-            "received_at >= $1 - interval '1 day' AND (received_at >= $1 OR completed_at >= $1)",
+            "received_at >= $1::timestamptz - interval '1 day' "
+            "AND (received_at >= $1 OR completed_at >= $1)",
             _message,
         ),
         ChangeSource(

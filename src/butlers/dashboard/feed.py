@@ -54,11 +54,13 @@ class ChangeFeed:
         self.listener_pid: int | None = None
         self._pending: dict[tuple[str, str], set[str]] = {}
         self._pending_count = 0
+        self._overflowed = False  # hints were dropped: a catch-up poll follows the flush
         self._flush_task: asyncio.Task[None] | None = None
         self._seen: OrderedDict[tuple[Any, ...], None] = OrderedDict()
         self._watermarks: dict[str, datetime] = {}
         self._schedules: dict[str, dict[str, Any]] = {}  # butler → schedule id → updated_at
         self.reconnects = 0
+        self._poll_errors: dict[str, str] = {}
 
     # -- the owner task ----------------------------------------------------------------
 
@@ -130,7 +132,8 @@ class ChangeFeed:
         if butler is None or table not in SOURCES:
             return  # another ecosystem's schema on the same server
         if self._pending_count >= MAX_PENDING:
-            return  # too many at once: the next catch-up poll finds them
+            self._overflowed = True  # too many at once: a catch-up poll finds the rest
+            return
         ids = self._pending.setdefault((butler, table), set())
         if row_id not in ids:
             ids.add(row_id)
@@ -152,6 +155,9 @@ class ChangeFeed:
             await asyncio.gather(
                 *(self._reread(b, SOURCES[t], ids) for (b, t), ids in pending.items())
             )
+            if self._overflowed:
+                self._overflowed = False
+                await self._poll_safely()
 
     async def _reread(self, butler: str, source: ChangeSource, ids: set[str]) -> None:
         deleted = {i[1:] for i in ids if i.startswith("-")}
@@ -184,7 +190,7 @@ class ChangeFeed:
         try:
             await self.poll()
         except Exception as exc:
-            log.debug("catch-up poll failed: %s", describe_failure(exc))
+            log.warning("catch-up poll failed: %s", describe_failure(exc))
 
     async def poll(self) -> None:
         """Publish rows changed since each butler's watermark (first call: just set it)."""
@@ -209,8 +215,12 @@ class ChangeFeed:
                         for row in await conn.fetch(source.select_since(), since):
                             self._emit(source.to_event(info.name, row))
         except Exception as exc:
-            log.debug("poll of %s failed: %s", info.name, describe_failure(exc))
+            reason = describe_failure(exc)
+            if self._poll_errors.get(info.name) != reason:  # once per distinct failure
+                log.warning("poll of %s failed: %s", info.name, reason)
+            self._poll_errors[info.name] = reason
             return
+        self._poll_errors.pop(info.name, None)
         self._watermarks[info.name] = now - OVERLAP
 
     async def _poll_schedules(
