@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from typing import Any
 
 MASK = "[REDACTED]"
 MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary text
+# A key (or variable) whose name says it holds a credential.
+SENSITIVE_KEY = re.compile(r"(pass(word)?|secret|token|api[_-]?key|credential|authorization)", re.I)
 
 
 class Redactor:

@@ -12,9 +12,9 @@ from datetime import datetime
 from typing import Any
 
 from butlers.dashboard.db import DatabaseManager
+from butlers.dashboard.masking import mask_keys
 from butlers.db.pool import dumps
 from butlers.redaction import Redactor
-from butlers.telemetry import redact
 
 log = logging.getLogger(__name__)
 COLUMNS = "id, at, actor, butler, operation, target, request, status, error, duration_ms, client"
@@ -38,7 +38,7 @@ class AuditLog:
         duration_ms: int | None = None,
         client: str | None = None,
     ) -> None:
-        safe = self._redactor.value(redact(request))
+        safe = self._redactor.value(mask_keys(request))
         try:
             pool = await self._db.own_pool()
             await pool.execute(

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from butlers.redaction import MASK, Redactor
+from butlers.redaction import MASK, SENSITIVE_KEY, Redactor
 from butlers.spec import ButlerResource
-from butlers.telemetry import SENSITIVE_KEY
 
 MIN_LENGTH = 6  # shorter values would mask ordinary words
 ENV_SUFFIX = re.compile(r"Env$")
@@ -64,6 +64,17 @@ def build_redactor(values: Iterable[str]) -> Redactor:
         variants.add(value)
         variants.add(json.dumps(value)[1:-1])
     return Redactor(variants)
+
+
+def mask_keys(value: Any) -> Any:
+    """A copy of a JSON-like value with the values of credential-named keys masked."""
+    if isinstance(value, Mapping):
+        return {
+            str(k): MASK if SENSITIVE_KEY.search(str(k)) else mask_keys(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [mask_keys(v) for v in value]
+    return value
 
 
 class MaskingMiddleware:

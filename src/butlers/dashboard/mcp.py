@@ -1,9 +1,9 @@
-"""`ButlerClients`: the dashboard's MCP clients, one long-lived client per butler.
+"""`ButlerClients`: the dashboard's MCP access to every butler, over one HTTP client.
 
-Every write of the dashboard is a tool call on the owning butler. Clients send
+Every write of the dashboard is a tool call on the owning butler. Requests carry
 the ecosystem's user bearer token when there is one (the `token` of
-`ecosystem.json`, or `BUTLERS_DASHBOARD_MCP_TOKEN`), so the same code works
-before and after butlers require tokens. A butler that cannot be reached is
+`ecosystem.json`, or `BUTLERS_DASHBOARD_MCP_TOKEN`), so the same code works before
+and after butlers require tokens. A butler that cannot be reached is
 `BUTLER_UNREACHABLE` (502); a tool that ran and failed is `TOOL_ERROR`.
 """
 
@@ -15,16 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2 as httpx
-from mcp.shared.exceptions import MCPError
-
 from butlers.dashboard.directory import ButlerInfo
 from butlers.dashboard.errors import ButlerUnreachable, ToolFailed
-from butlers.mcp_clients import CONNECTION_CLOSED, ClientCache, EndpointUnavailable
+from butlers.dashboard.mcp_http import McpHttpClient, McpProtocolError, McpTransportError
 
 log = logging.getLogger(__name__)
 DEFAULT_CALL_TIMEOUT = 60.0
-TRANSPORT_ERRORS = (httpx.HTTPError, OSError, RuntimeError, MCPError, EndpointUnavailable)
 
 
 @dataclass(frozen=True)
@@ -36,32 +32,22 @@ class ToolOutcome:
     is_error: bool
 
 
-def decode_result(result: Any) -> ToolOutcome:
-    text = "\n".join(getattr(block, "text", "") for block in (result.content or []))
-    if result.is_error:
+def decode_result(result: dict[str, Any]) -> ToolOutcome:
+    """A `tools/call` result: structured content (unwrapped as FastMCP wraps it), else the
+    text parsed as JSON, else the text."""
+    text = "\n".join(str(block.get("text", "")) for block in result.get("content") or [] if block)
+    if result.get("isError"):
         return ToolOutcome(None, text, True)
-    if result.structured_content is not None:
-        data = result.data if result.data is not None else result.structured_content
-        if isinstance(data, dict) and set(data) == {"result"} and result.data is None:
-            data = data["result"]
-        return ToolOutcome(_plain(data), text, False)
+    structured = result.get("structuredContent")
+    if structured is not None:
+        wrapped = ((result.get("_meta") or {}).get("fastmcp") or {}).get("wrap_result")
+        if wrapped and isinstance(structured, dict) and "result" in structured:
+            structured = structured["result"]
+        return ToolOutcome(structured, text, False)
     try:
         return ToolOutcome(json.loads(text), text, False)
     except ValueError:
         return ToolOutcome(text, text, False)
-
-
-def _plain(value: Any) -> Any:
-    """FastMCP may hand back dataclass-like objects; the API wants plain JSON."""
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if hasattr(value, "__dict__"):
-        return {k: _plain(v) for k, v in vars(value).items() if not k.startswith("_")}
-    return str(value)
 
 
 class ButlerClients:
@@ -71,18 +57,18 @@ class ButlerClients:
         self._token_source = token
         self._timeout = timeout
         self._token: str | None = None
-        self._cache: ClientCache | None = None
+        self._client: McpHttpClient | None = None
 
-    async def _clients(self) -> ClientCache:
+    async def _http(self) -> McpHttpClient:
         token = self._token_source()
-        if self._cache is None or token != self._token:
-            old, self._cache = self._cache, None
+        if self._client is None or token != self._token:
+            old, self._client = self._client, None
             if old is not None:
-                await old.close()
+                await old.aclose()
             headers = {"Authorization": f"Bearer {token}"} if token else None
-            self._cache = ClientCache(timeout=self._timeout, headers=headers)
+            self._client = McpHttpClient(headers)
             self._token = token
-        return self._cache
+        return self._client
 
     async def call(
         self,
@@ -109,31 +95,24 @@ class ButlerClients:
         timeout: float | None = None,
     ) -> ToolOutcome:
         """Call a tool; a tool error is returned (`is_error`), not raised."""
-        cache = await self._clients()
-        kwargs: dict[str, Any] = {"raise_on_error": False}
-        if timeout is not None:
-            kwargs["timeout"] = timeout
+        client = await self._http()
         try:
-            result = await cache.call_tool(butler.url, tool, arguments or {}, **kwargs)
-        except MCPError as exc:
-            if exc.error.code == CONNECTION_CLOSED:
-                raise self._unreachable(butler, exc) from exc
-            return ToolOutcome(None, exc.error.message, True)  # a protocol-level refusal
-        except TRANSPORT_ERRORS as exc:
+            result = await client.call_tool(
+                butler.url, tool, arguments or {}, timeout or self._timeout
+            )
+        except McpProtocolError as exc:
+            return ToolOutcome(None, exc.message, True)  # e.g. an unknown tool
+        except McpTransportError as exc:
             raise self._unreachable(butler, exc) from exc
         return decode_result(result)
 
-    async def list_tools(self, butler: ButlerInfo) -> list[Any]:
-        cache = await self._clients()
-        for attempt in (1, 2):
-            try:
-                client = await cache.get(butler.url)
-                return list(await client.list_tools())
-            except TRANSPORT_ERRORS as exc:
-                await cache.drop(butler.url)
-                if attempt == 2:
-                    raise self._unreachable(butler, exc) from exc
-        raise AssertionError("unreachable")
+    async def list_tools(self, butler: ButlerInfo) -> list[dict[str, Any]]:
+        """`tools/list` of the butler: dicts with name, description, inputSchema, _meta…"""
+        client = await self._http()
+        try:
+            return await client.list_tools(butler.url)
+        except (McpTransportError, McpProtocolError) as exc:
+            raise self._unreachable(butler, exc) from exc
 
     @staticmethod
     def _unreachable(butler: ButlerInfo, exc: BaseException) -> ButlerUnreachable:
@@ -144,6 +123,6 @@ class ButlerClients:
         )
 
     async def close(self) -> None:
-        if self._cache is not None:
-            await self._cache.close()
-            self._cache = None
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

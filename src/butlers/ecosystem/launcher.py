@@ -33,7 +33,6 @@ PRELOAD = [
     "requests",
     "httpcore2",
     "fastmcp.client.transports",
-    "butlers.dashboard.serve",
 ]
 _context: multiprocessing.context.ForkServerContext | None = None
 
@@ -61,13 +60,6 @@ def _child_main(spec_path: str, env: dict[str, str], log_path: str) -> None:
     from butlers.daemon.serve import run
 
     _child_exit(run(Path(spec_path)))
-
-
-def _dashboard_main(env: dict[str, str], log_path: str) -> None:
-    _child_setup(env, log_path)
-    from butlers.dashboard.serve import run
-
-    _child_exit(run())
 
 
 def _child_setup(env: dict[str, str], log_path: str) -> None:
@@ -169,7 +161,20 @@ class ButlerChild:
 
 
 class DashboardChild(ButlerChild):
-    """The dashboard process of a local ecosystem (settings in its environment)."""
+    """The dashboard process of a local ecosystem (settings in its environment).
+
+    A plain interpreter rather than a child of the fork server: the dashboard needs
+    none of the butler runtime the fork server holds (about 60 MB it would map).
+    """
 
     def __init__(self, env: Mapping[str, str], log_path: Path) -> None:
-        self._start(_dashboard_main, (dict(env), str(log_path)), ["dashboard"], env, log_path)
+        self._process = None
+        with log_path.open("ab") as log_file:
+            self._popen = subprocess.Popen(
+                [sys.executable, "-m", "butlers", "dashboard"],
+                env={**env, "BUTLERS_PARENT_PID": str(os.getpid())},
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )

@@ -1,9 +1,11 @@
 """Routers for modules' own tables, mounted after the core routers.
 
-Which module has a router is a static table keyed by the names of the static
-module registry (`butlers.modules.registry.REGISTRY`), mounted in the registry's
-order: a roster enables modules by name and never brings code of its own. Each
-router reads only the butlers that enable its module.
+Which module has a router is a static table keyed by names of the static module
+registry (`butlers.modules.registry.REGISTRY`; a unit test holds the two
+together), so a roster, which enables modules by name, never brings code of its
+own. The table is read without importing the modules themselves: the dashboard
+never loads the MCP server stack. Each router reads only the butlers that enable
+its module.
 """
 
 from __future__ import annotations
@@ -22,12 +24,8 @@ MODULE_ROUTERS: dict[str, str] = {
 
 
 def module_routers() -> list[tuple[str, APIRouter]]:
-    """(module name, router) in the registry's order."""
-    from butlers.modules.registry import REGISTRY
-
-    routers = []
-    for name in REGISTRY:
-        target = MODULE_ROUTERS.get(name)
-        if target is not None:
-            routers.append((name, importlib.import_module(target).router))
-    return routers
+    """(module name, router), by module name."""
+    return [
+        (name, importlib.import_module(MODULE_ROUTERS[name]).router)
+        for name in sorted(MODULE_ROUTERS)
+    ]

@@ -63,12 +63,12 @@ async def rules(dashboard: Dashboard) -> tuple[list[ApprovalRule], list[str]]:
             tools = []
         elif isinstance(tools, BaseException):
             raise tools
-        names = {t.name for t in tools}
+        names = {str(t.get("name")) for t in tools}
         for tool in tools:
-            meta = tool.meta or {}
-            mode = meta.get("approval_mode")
-            if mode and tool.name not in spec_rules:
-                result.append(_rule(info.name, tool.name, mode, meta.get("sensitive_args"), "tool"))
+            meta = tool.get("_meta") or {}
+            mode, name = meta.get("approval_mode"), str(tool.get("name"))
+            if mode and name not in spec_rules:
+                result.append(_rule(info.name, name, mode, meta.get("sensitive_args"), "tool"))
         for name, rule in spec_rules.items():
             active = name in names or not names
             result.append(

@@ -15,8 +15,7 @@ from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotSupported
 from butlers.dashboard.inventory import empty_data, not_supported
 from butlers.dashboard.views import ButlerSummary, ModuleStatus, modules_of, summary
-from butlers.redaction import MASK
-from butlers.telemetry import SENSITIVE_KEY
+from butlers.redaction import MASK, SENSITIVE_KEY
 
 router = APIRouter(tags=["butlers"])
 LOG_TAIL_BYTES = 1 << 20

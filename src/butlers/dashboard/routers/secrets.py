@@ -19,7 +19,7 @@ from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotFound, NotSupported
 from butlers.dashboard.inventory import not_supported
 from butlers.dashboard.masking import ENV_SUFFIX
-from butlers.telemetry import SENSITIVE_KEY
+from butlers.redaction import SENSITIVE_KEY
 
 router = APIRouter(tags=["secrets"])
 NO_STORE_SHORT = "there is no secrets store (credentials are env vars or Kubernetes Secrets)"

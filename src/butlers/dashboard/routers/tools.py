@@ -66,16 +66,15 @@ async def list_tools(name: str, dashboard: Ctx) -> dict[str, Any]:
     info = dashboard.butler(name)
     tools = await dashboard.clients.list_tools(info)
     result = []
-    for tool in sorted(tools, key=lambda t: t.name):
-        meta = dict(tool.meta or {})
-        annotations = tool.annotations.model_dump(exclude_none=True) if tool.annotations else {}
+    for tool in sorted(tools, key=lambda t: str(t.get("name"))):
+        meta = dict(tool.get("_meta") or {})
         result.append(
             ToolInfo(
-                name=tool.name,
-                description=tool.description or "",
+                name=str(tool.get("name")),
+                description=str(tool.get("description") or ""),
                 module=meta.get("module"),
-                input_schema=dict(tool.input_schema or {}),
-                annotations=annotations,
+                input_schema=dict(tool.get("inputSchema") or {}),
+                annotations=dict(tool.get("annotations") or {}),
                 approval_mode=meta.get("approval_mode"),
                 sensitive_args=list(meta.get("sensitive_args") or []),
             )

@@ -3,6 +3,9 @@ by registered modules; every route declares its response model."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from fastapi import APIRouter
 from starlette.testclient import TestClient
@@ -29,6 +32,19 @@ def test_every_route_but_the_event_stream_has_a_response_model() -> None:
 
 def test_module_routers_belong_to_registered_modules() -> None:
     assert set(MODULE_ROUTERS) <= set(REGISTRY)
+
+
+def test_the_dashboard_never_loads_the_mcp_server_stack() -> None:
+    """The app and its routers import neither FastMCP nor the MCP SDK nor any module
+    (their memory would count against the dashboard's)."""
+    code = (
+        "import sys; from butlers.dashboard.app import create_app; create_app(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastmcp', 'mcp') "
+        "or m.startswith('butlers.modules')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
 
 
 def test_a_module_route_cannot_shadow_a_core_path(monkeypatch: pytest.MonkeyPatch) -> None:
