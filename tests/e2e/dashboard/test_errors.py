@@ -72,6 +72,9 @@ async def test_a_write_to_a_killed_butler_is_butler_unreachable_and_it_shows_dow
         assert any(e["operation"] == "state.set" for e in audit["data"])
     finally:
         await butler_ecosystem.restart("general")
+    # The restarted butler forgot the dashboard's MCP session: it is opened again.
+    again = await dashboard.put("/api/butlers/general/state/k", json={"value": 2})
+    assert again.status_code == 200, again.text
 
 
 async def test_an_unexpected_exception_is_internal_error_and_logged(
