@@ -29,9 +29,10 @@ from kopf.testing import KopfRunner
 
 from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.provision import deprovision
-from butlers_operator import handlers
+from butlers_operator import controller
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
+from butlers_operator.target import build_schema_name
 from tests.support.kube_emulator import declare_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +103,7 @@ class ReconcileClock:
 
     def __init__(self) -> None:
         self.durations: list[float] = []
-        self._original = handlers.reconcile_butler
+        self._original = controller.reconcile_butler
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         started = time.monotonic()
@@ -147,7 +148,7 @@ async def run(args: argparse.Namespace, admin_dsn: str) -> None:
     prefix = f"bench{secrets.token_hex(2)}_"
     made: list[str] = []
     clock = ReconcileClock()
-    handlers.reconcile_butler = clock
+    controller.reconcile_butler = clock
     try:
         async with operator_on_emulator(admin_dsn, prefix) as (server, session):
             timings = []
@@ -187,9 +188,10 @@ async def run(args: argparse.Namespace, admin_dsn: str) -> None:
                 f"  reconciler p50 {_ms(clock.durations, 0.5)}"
             )
     finally:
-        handlers.reconcile_butler = clock._original
+        controller.reconcile_butler = clock._original
         await asyncio.gather(
-            *(deprovision(admin_dsn, f"{prefix}{n}") for n in made), return_exceptions=True
+            *(deprovision(admin_dsn, build_schema_name(NAMESPACE, n, prefix)) for n in made),
+            return_exceptions=True,
         )
 
 

@@ -20,13 +20,24 @@ from typing import Any
 
 import yaml
 
-from butlers.spec import API_GROUP, API_VERSION, KIND, ButlerSpec
+from butlers.spec import (
+    API_GROUP,
+    API_VERSION,
+    KIND,
+    NAME_PATTERN,
+    RESERVED_ENV_PREFIX,
+    ButlerSpec,
+)
 
 PLURAL = "butlers"
 CRD_NAME = f"{PLURAL}.{API_GROUP}"
 CRD_PATH = Path("charts/butlers-crds/templates/butlers.dev_butlers.yaml")
 # A PostgreSQL identifier is at most 63 bytes; a schema prefix needs room too.
 NAME_MAX = 32
+_RESERVED_ENV = {
+    "rule": f"!self.name.startsWith('{RESERVED_ENV_PREFIX}')",
+    "message": f"names starting with {RESERVED_ENV_PREFIX} are the butler's own settings",
+}
 
 _DROPPED_KEYS = {"title", "additionalProperties", "$defs", "propertyNames", "patternProperties"}
 
@@ -42,12 +53,20 @@ _CEL_RULES: dict[str, list[dict[str, str]]] = {
         {
             "rule": "!(has(self.value) && has(self.secretKeyRef))",
             "message": "set at most one of 'value' or 'secretKeyRef'",
-        }
+        },
+        _RESERVED_ENV,
+    ],
+    "PodEnvVar": [
+        {
+            "rule": "!(has(self.value) && has(self.valueFrom))",
+            "message": "set at most one of 'value' or 'valueFrom'",
+        },
+        _RESERVED_ENV,
     ],
 }
 # Lists whose items are keyed by `name`: the API server rejects duplicates and
 # server-side apply merges them per item.
-_MAP_LISTS = {"schedules", "env"}
+_MAP_LISTS = {"schedules", "env"}  # spec.pod.env too (same property name)
 # Five whitespace-separated cron fields; croniter checks the rest in the operator.
 _CRON_PATTERN = r"^\S+(\s+\S+){4}$"
 
@@ -174,10 +193,10 @@ def build_crd() -> dict[str, Any]:
         },
         "x-kubernetes-validations": [
             {
-                "rule": f"self.metadata.name.size() <= {NAME_MAX}",
+                "rule": f"self.metadata.name.matches('{NAME_PATTERN}')",
                 "message": (
-                    f"metadata.name must be at most {NAME_MAX} characters: it names the "
-                    "butler's PostgreSQL schema and role"
+                    f"metadata.name must match {NAME_PATTERN} (at most {NAME_MAX} characters): "
+                    "it names the butler's PostgreSQL schema and role"
                 ),
             }
         ],
@@ -194,8 +213,13 @@ def build_crd() -> dict[str, Any]:
         "metadata": {
             "name": CRD_NAME,
             "labels": {"app.kubernetes.io/part-of": "butlers"},
-            # Uninstalling the chart must never delete every Butler with the CRD.
-            "annotations": {"helm.sh/resource-policy": "keep"},
+            # Uninstalling the chart, or pruning by a GitOps tool, must never delete every
+            # Butler with the CRD; Argo CD applies it before anything that uses it.
+            "annotations": {
+                "helm.sh/resource-policy": "keep",
+                "argocd.argoproj.io/sync-options": "Prune=false",
+                "argocd.argoproj.io/sync-wave": "-1",
+            },
         },
         "spec": {
             "group": API_GROUP,

@@ -1,4 +1,4 @@
-"""kopf handlers: thin wrappers that call the reconciler and report what it did.
+"""kopf handlers: thin wrappers that hand each event to the controller.
 
 Handlers are registered into a registry built for one settings object
 (`build_registry`), so nothing is configured at import time.
@@ -6,27 +6,36 @@ Handlers are registered into a registry built for one settings object
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import aiohttp
 import kopf
 
 from butlers.errors import DatabaseError
 from butlers.spec import API_GROUP, API_VERSION
+from butlers_operator.controller import Controller
 from butlers_operator.crd import PLURAL
 from butlers_operator.kube import KubeClient, KubeError
-from butlers_operator.reconcile import ReconcileFailure, reclaim_butler, reconcile_butler
+from butlers_operator.reconcile import reclaim_butler
 from butlers_operator.settings import OperatorSettings
 
 RESOURCE = (API_GROUP, API_VERSION, PLURAL)
 FINALIZER = f"{API_GROUP}/reclaim"
+MANAGED = {"app.kubernetes.io/managed-by": "butlers-operator"}
+TRANSIENT = (KubeError, aiohttp.ClientError, TimeoutError)
 
 
 def resolve_connection(
     settings: OperatorSettings, kopf_settings: kopf.OperatorSettings, logger: Any
 ) -> kopf.ConnectionInfo:
-    """The API server: the configured URL, else in-cluster credentials, else kubeconfig."""
+    """The API server: the configured URL, else in-cluster credentials, else kubeconfig.
+
+    Called again whenever a request is refused with 401, so a rotated ServiceAccount
+    token is read anew (kopf does the same for its own watches).
+    """
     if settings.kube_server:
         return kopf.ConnectionInfo(server=settings.kube_server, insecure=True)
     info = kopf.login_with_service_account(
@@ -38,102 +47,112 @@ def resolve_connection(
 
 
 def build_kopf_settings(settings: OperatorSettings) -> kopf.OperatorSettings:
-    """kopf's own settings: progress kept in annotations, so `status` stays ours."""
+    """kopf's own settings: progress in annotations, the diff base in `status.kopf`.
+
+    The diff base is a copy of the spec: in an annotation it would halve the room a
+    Butler has under the 256 KiB annotation limit (kubectl's client-side apply keeps
+    another copy there).
+    """
     kopf_settings = kopf.OperatorSettings()
     kopf_settings.persistence.finalizer = FINALIZER
     kopf_settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=API_GROUP)
-    kopf_settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=API_GROUP, key="last-handled-configuration"
+    kopf_settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(
+        field="status.kopf.lastHandledConfiguration"
     )
     kopf_settings.posting.level = logging.INFO
     kopf_settings.networking.request_timeout = 60
     kopf_settings.watching.server_timeout = 300
-    # The namespaces to serve are given explicitly; no need to scan the cluster for them.
+    # The namespaces to serve are given explicitly; `__main__` waits for the CRD itself.
     kopf_settings.scanning.disabled = not settings.cluster_wide
     return kopf_settings
 
 
-def _report(body: Any, actions: list[tuple[str, str]]) -> None:
-    for verb, what in actions:
-        kopf.info(body, reason=verb.capitalize(), message=f"{verb} {what}")
+def _post_event(body: Mapping[str, Any], kind: str, reason: str, message: str) -> None:
+    raw = cast(kopf.RawBody, dict(body))
+    kopf.event(kopf.Body(raw), type=kind, reason=reason, message=message[:1024])
 
 
-def build_registry(settings: OperatorSettings) -> kopf.OperatorRegistry:
+def _reclaims(spec: Mapping[str, Any], **_: Any) -> bool:
+    """Only a Butler whose deletion drops data carries the finalizer."""
+    return (spec.get("database") or {}).get("reclaimPolicy") == "Delete"
+
+
+# API discovery, which every authenticated client may read (and kopf does not use once
+# running): it answers whether the operator reaches the API server and is still
+# authenticated. RBAC is left out on purpose: a restart would not fix it.
+PROBE_PATH = "/apis/authentication.k8s.io/v1"
+
+
+def build_registry(
+    settings: OperatorSettings, events: Callable[..., None] = _post_event
+) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry, id="login")
     def login(logger: Any, **kwargs: Any) -> kopf.ConnectionInfo:
         return resolve_connection(settings, kwargs["settings"], logger)
 
-    @kopf.on.startup(registry=registry, id="open-client")
-    async def open_client(memo: kopf.Memo, logger: Any, **kwargs: Any) -> None:
-        memo["kube"] = KubeClient(resolve_connection(settings, kwargs["settings"], logger))
+    @kopf.on.startup(registry=registry, id="start-controller")
+    async def start_controller(memo: kopf.Memo, logger: Any, **kwargs: Any) -> None:
+        kopf_settings = kwargs["settings"]
+        kube = KubeClient(lambda: resolve_connection(settings, kopf_settings, logger))
+        controller = Controller(kube, settings, events)
+        memo["kube"], memo["controller"] = kube, controller
+        memo["resync"] = asyncio.create_task(controller.resync_forever(), name="resync")
 
-    @kopf.on.cleanup(registry=registry, id="close-client")
-    async def close_client(memo: kopf.Memo, **_: Any) -> None:
+    @kopf.on.cleanup(registry=registry, id="stop-controller")
+    async def stop_controller(memo: kopf.Memo, **_: Any) -> None:
+        if "resync" in memo:
+            memo["resync"].cancel()
+            await asyncio.gather(memo["resync"], return_exceptions=True)
+        if "controller" in memo:
+            await memo["controller"].close()
         if "kube" in memo:
             await memo["kube"].close()
 
-    async def reconcile(
-        body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, retry: int, logger: Any
-    ) -> None:
+    @kopf.on.probe(registry=registry, id="kubernetes-api")
+    async def kubernetes_api(memo: kopf.Memo, **_: Any) -> str:
+        # Liveness: an operator that cannot talk to the API server is restarted.
         try:
-            outcome = await reconcile_butler(memo["kube"], settings, body, retry)
-        except ReconcileFailure as failure:
-            patch.status.update(failure.status)
-            if not failure.retry:
-                kopf.warn(body, reason="InvalidSpec", message=str(failure))
-                raise kopf.PermanentError(str(failure)) from None
-            kopf.warn(body, reason="DatabaseUnreachable", message=str(failure))
-            raise kopf.TemporaryError(str(failure), delay=settings.retry_delay(retry)) from None
-        except (KubeError, aiohttp.ClientError, TimeoutError) as exc:
+            await memo["kube"].get(PROBE_PATH)
+        except (*TRANSIENT, OSError) as exc:
+            raise kopf.PermanentError(f"cannot reach the Kubernetes API: {exc}") from exc
+        return "reachable"
+
+    async def reconcile(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
+        try:
+            outcome = await memo["controller"].reconcile(body)
+        except TRANSIENT as exc:
             delay = settings.retry_delay(retry)
             raise kopf.TemporaryError(f"Kubernetes API: {exc}", delay=delay) from exc
-        patch.status.update(outcome.status)
-        _report(body, outcome.actions)
-        logger.info("reconciled: %s", outcome.status["phase"])
+        if outcome is not None and outcome.retry and outcome.problem is not None:
+            raise kopf.TemporaryError(outcome.problem.message, delay=settings.retry_delay(retry))
 
-    @kopf.on.resume(*RESOURCE, registry=registry, id="resume-butler")
-    async def resume_butler(**kwargs: Any) -> None:
-        await _call(reconcile, kwargs)
+    kopf.on.resume(*RESOURCE, registry=registry, id="resume-butler")(reconcile)
+    kopf.on.create(*RESOURCE, registry=registry, id="create-butler")(reconcile)
+    kopf.on.update(*RESOURCE, registry=registry, id="update-butler", field="spec")(reconcile)
 
-    @kopf.on.create(*RESOURCE, registry=registry, id="create-butler")
-    async def create_butler(**kwargs: Any) -> None:
-        await _call(reconcile, kwargs)
+    @kopf.on.event(*RESOURCE, registry=registry, id="watch-switchboard")
+    async def watch_switchboard(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        # A switchboard that appears, moves or goes is rendered into every Deployment now.
+        if "controller" in memo:
+            await memo["controller"].butlers_changed(body["metadata"]["namespace"])
 
-    @kopf.on.update(*RESOURCE, registry=registry, id="update-butler", field="spec")
-    async def update_butler(**kwargs: Any) -> None:
-        await _call(reconcile, kwargs)
-
-    @kopf.timer(
-        *RESOURCE,
-        registry=registry,
-        id="correct-drift",
-        interval=settings.resync_seconds,
-        initial_delay=settings.resync_seconds,
+    @kopf.on.event(
+        "apps", "v1", "deployments", registry=registry, id="watch-rollout", labels=MANAGED
     )
-    async def correct_drift(**kwargs: Any) -> None:
-        # Brings back deleted or edited owned objects and refreshes `Available`.
-        await _call(reconcile, {**kwargs, "retry": 0})
+    async def watch_rollout(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        if "controller" in memo:
+            await memo["controller"].deployment_changed(body)
 
-    @kopf.on.delete(*RESOURCE, registry=registry, id="reclaim-database")
+    @kopf.on.delete(*RESOURCE, registry=registry, id="reclaim-database", when=_reclaims)
     async def reclaim_database(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
         try:
             message = await reclaim_butler(memo["kube"], settings, body)
-        except (DatabaseError, KubeError, aiohttp.ClientError) as exc:
+        except (DatabaseError, *TRANSIENT) as exc:
             delay = settings.retry_delay(retry)
             kopf.warn(body, reason="ReclaimFailed", message=f"{exc}; retrying in {delay:g} s")
             raise kopf.TemporaryError(str(exc), delay=delay) from None
         kopf.info(body, reason="Reclaimed", message=message)
 
     return registry
-
-
-async def _call(handler: Any, kwargs: dict[str, Any]) -> None:
-    await handler(
-        body=kwargs["body"],
-        patch=kwargs["patch"],
-        memo=kwargs["memo"],
-        retry=kwargs.get("retry", 0),
-        logger=kwargs["logger"],
-    )

@@ -2,21 +2,33 @@
 
 kopf watches Butler objects with its own client; this one reads and writes the
 owned objects (Secrets, ConfigMaps, Deployments…). It speaks plain REST with
-JSON merge patches, authenticated from the same `kopf.ConnectionInfo` that kopf
-logs in with, and every call has a timeout.
+JSON merge patches, and every call has a timeout.
+
+Credentials come from a login function (the same one kopf logs in with), called
+again whenever the API server answers 401 and every `RELOGIN_SECONDS`: a rotated or
+expired ServiceAccount token (bound tokens last an hour; EKS stops accepting old ones
+after 90 days) is re-read instead of failing every request from then on.
+
+Drift: an object is patched only when what the operator wants differs from what the
+server holds *after normalization*: the server rewrites quantities (`0.5` → `500m`)
+and drops empty values (`value: ""`), which must not count as drift.
 """
 
 from __future__ import annotations
 
+import re
 import ssl
 import tempfile
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import aiohttp
 import kopf
 
 REQUEST_TIMEOUT = 30.0
+RELOGIN_SECONDS = 300.0
 PLURALS = {
     "Secret": "secrets",
     "ConfigMap": "configmaps",
@@ -26,6 +38,19 @@ PLURALS = {
     "NetworkPolicy": "networkpolicies",
     "Butler": "butlers",
 }
+# Keys whose string values are Kubernetes quantities.
+QUANTITY_PARENTS = {"requests", "limits"}
+QUANTITY_KEYS = {"sizeLimit", "storage"}
+_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?$")
+_SUFFIX = {
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+    "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9,
+    "T": Decimal(10) ** 12, "P": Decimal(10) ** 15, "E": Decimal(10) ** 18,
+    "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30,
+    "Ti": Decimal(2) ** 40, "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60,
+}  # fmt: skip
+
+Login = Callable[[], kopf.ConnectionInfo]
 
 
 class KubeError(Exception):
@@ -34,26 +59,59 @@ class KubeError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"Kubernetes API error {status}: {message}")
         self.status = status
+        self.message = message
 
 
-def build_object_path(api_version: str, kind: str, namespace: str, name: str | None = None) -> str:
+def build_object_path(
+    api_version: str, kind: str, namespace: str | None, name: str | None = None
+) -> str:
     prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    path = f"{prefix}/namespaces/{namespace}/{PLURALS[kind]}"
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    path = f"{prefix}{scope}/{PLURALS[kind]}"
     return f"{path}/{name}" if name else path
 
 
-def is_subset(desired: Any, live: Any) -> bool:
-    """Whether `live` already holds everything in `desired` (server defaults may add more)."""
+def parse_quantity(value: str) -> Decimal | None:
+    """A Kubernetes quantity as a number (None when it is not one)."""
+    match = _QUANTITY.match(value.strip())
+    if match is None:
+        return None
+    number, suffix = match.groups()
+    try:
+        if suffix and suffix[0] in "eE":
+            return Decimal(number + suffix)
+        return Decimal(number) * _SUFFIX[suffix or ""]
+    except InvalidOperation:
+        return None
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or value in ("", 0, False) or value == [] or value == {}
+
+
+def is_subset(desired: Any, live: Any, key: str = "", parent: str = "") -> bool:
+    """Whether `live` already holds everything in `desired` (server defaults may add more),
+    comparing the way the API server normalizes: quantities by value, and an empty value
+    the same as an absent one."""
     if isinstance(desired, dict):
         return isinstance(live, dict) and all(
-            key in live and is_subset(value, live[key]) for key, value in desired.items()
+            is_subset(value, live[k], k, key) if k in live else _is_empty(value)
+            for k, value in desired.items()
         )
     if isinstance(desired, list):
         return (
             isinstance(live, list)
             and len(desired) == len(live)
-            and all(is_subset(d, v) for d, v in zip(desired, live, strict=True))
+            and all(is_subset(d, v, key, parent) for d, v in zip(desired, live, strict=True))
         )
+    if (
+        (parent in QUANTITY_PARENTS or key in QUANTITY_KEYS)
+        and isinstance(desired, str | int | float)
+        and isinstance(live, str | int | float)
+    ):
+        want, have = parse_quantity(str(desired)), parse_quantity(str(live))
+        if want is not None and have is not None:
+            return want == have
     return bool(desired == live)
 
 
@@ -83,14 +141,26 @@ def _ssl_context(info: kopf.ConnectionInfo) -> ssl.SSLContext | bool:
     return context
 
 
-@dataclass
 class KubeClient:
     """REST access to one API server; owns its HTTP session (close it on shutdown)."""
 
-    info: kopf.ConnectionInfo
-    session: aiohttp.ClientSession | None = None
+    def __init__(self, login: Login | kopf.ConnectionInfo) -> None:
+        self._login: Login = login if callable(login) else (lambda: login)
+        self.info = self._login()
+        self._logged_in_at = time.monotonic()
+        self.session: aiohttp.ClientSession | None = None
+
+    async def relogin(self) -> None:
+        """Read credentials again (a rotated token) and start a new HTTP session."""
+        self.info = self._login()
+        self._logged_in_at = time.monotonic()
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
 
     async def _session(self) -> aiohttp.ClientSession:
+        if time.monotonic() - self._logged_in_at > RELOGIN_SECONDS:
+            await self.relogin()
         if self.session is None or self.session.closed:
             headers = {"Accept": "application/json"}
             if self.info.token:
@@ -111,23 +181,43 @@ class KubeClient:
         if self.session is not None:
             await self.session.close()
 
-    async def _request(self, method: str, path: str, body: Any = None) -> dict[str, Any] | None:
-        session = await self._session()
-        headers = {"Content-Type": "application/merge-patch+json"} if method == "PATCH" else {}
-        async with session.request(method, path.lstrip("/"), json=body, headers=headers) as resp:
-            if resp.status == 404 and method in {"GET", "DELETE"}:
-                return None
-            payload = await resp.json(content_type=None)
-            if resp.status >= 400:
-                message = payload.get("message") if isinstance(payload, dict) else payload
-                raise KubeError(resp.status, str(message))
-            return dict(payload) if isinstance(payload, dict) else {}
+    async def _request(
+        self, method: str, path: str, body: Any = None, *, content_type: str | None = None
+    ) -> dict[str, Any] | None:
+        for attempt in (1, 2):
+            session = await self._session()
+            headers = {}
+            if method == "PATCH":
+                headers["Content-Type"] = content_type or "application/merge-patch+json"
+            async with session.request(
+                method, path.lstrip("/"), json=body, headers=headers
+            ) as resp:
+                if resp.status == 401 and attempt == 1:
+                    await self.relogin()
+                    continue
+                if resp.status == 404 and method in {"GET", "DELETE"}:
+                    return None
+                payload = await resp.json(content_type=None)
+                if resp.status >= 400:
+                    message = payload.get("message") if isinstance(payload, dict) else payload
+                    raise KubeError(resp.status, str(message))
+                return dict(payload) if isinstance(payload, dict) else {}
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def get(self, path: str) -> dict[str, Any] | None:
         return await self._request("GET", path)
 
+    async def list(self, path: str) -> list[dict[str, Any]]:
+        return list((await self._request("GET", path) or {}).get("items") or [])
+
     async def delete(self, path: str) -> bool:
         return await self._request("DELETE", path) is not None
+
+    async def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        return await self._request("PATCH", path, body)
+
+    async def patch_status(self, path: str, status: dict[str, Any]) -> None:
+        await self._request("PATCH", f"{path}/status", {"status": status})
 
     async def apply(self, desired: dict[str, Any]) -> str:
         """Create the object, or merge-patch it back to `desired`. Returns what it did."""

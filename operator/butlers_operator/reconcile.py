@@ -1,7 +1,8 @@
 """Reconciling one Butler: database first, then the objects that run it, then status.
 
-Idempotent: running it again with nothing changed changes nothing. It never
-drops data; only `reclaim_butler` does, and only with `reclaimPolicy: Delete`.
+Idempotent: running it again with nothing changed changes nothing, and opens no admin
+connection (the butler's own role proves its database is right). It never drops data;
+only `reclaim_butler` does, and only with `reclaimPolicy: Delete`.
 """
 
 from __future__ import annotations
@@ -9,46 +10,53 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from pydantic import ValidationError
 
-from butlers.db.provision import Credentials, deprovision, provision
+from butlers.db.provision import Check, Credentials, deprovision, provision, verify
 from butlers.errors import DatabaseError
 from butlers.roster import format_validation_error
-from butlers.spec import FULL_API_VERSION, KIND, ButlerSpec, schema_name
+from butlers.spec import FULL_API_VERSION, KIND, NAME_PATTERN, ButlerSpec
 from butlers_operator import render
-from butlers_operator.kube import KubeClient, build_object_path
+from butlers_operator.kube import KubeClient, KubeError, build_object_path
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.status import (
+    AVAILABLE,
     DATABASE_READY,
+    Assessment,
     Condition,
     build_available_condition,
     build_status,
+    is_stalling,
+    previous_condition,
 )
+from butlers_operator.target import ButlerTarget, build_endpoint, build_schema_name
 
-SWITCHBOARD_MODULE = "switchboard"
-
-
-class ReconcileFailure(Exception):
-    """Reconciling stopped; `status` says why. `retry` False: only a spec change helps."""
-
-    def __init__(self, message: str, status: dict[str, Any], retry: bool) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retry = retry
+_NAME = re.compile(NAME_PATTERN)
+# The API server refused what we sent for a reason only a person can fix.
+_PERMANENT_STATUSES = {400, 403, 422}
 
 
 @dataclass
 class Outcome:
+    """What one pass did and concluded; the controller writes `status` and the events."""
+
     status: dict[str, Any]
     actions: list[tuple[str, str]] = field(default_factory=list)  # (verb, "Kind/name")
+    # The condition that went wrong (a Warning event when it changes), if any.
+    problem: Condition | None = None
+    # Whether to try again soon (with backoff) rather than at the next resync.
+    retry: bool = False
+    # The switchboard URL the Deployment was rendered with.
+    switchboard_url: str | None = None
 
 
-def _now() -> str:
+def now_text() -> str:
     return datetime.datetime.now(tz=datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -57,142 +65,332 @@ def _decode(secret: Mapping[str, Any] | None, key: str) -> str | None:
     return base64.b64decode(value).decode() if value else None
 
 
-def build_target(body: Mapping[str, Any]) -> render.ButlerTarget:
-    """Validate the Butler's spec; a ValidationError names the fields to fix."""
+class InvalidButler(ValueError):
+    """The Butler cannot be run as written; the reason says what kind of problem."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def build_target(body: Mapping[str, Any], settings: OperatorSettings) -> ButlerTarget:
+    """Validate the Butler; an InvalidButler names the field to fix."""
     meta = body["metadata"]
-    spec = ButlerSpec.model_validate(dict(body.get("spec") or {}))
-    return render.ButlerTarget(
+    source = f"Butler {meta['namespace']}/{meta['name']}"
+    if not _NAME.match(meta["name"]):
+        raise InvalidButler(
+            "InvalidSpec",
+            f"{source}: metadata.name must match {NAME_PATTERN} (it names the butler's "
+            "PostgreSQL schema and role): create it under another name",
+        )
+    try:
+        spec = ButlerSpec.model_validate(dict(body.get("spec") or {}))
+    except ValidationError as exc:
+        lines = format_validation_error(source, exc).splitlines()
+        message = "; ".join(line.replace(f"{source}: ", f"{source}: spec.", 1) for line in lines)
+        raise InvalidButler("InvalidSpec", message) from None
+    target = ButlerTarget(
         name=meta["name"], namespace=meta["namespace"], uid=meta["uid"], spec=spec
     )
+    if render.uses_claude_code(target) and not (spec.image or settings.image_has_claude_code):
+        raise InvalidButler(
+            "UnsupportedRuntime",
+            f"{source}: spec.runtime.adapter claude-code needs the `claude` CLI, which the "
+            "butler image does not ship: use openai or anthropic, or set spec.image to an "
+            "image that has `claude` on PATH (chart: butlerImage.hasClaudeCode)",
+        )
+    return target
 
 
-def describe_invalid_spec(body: Mapping[str, Any], error: ValidationError) -> str:
-    source = f"Butler {body['metadata']['namespace']}/{body['metadata']['name']}"
-    lines = format_validation_error(source, error).splitlines()
-    return "; ".join(line.replace(f"{source}: ", f"{source}: spec.", 1) for line in lines)
+def _compose_dsn(values: Mapping[str, str]) -> str | None:
+    """A DSN from a Secret's discrete keys (as CloudNativePG writes them), escaped."""
+    if not {"host", "user", "password"} <= set(values):
+        return None
+    user, password = quote(values["user"], safe=""), quote(values["password"], safe="")
+    host = values["host"]
+    host = f"[{host}]" if ":" in host else host
+    port = values.get("port") or "5432"
+    database = quote(values.get("dbname") or values.get("database") or "postgres", safe="")
+    return f"postgresql://{user}:{password}@{host}:{port}/{database}"
 
 
 async def read_admin_dsn(kube: KubeClient, settings: OperatorSettings) -> str:
-    """The PostgreSQL admin DSN: from the configured Secret (key `dsn`), or given directly."""
+    """The PostgreSQL admin DSN: from the configured Secret, or given directly."""
     if settings.admin_secret:
+        where = f"Secret {settings.operator_namespace}/{settings.admin_secret}"
         path = build_object_path("v1", "Secret", settings.operator_namespace, settings.admin_secret)
         secret = await kube.get(path)
-        dsn = _decode(secret, "dsn")
+        if secret is None:
+            raise DatabaseError(
+                f"{where} (the PostgreSQL admin connection) does not exist; create it or fix "
+                "the chart's database.adminSecret",
+                reason="AdminSecretMissing",
+            )
+        values = {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+        dsn = values.get(settings.admin_secret_key) or _compose_dsn(
+            dict(settings.admin_defaults) | values
+        )
         if not dsn:
             raise DatabaseError(
-                f"Secret {settings.operator_namespace}/{settings.admin_secret} with key 'dsn' "
-                "(the PostgreSQL admin DSN) is missing; create it or fix the chart's "
-                "database.adminSecret"
+                f"{where} has no key {settings.admin_secret_key!r} (a DSN) and no "
+                "host/user/password keys; fix the Secret or database.adminSecret.key",
+                reason="AdminSecretMissing",
             )
         return dsn
     if settings.admin_dsn:
         return settings.admin_dsn
     raise DatabaseError(
         "the operator has no PostgreSQL admin connection: set BUTLERS_OPERATOR_ADMIN_SECRET "
-        "(or BUTLERS_OPERATOR_ADMIN_DSN)"
+        "(or BUTLERS_OPERATOR_ADMIN_DSN)",
+        reason="AdminSecretMissing",
     )
 
 
-async def provision_database(
-    kube: KubeClient, settings: OperatorSettings, target: render.ButlerTarget
-) -> tuple[Credentials, str, str]:
-    """Schema and role, reusing the schema and password kept in the butler's Secret."""
+@dataclass(frozen=True)
+class Database:
+    """The butler's database as the pods will use it."""
+
+    credentials: Credentials
+    dsn: str  # as pods reach the server
+    port: int
+    condition: Condition
+    # A check failed, but the butler's stored credentials still stand (a hiccup).
+    hiccup: DatabaseError | None = None
+
+
+async def ensure_database(
+    kube: KubeClient,
+    settings: OperatorSettings,
+    target: ButlerTarget,
+    previous: Mapping[str, Any],
+) -> Database:
+    """Verify the butler's database as its own role; provision only what is wrong.
+
+    Raises DatabaseError (with a reason) when the database is not usable.
+    """
     path = build_object_path("v1", "Secret", target.namespace, target.secret_name)
-    existing = await kube.get(path)
-    # The schema is fixed at first provisioning: a later prefix change never orphans data.
-    schema = _decode(existing, "schema") or schema_name(target.name, settings.schema_prefix)
-    admin_dsn = await read_admin_dsn(kube, settings)
-    credentials = await provision(
-        admin_dsn, schema, _decode(existing, "role") or schema, _decode(existing, "password")
+    stored = await kube.get(path)
+    schema = _decode(stored, "schema") or build_schema_name(
+        target.namespace, target.name, settings.schema_prefix
     )
-    return credentials, admin_dsn, schema
+    role = _decode(stored, "role") or schema
+    password, stored_dsn = _decode(stored, "password"), _decode(stored, "dsn")
+    try:
+        admin_dsn: str | None = await read_admin_dsn(kube, settings)
+        admin_error: DatabaseError | None = None
+    except DatabaseError as exc:
+        admin_dsn, admin_error = None, exc
+    # Verified the way the pods connect (the stored DSN), then by the admin's route (the
+    # server may have moved: then the Secret gets the admin's address).
+    routes = [dsn for dsn in dict.fromkeys([stored_dsn, admin_dsn]) if dsn]
+    if not routes:
+        assert admin_error is not None
+        raise admin_error
+    known = Credentials(schema=schema, role=role, password=password) if password else None
+    check, verified_on = Check.LOGIN_FAILED, None
+    try:
+        if known is not None:
+            check, verified_on = await _verify_on_any(routes, known, target.owner)
+        if check is Check.OK:
+            assert known is not None
+            credentials = known
+            message = f"schema {schema} and its role verified"
+        else:
+            if admin_dsn is None:
+                assert admin_error is not None
+                raise admin_error
+            credentials = await provision(
+                admin_dsn,
+                schema,
+                role,
+                password,
+                owner=target.owner,
+                set_password=check is Check.LOGIN_FAILED,
+            )
+            message = f"schema {schema} and its role are ready"
+    except DatabaseError as exc:
+        before = previous_condition(previous, DATABASE_READY)
+        if (
+            before is not None
+            and before.status
+            and known is not None
+            and stored_dsn
+            and exc.reason == "DatabaseUnreachable"
+        ):
+            # The operator could not check, but nothing says the butler's database changed:
+            # keep it Ready; the pods' own /ready tells whether the database is really gone.
+            return Database(known, stored_dsn, _port(stored_dsn), before, hiccup=exc)
+        raise
+    server = admin_dsn or verified_on or str(stored_dsn)
+    dsn = render.build_butler_dsn(credentials, server, settings.butler_database_host)
+    condition = Condition(DATABASE_READY, True, "Provisioned", message)
+    return Database(credentials, dsn, _port(server), condition)
 
 
-def find_switchboard_url(butlers: list[Mapping[str, Any]]) -> str | None:
-    """The Service URL of the Butler that enables the switchboard module (first by name)."""
+async def _verify_on_any(routes: list[str], known: Credentials, owner: str) -> tuple[Check, str]:
+    """The first answer from a route that reaches the server; unreachable only if none does."""
+    failure: DatabaseError | None = None
+    for route in routes:
+        try:
+            return await verify(route, known, owner), route
+        except DatabaseError as exc:
+            if exc.reason != "DatabaseUnreachable":
+                raise
+            failure = exc
+    assert failure is not None
+    raise failure
+
+
+def _port(dsn: str) -> int:
+    return urlsplit(dsn).port or 5432
+
+
+def find_switchboard_url(butlers: Sequence[Mapping[str, Any]]) -> str | None:
+    """The Service URL of the Butler that enables the switchboard module (first by name).
+
+    The same rule makes the NetworkPolicy admit it: its pod's role label.
+    """
     for body in sorted(butlers, key=lambda b: b["metadata"]["name"]):
-        spec = body.get("spec") or {}
-        if SWITCHBOARD_MODULE not in (spec.get("modules") or {}):
+        if (body["metadata"].get("deletionTimestamp")) is not None:
             continue
         try:
-            port = ButlerSpec.model_validate(dict(spec)).port
+            spec = ButlerSpec.model_validate(dict(body.get("spec") or {}))
         except ValidationError:
             continue  # its own reconcile reports the invalid spec
-        meta = body["metadata"]
-        return render.build_endpoint(meta["name"], meta["namespace"], port)
+        if spec.is_switchboard:
+            meta = body["metadata"]
+            return build_endpoint(meta["name"], meta["namespace"], spec.port)
     return None
 
 
 async def read_switchboard_url(kube: KubeClient, namespace: str) -> str | None:
     """Where the butlers of this namespace register: None when no Butler runs a switchboard."""
-    listing = await kube.get(build_object_path(FULL_API_VERSION, KIND, namespace))
-    return find_switchboard_url(list((listing or {}).get("items") or []))
+    return find_switchboard_url(
+        await kube.list(build_object_path(FULL_API_VERSION, KIND, namespace))
+    )
+
+
+async def read_pod_inputs(
+    kube: KubeClient, namespace: str, refs: render.InputRefs
+) -> render.PodInputs:
+    """The data of every Secret and ConfigMap the pod's environment comes from."""
+
+    async def read(kind: str, name: str, keys: frozenset[str] | None) -> dict[str, str] | None:
+        obj = await kube.get(build_object_path("v1", kind, namespace, name))
+        if obj is None:
+            return None
+        data = dict(obj.get("data") or {})
+        return data if keys is None else {k: data.get(k, "") for k in sorted(keys)}
+
+    secret_names, map_names = list(refs.secrets), list(refs.config_maps)
+    values = await asyncio.gather(
+        *(read("Secret", n, refs.secrets[n]) for n in secret_names),
+        *(read("ConfigMap", n, refs.config_maps[n]) for n in map_names),
+    )
+    return render.PodInputs(
+        secrets=dict(zip(secret_names, values[: len(secret_names)], strict=True)),
+        config_maps=dict(zip(map_names, values[len(secret_names) :], strict=True)),
+    )
+
+
+def assess(database: Condition, deployment: Mapping[str, Any] | None) -> Assessment:
+    """One rule for Ready/Reconciling/Stalled, used after a reconcile and on Deployment events."""
+    available, rollout_stalled = build_available_condition(deployment)
+    stalled = rollout_stalled or (database.status is not True and is_stalling(database.reason))
+    return Assessment(database, available, stalled)
+
+
+async def _drop_network_policy(kube: KubeClient, target: ButlerTarget) -> bool:
+    """Delete the butler's NetworkPolicy when policies are disabled (only one it owns)."""
+    path = build_object_path("networking.k8s.io/v1", "NetworkPolicy", target.namespace, target.name)
+    live = await kube.get(path)
+    owners = (live or {}).get("metadata", {}).get("ownerReferences") or []
+    if live is None or not any(o.get("uid") == target.uid for o in owners):
+        return False
+    return await kube.delete(path)
+
+
+async def _failed(
+    kube: KubeClient, body: Mapping[str, Any], problem: Condition, retry: bool
+) -> Outcome:
+    """The status of a pass that stopped at `problem` (the Deployment, if any, as it is)."""
+    meta, previous = body["metadata"], body.get("status") or {}
+    if problem.type == DATABASE_READY:
+        deployment = await kube.get(
+            build_object_path("apps/v1", "Deployment", meta["namespace"], meta["name"])
+        )
+        assessment = assess(problem, deployment)
+    else:
+        database = previous_condition(previous, DATABASE_READY) or Condition(
+            DATABASE_READY, None, "NotReconciled", "not checked"
+        )
+        assessment = Assessment(database, problem, stalled=True)
+    status = build_status(
+        assessment, previous=previous, now=now_text(), generation=meta.get("generation")
+    )
+    return Outcome(status=status, problem=problem, retry=retry)
 
 
 async def reconcile_butler(
-    kube: KubeClient, settings: OperatorSettings, body: Mapping[str, Any], retry: int = 0
+    kube: KubeClient, settings: OperatorSettings, body: Mapping[str, Any]
 ) -> Outcome:
     """Make the cluster and the database match one Butler; return its status."""
     meta = body["metadata"]
     generation = meta.get("generation")
     previous = body.get("status") or {}
-    unknown = Condition("Available", None, "NotReconciled", "waiting for the database")
     try:
-        target = build_target(body)
-    except ValidationError as exc:
-        message = describe_invalid_spec(body, exc)
-        invalid = Condition(DATABASE_READY, False, "InvalidSpec", message)
-        status = build_status(
-            database=invalid,
-            available=unknown,
-            previous=previous,
-            now=_now(),
-            generation=generation,
-            invalid=True,
-        )
-        raise ReconcileFailure(message, status, retry=False) from None
+        target = build_target(body, settings)
+    except InvalidButler as exc:
+        invalid = Condition(DATABASE_READY, None, exc.reason, str(exc))
+        return await _failed(kube, body, invalid, retry=False)
     try:
-        credentials, admin_dsn, schema = await provision_database(kube, settings, target)
+        database = await ensure_database(kube, settings, target, previous)
     except DatabaseError as exc:
-        delay = settings.retry_delay(retry)
-        message = f"{exc}; retrying in {delay:g} s"
-        down = Condition(DATABASE_READY, False, "DatabaseUnreachable", message)
-        status = build_status(
-            database=down,
-            available=unknown,
-            previous=previous,
-            now=_now(),
-            generation=generation,
-            endpoint=target.endpoint,
-        )
-        raise ReconcileFailure(message, status, retry=True) from None
-    database = Condition(
-        DATABASE_READY, True, "Provisioned", f"schema {schema} and its role are ready"
-    )
-    server = urlsplit(admin_dsn)
-    dsn = render.build_butler_dsn(credentials, admin_dsn, settings.butler_database_host)
+        down = Condition(DATABASE_READY, False, exc.reason, str(exc))
+        return await _failed(kube, body, down, retry=True)
     switchboard_url = await read_switchboard_url(kube, target.namespace)
-    objects = render.render_all(
-        target, settings, credentials, dsn, server.port or 5432, switchboard_url
+    inputs = await read_pod_inputs(
+        kube, target.namespace, render.referenced_inputs(target, settings)
     )
-    outcome = Outcome(status={})
-    # Independent objects: apply them together (a pod waits for its Secret and ConfigMap).
-    verbs = await asyncio.gather(*(kube.apply(manifest) for manifest in objects))
+    objects = render.render_all(
+        target,
+        settings,
+        database.credentials,
+        database.dsn,
+        database.port,
+        switchboard_url,
+        inputs,
+    )
+    outcome = Outcome(status={}, switchboard_url=switchboard_url)
+    try:
+        # Independent objects: apply them together (a pod waits for its Secret and ConfigMap).
+        verbs = await asyncio.gather(*(kube.apply(manifest) for manifest in objects))
+    except KubeError as exc:
+        if exc.status not in _PERMANENT_STATUSES:
+            raise
+        rejected = Condition(AVAILABLE, False, "KubernetesRejected", exc.message)
+        return await _failed(kube, body, rejected, retry=True)
     for verb, manifest in zip(verbs, objects, strict=True):
         if verb != "unchanged":
             outcome.actions.append((verb, f"{manifest['kind']}/{manifest['metadata']['name']}"))
+    if not settings.network_policy.enabled and await _drop_network_policy(kube, target):
+        outcome.actions.append(("deleted", f"NetworkPolicy/{target.name}"))
     deployment = await kube.get(
         build_object_path("apps/v1", "Deployment", target.namespace, target.name)
     )
+    assessment = assess(database.condition, deployment)
     outcome.status = build_status(
-        database=database,
-        available=build_available_condition(deployment),
+        assessment,
         previous=previous,
-        now=_now(),
+        now=now_text(),
         generation=generation,
         endpoint=target.endpoint,
-        schema=schema,
+        schema=database.credentials.schema,
     )
+    if database.hiccup is not None:
+        outcome.problem = Condition(
+            DATABASE_READY, True, "CheckFailed", f"could not verify the database: {database.hiccup}"
+        )
     return outcome
 
 
@@ -206,9 +404,9 @@ async def reclaim_butler(
         build_object_path("v1", "Secret", meta["namespace"], f"{meta['name']}-db")
     )
     schema = (
-        (body.get("status") or {}).get("schema")
-        or _decode(secret, "schema")
-        or schema_name(meta["name"], settings.schema_prefix)
+        _decode(secret, "schema")
+        or (body.get("status") or {}).get("schema")
+        or build_schema_name(meta["namespace"], meta["name"], settings.schema_prefix)
     )
     if policy != "Delete":
         return f"reclaimPolicy Retain: kept schema {schema}, its role and data"

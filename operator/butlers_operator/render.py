@@ -1,8 +1,9 @@
 """Pure rendering of a Butler into the Kubernetes objects that run it.
 
 Every function here is a pure function of its arguments: no I/O, no clock, no
-randomness. The reconciler applies what these return; the unit tests validate
-them against the Kubernetes OpenAPI schemas of every supported version.
+randomness. The reconciler applies what these return, `python -m butlers_operator
+render` prints them, and the unit tests validate them against the Kubernetes OpenAPI
+schemas of every supported version.
 """
 
 from __future__ import annotations
@@ -10,89 +11,55 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
 from butlers.db.provision import Credentials
-from butlers.spec import FULL_API_VERSION, KIND, ButlerSpec, EnvVarSpec
+from butlers.spec import FULL_API_VERSION, KIND, EnvVarSpec
+from butlers_operator.netpol import render_network_policy
 from butlers_operator.settings import OperatorSettings
+from butlers_operator.target import (
+    ButlerTarget,
+    build_labels,
+    build_metadata,
+    build_selector,
+)
 
 SPEC_DIR = "/etc/butlers"
 SPEC_FILE = "butler.yaml"
 SPEC_PATH = f"{SPEC_DIR}/{SPEC_FILE}"
 CONFIG_HASH_ANNOTATION = "butlers.dev/config-hash"
-BUTLER_LABEL = "butlers.dev/butler"
 CONTAINER = "butler"
 MIGRATE_CONTAINER = "migrate"
+SPEC_VOLUME = "butlers-spec"
+TMP_VOLUME = "butlers-tmp"
 RUN_AS = 10001
 DEFAULT_RESOURCES = {
     "requests": {"cpu": "50m", "memory": "128Mi"},
     "limits": {"memory": "512Mi"},
 }
+# Above /ready's own 2 s database check (butlers.daemon.serve.READY_TIMEOUT), so a
+# slow-but-healthy answer is not taken for a failure.
+READINESS_TIMEOUT_SECONDS = 5
+# Start-up may take a while on a busy node (imports, first connection): up to 3 minutes
+# before liveness takes over.
+STARTUP_PERIOD_SECONDS = 2
+STARTUP_FAILURES = 90
+# A placeholder the `render` command shows instead of a password it does not know.
+PASSWORD_PLACEHOLDER = "generated-at-provisioning"
 
 
 @dataclass(frozen=True)
-class ButlerTarget:
-    """One Butler object, validated: what every renderer needs to know about it."""
+class PodInputs:
+    """What a pod consumes beyond the Butler itself, for the config hash (never stored)."""
 
-    name: str
-    namespace: str
-    uid: str
-    spec: ButlerSpec
-
-    @property
-    def secret_name(self) -> str:
-        return f"{self.name}-db"
-
-    @property
-    def config_map_name(self) -> str:
-        return f"{self.name}-spec"
-
-    @property
-    def endpoint(self) -> str:
-        """The in-cluster MCP URL (the Service's DNS name)."""
-        return build_endpoint(self.name, self.namespace, self.spec.port)
-
-
-def build_endpoint(name: str, namespace: str, port: int) -> str:
-    """A butler's in-cluster MCP URL: its Service's DNS name and port."""
-    return f"http://{name}.{namespace}.svc:{port}/mcp"
-
-
-def build_labels(target: ButlerTarget) -> dict[str, str]:
-    return {
-        "app.kubernetes.io/name": "butler",
-        "app.kubernetes.io/instance": target.name,
-        "app.kubernetes.io/part-of": "butlers",
-        "app.kubernetes.io/managed-by": "butlers-operator",
-        BUTLER_LABEL: target.name,
-    }
-
-
-def build_selector(target: ButlerTarget) -> dict[str, str]:
-    return {"app.kubernetes.io/name": "butler", BUTLER_LABEL: target.name}
-
-
-def build_owner_reference(target: ButlerTarget) -> dict[str, Any]:
-    return {
-        "apiVersion": FULL_API_VERSION,
-        "kind": KIND,
-        "name": target.name,
-        "uid": target.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def _metadata(target: ButlerTarget, name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "namespace": target.namespace,
-        "labels": build_labels(target),
-        "ownerReferences": [build_owner_reference(target)],
-    }
+    # Each referenced Secret/ConfigMap → its data as the reconciler read it (None: missing).
+    secrets: Mapping[str, Mapping[str, str] | None] = field(default_factory=dict)
+    config_maps: Mapping[str, Mapping[str, str] | None] = field(default_factory=dict)
 
 
 def _b64(value: str) -> str:
@@ -100,16 +67,17 @@ def _b64(value: str) -> str:
 
 
 def build_butler_dsn(credentials: Credentials, server_dsn: str, host: str | None) -> str:
-    """The butler role's DSN, with the host as butler pods reach the server."""
+    """The butler role's DSN (escaped), with the host as butler pods reach the server."""
     dsn = credentials.dsn(server_dsn)
     if not host:
         return dsn
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(dsn)
     userinfo = parts.netloc.rsplit("@", 1)[0]
     port = f":{parts.port}" if parts.port else ""
-    return urlunsplit((parts.scheme, f"{userinfo}@{host}{port}", parts.path, parts.query, ""))
+    bracketed = f"[{host}]" if ":" in host else host
+    return str(
+        urlunsplit((parts.scheme, f"{userinfo}@{bracketed}{port}", parts.path, parts.query, ""))
+    )
 
 
 def render_secret(target: ButlerTarget, credentials: Credentials, dsn: str) -> dict[str, Any]:
@@ -123,7 +91,7 @@ def render_secret(target: ButlerTarget, credentials: Credentials, dsn: str) -> d
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _metadata(target, target.secret_name),
+        "metadata": build_metadata(target, target.secret_name),
         "type": "Opaque",
         "data": {key: _b64(value) for key, value in values.items()},
     }
@@ -144,15 +112,65 @@ def render_config_map(target: ButlerTarget) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(target, target.config_map_name),
+        "metadata": build_metadata(target, target.config_map_name),
         "data": {SPEC_FILE: render_spec_file(target)},
     }
 
 
-def build_config_hash(config_map: dict[str, Any], secret: dict[str, Any]) -> str:
-    """A digest of everything a pod reads at start: a change rolls the pod."""
+@dataclass(frozen=True)
+class InputRefs:
+    """The Secrets and ConfigMaps the butler container's environment comes from.
+
+    Name → the keys it reads, or None for all of them (`envFrom`).
+    """
+
+    secrets: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+    config_maps: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+
+
+def referenced_inputs(target: ButlerTarget, settings: OperatorSettings) -> InputRefs:
+    """What must roll the pod when it changes, besides the spec and the butler's Secret."""
+    secrets: dict[str, frozenset[str] | None] = {}
+    config_maps: dict[str, frozenset[str] | None] = {}
+
+    def add(table: dict[str, frozenset[str] | None], name: str, key: str | None) -> None:
+        if name in table and table[name] is None:
+            return
+        table[name] = None if key is None else (table.get(name) or frozenset()) | {key}
+
+    if settings.butler_env_secret:
+        add(secrets, settings.butler_env_secret, None)
+    if target.spec.runtime.credentials_secret:
+        add(secrets, target.spec.runtime.credentials_secret, None)
+    for var in target.spec.env:
+        if var.secret_key_ref is not None:
+            add(secrets, var.secret_key_ref.name, var.secret_key_ref.key)
+    for pod_var in target.spec.pod.env:
+        source = pod_var.value_from or {}
+        for kind, table in (("secretKeyRef", secrets), ("configMapKeyRef", config_maps)):
+            ref = source.get(kind)
+            if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+                add(table, str(ref["name"]), str(ref.get("key", "")))
+    return InputRefs(secrets=secrets, config_maps=config_maps)
+
+
+def build_config_hash(
+    config_map: dict[str, Any], secret: dict[str, Any], inputs: PodInputs | None = None
+) -> str:
+    """A digest of everything a pod reads at start: a change rolls the pod.
+
+    The spec, the butler's own Secret, and every Secret and ConfigMap its environment
+    comes from (runtime credentials, secretKeyRefs, the site-wide env Secret).
+    """
+    inputs = inputs or PodInputs()
     payload = json.dumps(
-        {"config": config_map.get("data", {}), "secret": secret.get("data", {})}, sort_keys=True
+        {
+            "config": config_map.get("data", {}),
+            "secret": secret.get("data", {}),
+            "secrets": inputs.secrets,
+            "configMaps": inputs.config_maps,
+        },
+        sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
@@ -182,6 +200,81 @@ def _resources(target: ButlerTarget) -> dict[str, Any]:
     return out or DEFAULT_RESOURCES
 
 
+def uses_claude_code(target: ButlerTarget) -> bool:
+    return target.spec.runtime.adapter == "claude-code"
+
+
+def build_butler_env(
+    target: ButlerTarget, settings: OperatorSettings, switchboard_url: str | None
+) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [
+        _secret_env(target, "BUTLERS_DSN", "dsn"),
+        _secret_env(target, "BUTLERS_SCHEMA", "schema"),
+        {"name": "BUTLERS_HOST", "value": "0.0.0.0"},
+        {"name": "BUTLERS_PORT", "value": str(target.spec.port)},
+    ]
+    if switchboard_url:
+        env.append({"name": "BUTLERS_SWITCHBOARD_URL", "value": switchboard_url})
+        env.append({"name": "BUTLERS_ADVERTISE_URL", "value": target.endpoint})
+    if settings.otlp_endpoint:
+        env.append({"name": "BUTLERS_OTLP_ENDPOINT", "value": settings.otlp_endpoint})
+    if uses_claude_code(target):
+        # The CLI keeps its state under HOME: the pod's writable emptyDir.
+        env.append({"name": "HOME", "value": "/tmp"})
+    env.extend(_env_var(var) for var in target.spec.env)
+    for var in target.spec.pod.env:
+        if var.value_from is not None:
+            env.append({"name": var.name, "valueFrom": var.value_from})
+        else:
+            env.append({"name": var.name, "value": var.value or ""})
+    return env
+
+
+def _probes(port: str) -> dict[str, Any]:
+    return {
+        "startupProbe": {
+            "httpGet": {"path": "/health", "port": port},
+            "periodSeconds": STARTUP_PERIOD_SECONDS,
+            "timeoutSeconds": 2,
+            "failureThreshold": STARTUP_FAILURES,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/ready", "port": port},
+            "periodSeconds": 5,
+            "timeoutSeconds": READINESS_TIMEOUT_SECONDS,
+            "failureThreshold": 3,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/health", "port": port},
+            "periodSeconds": 10,
+            "timeoutSeconds": 5,
+            "failureThreshold": 6,
+        },
+    }
+
+
+def _scheduling(target: ButlerTarget, settings: OperatorSettings) -> dict[str, Any]:
+    """Pod placement and pulls: the Butler's `spec.pod`, else the operator's defaults."""
+    pod, defaults = target.spec.pod, settings.pod_defaults
+    out: dict[str, Any] = {}
+    pull_secrets = pod.image_pull_secrets or list(defaults.image_pull_secrets)
+    if pull_secrets:
+        out["imagePullSecrets"] = [{"name": name} for name in pull_secrets]
+    node_selector = pod.node_selector or defaults.node_selector
+    if node_selector:
+        out["nodeSelector"] = dict(node_selector)
+    tolerations = pod.tolerations or list(defaults.tolerations)
+    if tolerations:
+        out["tolerations"] = [dict(t) for t in tolerations]
+    affinity = pod.affinity if pod.affinity is not None else defaults.affinity
+    if affinity:
+        out["affinity"] = dict(affinity)
+    priority = pod.priority_class_name or defaults.priority_class_name
+    if priority:
+        out["priorityClassName"] = priority
+    return out
+
+
 def render_deployment(
     target: ButlerTarget,
     settings: OperatorSettings,
@@ -199,55 +292,27 @@ def render_deployment(
         "runAsNonRoot": True,
         "capabilities": {"drop": ["ALL"]},
     }
-    database_env = [
-        _secret_env(target, "BUTLERS_DSN", "dsn"),
-        _secret_env(target, "BUTLERS_SCHEMA", "schema"),
-    ]
     mounts = [
-        {"name": "spec", "mountPath": SPEC_DIR, "readOnly": True},
-        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": SPEC_VOLUME, "mountPath": SPEC_DIR, "readOnly": True},
+        {"name": TMP_VOLUME, "mountPath": "/tmp"},
     ]
     env_from: list[dict[str, Any]] = []
     if settings.butler_env_secret:
         env_from.append({"secretRef": {"name": settings.butler_env_secret, "optional": True}})
     if target.spec.runtime.credentials_secret:
         env_from.append({"secretRef": {"name": target.spec.runtime.credentials_secret}})
-    probe = {"port": "mcp"}
-    butler = {
+    butler: dict[str, Any] = {
         "name": CONTAINER,
         "image": image,
         "imagePullPolicy": settings.image_pull_policy,
         "command": ["butlers"],
         "args": ["serve", "--spec", SPEC_PATH],
-        "env": [
-            *database_env,
-            {"name": "BUTLERS_HOST", "value": "0.0.0.0"},
-            {"name": "BUTLERS_PORT", "value": str(target.spec.port)},
-            *(
-                [
-                    {"name": "BUTLERS_SWITCHBOARD_URL", "value": switchboard_url},
-                    {"name": "BUTLERS_ADVERTISE_URL", "value": target.endpoint},
-                ]
-                if switchboard_url
-                else []
-            ),
-            *(_env_var(var) for var in target.spec.env),
-        ],
+        "env": build_butler_env(target, settings, switchboard_url),
         "ports": [{"name": "mcp", "containerPort": target.spec.port, "protocol": "TCP"}],
-        "readinessProbe": {
-            "httpGet": {"path": "/ready", **probe},
-            "periodSeconds": 5,
-            "failureThreshold": 3,
-        },
-        "livenessProbe": {
-            "httpGet": {"path": "/health", **probe},
-            "initialDelaySeconds": 10,
-            "periodSeconds": 10,
-            "failureThreshold": 6,
-        },
+        **_probes("mcp"),
         "resources": _resources(target),
         "securityContext": security,
-        "volumeMounts": mounts,
+        "volumeMounts": [*mounts, *(dict(m) for m in target.spec.pod.volume_mounts)],
     }
     if env_from:
         butler["envFrom"] = env_from
@@ -257,26 +322,26 @@ def render_deployment(
         "imagePullPolicy": settings.image_pull_policy,
         "command": ["butlers"],
         "args": ["migrate", "--spec", SPEC_PATH],
-        "env": database_env,
+        "env": build_butler_env(target, settings, None)[:2],
         "resources": DEFAULT_RESOURCES,
         "securityContext": security,
         "volumeMounts": mounts,
     }
-    labels = build_labels(target)
+    # The operator's labels win: the selector and the NetworkPolicies depend on them.
+    labels = dict(target.spec.pod.labels) | build_labels(target)
+    annotations = dict(target.spec.pod.annotations) | {CONFIG_HASH_ANNOTATION: config_hash}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _metadata(target, target.name),
+        "metadata": build_metadata(target, target.name),
         "spec": {
             "replicas": 1,
             "strategy": {"type": "Recreate"},
             "revisionHistoryLimit": 3,
+            "progressDeadlineSeconds": 600,
             "selector": {"matchLabels": build_selector(target)},
             "template": {
-                "metadata": {
-                    "labels": labels,
-                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash},
-                },
+                "metadata": {"labels": labels, "annotations": annotations},
                 "spec": {
                     "serviceAccountName": target.name,
                     "automountServiceAccountToken": False,
@@ -289,11 +354,13 @@ def render_deployment(
                         "fsGroup": RUN_AS,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
+                    **_scheduling(target, settings),
                     "initContainers": [migrate],
                     "containers": [butler],
                     "volumes": [
-                        {"name": "spec", "configMap": {"name": target.config_map_name}},
-                        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+                        {"name": SPEC_VOLUME, "configMap": {"name": target.config_map_name}},
+                        {"name": TMP_VOLUME, "emptyDir": {"sizeLimit": "64Mi"}},
+                        *(dict(v) for v in target.spec.pod.volumes),
                     ],
                 },
             },
@@ -306,7 +373,7 @@ def render_service(target: ButlerTarget) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(target, target.name),
+        "metadata": build_metadata(target, target.name),
         "spec": {"type": "ClusterIP", "selector": build_selector(target), "ports": [port]},
     }
 
@@ -315,58 +382,8 @@ def render_service_account(target: ButlerTarget) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": _metadata(target, target.name),
+        "metadata": build_metadata(target, target.name),
         "automountServiceAccountToken": False,
-    }
-
-
-def render_network_policy(
-    target: ButlerTarget, settings: OperatorSettings, database_port: int
-) -> dict[str, Any]:
-    """MCP only from the switchboard, the dashboard and the operator; egress to what it needs."""
-    operator_peer = {
-        "namespaceSelector": {
-            "matchLabels": {"kubernetes.io/metadata.name": settings.operator_namespace}
-        },
-        "podSelector": {"matchLabels": dict(settings.operator_labels)},
-    }
-    peers = [
-        {"podSelector": {"matchLabels": {BUTLER_LABEL: settings.switchboard}}},
-        {"podSelector": {"matchLabels": dict(settings.dashboard_labels)}},
-        operator_peer,
-    ]
-    dns_ports = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
-    egress = [
-        {"ports": dns_ports},
-        {
-            "to": [{"ipBlock": {"cidr": settings.database_cidr}}],
-            "ports": [{"protocol": "TCP", "port": database_port}],
-        },
-        {
-            "to": [{"ipBlock": {"cidr": settings.model_cidr}}],
-            "ports": [{"protocol": "TCP", "port": port} for port in settings.model_ports],
-        },
-    ]
-    if target.name == settings.switchboard:
-        # The switchboard dispatches to every butler's MCP port in its namespace.
-        egress.append(
-            {"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "butler"}}}]}
-        )
-    else:
-        # Every butler registers with the switchboard and keeps a heartbeat.
-        egress.append(
-            {"to": [{"podSelector": {"matchLabels": {BUTLER_LABEL: settings.switchboard}}}]}
-        )
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": _metadata(target, target.name),
-        "spec": {
-            "podSelector": {"matchLabels": build_selector(target)},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": peers, "ports": [{"protocol": "TCP", "port": target.spec.port}]}],
-            "egress": egress,
-        },
     }
 
 
@@ -377,16 +394,19 @@ def render_all(
     dsn: str,
     database_port: int,
     switchboard_url: str | None = None,
+    inputs: PodInputs | None = None,
 ) -> list[dict[str, Any]]:
     """Every object of one Butler, in the order they are applied."""
     secret = render_secret(target, credentials, dsn)
     config_map = render_config_map(target)
-    config_hash = build_config_hash(config_map, secret)
-    return [
+    config_hash = build_config_hash(config_map, secret, inputs)
+    objects = [
         render_service_account(target),
         secret,
         config_map,
         render_deployment(target, settings, config_hash, switchboard_url),
         render_service(target),
-        render_network_policy(target, settings, database_port),
     ]
+    if settings.network_policy.enabled:
+        objects.append(render_network_policy(target, settings, database_port))
+    return objects

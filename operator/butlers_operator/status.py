@@ -1,4 +1,11 @@
-"""The status a Butler reports: conditions a user can act on, a phase, the endpoint."""
+"""The status a Butler reports: conditions a user (and kstatus) can act on, a phase, the endpoint.
+
+Conditions: `DatabaseReady`, `Available` (from the Deployment's rollout), `Ready`, and
+kstatus' abnormal-true pair `Reconciling` (work in progress) and `Stalled` (cannot
+progress without someone changing something), which Flux's `wait` and Argo CD's health
+check read. `Ready` is True only when the Deployment controller has observed the
+current template and every replica of it is updated, ready and available.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,32 @@ from typing import Any
 DATABASE_READY = "DatabaseReady"
 AVAILABLE = "Available"
 READY = "Ready"
+RECONCILING = "Reconciling"
+STALLED = "Stalled"
+# Reasons that no amount of retrying fixes: a person has to change the spec, the admin
+# role, a Secret or the chart. The operator still retries (with backoff), so a fix
+# is picked up without touching the Butler.
+STALLING_REASONS = frozenset(
+    {
+        "InvalidSpec",
+        "UnsupportedRuntime",
+        "InsufficientPrivilege",
+        "InvalidPassword",
+        "InvalidAuthorizationSpecification",
+        "InvalidCatalogName",
+        "SchemaOwnedByAnotherRole",
+        "SchemaOwnedByAnotherButler",
+        "RoleConflict",
+        "InvalidName",
+        "AdminSecretMissing",
+        "KubernetesRejected",
+        "ProgressDeadlineExceeded",
+    }
+)
+
+
+def is_stalling(reason: str) -> bool:
+    return reason in STALLING_REASONS
 
 
 @dataclass(frozen=True)
@@ -21,6 +54,16 @@ class Condition:
     @property
     def status_text(self) -> str:
         return "Unknown" if self.status is None else str(self.status)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What the operator concluded about one Butler in one pass."""
+
+    database: Condition
+    available: Condition
+    # True: a person must change something (spec, admin role, ...) before it can go on.
+    stalled: bool = False
 
 
 def build_condition_list(
@@ -48,27 +91,65 @@ def build_condition_list(
     return out
 
 
-def build_available_condition(deployment: Mapping[str, Any] | None) -> Condition:
-    """From the Deployment's own status, written by the Deployment controller."""
+def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == kind), {})
+
+
+def build_available_condition(deployment: Mapping[str, Any] | None) -> tuple[Condition, bool]:
+    """From the Deployment's own status, as `kubectl rollout status` reads it.
+
+    Returns the condition and whether the rollout is stalled (progress deadline exceeded).
+    """
     if deployment is None:
-        return Condition(AVAILABLE, False, "DeploymentMissing", "the Deployment does not exist yet")
+        return Condition(
+            AVAILABLE, False, "DeploymentMissing", "the Deployment does not exist yet"
+        ), False
     status = deployment.get("status") or {}
+    wanted = int((deployment.get("spec") or {}).get("replicas", 1))
+    generation = int((deployment.get("metadata") or {}).get("generation") or 0)
+    observed = int(status.get("observedGeneration") or 0)
+    progressing = _condition(status, "Progressing")
+    if observed < generation:
+        return Condition(
+            AVAILABLE,
+            False,
+            "RolloutPending",
+            f"the Deployment controller has not yet seen generation {generation}",
+        ), False
+    if progressing.get("reason") == "ProgressDeadlineExceeded":
+        message = progressing.get("message") or "the rollout exceeded its progress deadline"
+        return Condition(AVAILABLE, False, "ProgressDeadlineExceeded", str(message)), True
+    updated = int(status.get("updatedReplicas") or 0)
+    total = int(status.get("replicas") or 0)
+    ready = int(status.get("readyReplicas") or 0)
     available = int(status.get("availableReplicas") or 0)
-    if available >= 1:
-        return Condition(AVAILABLE, True, "MinimumReplicasAvailable", "the butler pod is ready")
-    for item in status.get("conditions") or []:
-        if item.get("type") == "Progressing" and item.get("status") == "False":
-            return Condition(AVAILABLE, False, "RolloutFailed", item.get("message", ""))
-    return Condition(
-        AVAILABLE,
-        False,
-        "PodNotReady",
-        "waiting for the butler pod to pass its readiness check (/ready); "
-        "see `kubectl describe pod` and the pod's logs if this persists",
-    )
+    if updated < wanted:
+        return Condition(
+            AVAILABLE,
+            False,
+            "RolloutInProgress",
+            f"{updated} of {wanted} pods run the current template",
+        ), False
+    if total > updated:
+        return Condition(
+            AVAILABLE,
+            False,
+            "RolloutInProgress",
+            f"{total - updated} pod(s) of the previous template are still terminating",
+        ), False
+    if ready < wanted or available < wanted:
+        return Condition(
+            AVAILABLE,
+            False,
+            "PodNotReady",
+            "waiting for the butler pod to pass its readiness check (/ready); "
+            "see `kubectl describe pod` and the pod's logs if this persists",
+        ), False
+    return Condition(AVAILABLE, True, "RolloutComplete", "the butler pod is ready"), False
 
 
-def build_ready_condition(database: Condition, available: Condition) -> Condition:
+def build_ready_condition(assessment: Assessment) -> Condition:
+    database, available = assessment.database, assessment.available
     if not database.status:
         return Condition(READY, False, database.reason, database.message)
     if not available.status:
@@ -76,32 +157,40 @@ def build_ready_condition(database: Condition, available: Condition) -> Conditio
     return Condition(READY, True, "Ready", "the butler serves MCP")
 
 
-def build_phase(database: Condition, available: Condition, invalid: bool = False) -> str:
-    if invalid:
+def build_phase(assessment: Assessment) -> str:
+    if assessment.stalled:
         return "Failed"
-    if not database.status:
+    if not assessment.database.status:
         return "Pending"
-    return "Ready" if available.status else "Provisioning"
+    return "Ready" if assessment.available.status else "Provisioning"
 
 
 def build_status(
+    assessment: Assessment,
     *,
-    database: Condition,
-    available: Condition,
     previous: Mapping[str, Any],
     now: str,
     generation: int | None,
     endpoint: str | None = None,
     schema: str | None = None,
-    invalid: bool = False,
 ) -> dict[str, Any]:
-    """The whole `status` to merge into the Butler."""
-    ready = build_ready_condition(database, available)
+    """Our part of `status`, to merge into the Butler (kopf's own keys are left alone)."""
+    ready = build_ready_condition(assessment)
+    if assessment.stalled:
+        reconciling = Condition(RECONCILING, False, "Stalled", "see the Stalled condition")
+        stalled = Condition(STALLED, True, ready.reason, ready.message)
+    elif ready.status:
+        reconciling = Condition(RECONCILING, False, "Ready", "nothing left to do")
+        stalled = Condition(STALLED, False, "Ready", "nothing blocks progress")
+    else:
+        reconciling = Condition(RECONCILING, True, ready.reason, ready.message)
+        stalled = Condition(STALLED, False, "Progressing", "the operator is making progress")
+    conditions = [assessment.database, assessment.available, ready, reconciling, stalled]
     status: dict[str, Any] = {
-        "phase": build_phase(database, available, invalid),
+        "phase": build_phase(assessment),
         "ready": bool(ready.status),
         "conditions": build_condition_list(
-            [database, available, ready], list(previous.get("conditions") or []), now, generation
+            conditions, list(previous.get("conditions") or []), now, generation
         ),
     }
     if generation is not None:
@@ -111,3 +200,29 @@ def build_status(
     if schema:
         status["schema"] = schema
     return status
+
+
+def previous_condition(status: Mapping[str, Any] | None, kind: str) -> Condition | None:
+    """A condition as the Butler's status holds it now."""
+    found = _condition(status or {}, kind)
+    if not found:
+        return None
+    text = found.get("status")
+    value = True if text == "True" else False if text == "False" else None
+    return Condition(kind, value, str(found.get("reason", "")), str(found.get("message", "")))
+
+
+def same_status(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> bool:
+    """Whether writing `after` would change nothing a reader cares about."""
+    before = before or {}
+    for key, value in after.items():
+        if key == "conditions":
+            old = {c.get("type"): c for c in before.get("conditions") or []}
+            for item in value:
+                prior = old.get(item["type"], {})
+                fields = ("status", "reason", "message", "observedGeneration")
+                if any(prior.get(f) != item.get(f) for f in fields):
+                    return False
+        elif before.get(key) != value:
+            return False
+    return True

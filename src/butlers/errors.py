@@ -10,7 +10,15 @@ class RosterError(ButlersError):
 
 
 class DatabaseError(ButlersError):
-    """The database cannot be reached, started or provisioned."""
+    """The database cannot be reached, started or provisioned.
+
+    `reason` is a CamelCase word for machines (the operator's condition reason), e.g.
+    `DatabaseUnreachable`, `InsufficientPrivilege`, `InvalidPassword`.
+    """
+
+    def __init__(self, message: str, reason: str = "DatabaseError") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class PortInUseError(ButlersError):

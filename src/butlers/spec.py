@@ -23,6 +23,20 @@ NAME_PATTERN = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"
 SCHEDULE_NAME_PATTERN = r"^[a-z0-9]([a-z0-9_.-]{0,61}[a-z0-9])?$"
 MODULE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# The butler's own settings (`butlers.settings`): a spec may not set or shadow them.
+RESERVED_ENV_PREFIX = "BUTLERS_"
+# The module that makes a butler the switchboard: one rule for `butlers up`, discovery
+# and the operator's NetworkPolicy (which sees it as a role label on the pod).
+SWITCHBOARD_MODULE = "switchboard"
+# Bounds that keep a whole Butler object well under the 256 KiB a client-side
+# `kubectl apply` copies into an annotation, and CEL rules within their cost budget.
+INSTRUCTIONS_MAX = 16384
+PROMPT_MAX = 4096
+HINT_MAX = 512
+HINTS_MAX = 32
+SCHEDULES_MAX = 32
+ENV_MAX = 64
+ENV_VALUE_MAX = 4096
 
 
 class SpecModel(BaseModel):
@@ -41,7 +55,7 @@ class ScheduleSpec(SpecModel):
 
     name: Annotated[str, Field(pattern=SCHEDULE_NAME_PATTERN, description="Unique per butler.")]
     cron: Annotated[str, Field(description="Five-field cron expression, UTC.")]
-    prompt: Annotated[str | None, Field(min_length=1)] = None
+    prompt: Annotated[str | None, Field(min_length=1, max_length=PROMPT_MAX)] = None
     job: Annotated[str | None, Field(pattern=r"^[a-z][a-z0-9_.]*$")] = None
     job_args: dict[str, JsonValue] = Field(default_factory=dict)
     enabled: bool = True
@@ -65,12 +79,26 @@ class SecretKeyRef(SpecModel):
     key: Annotated[str, Field(min_length=1, max_length=253)]
 
 
+def _not_reserved(name: str) -> str:
+    if name.startswith(RESERVED_ENV_PREFIX):
+        raise ValueError(
+            f"{name!r}: names starting with {RESERVED_ENV_PREFIX} are the butler's own "
+            "settings and cannot be set here"
+        )
+    return name
+
+
+EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN, max_length=256)]
+
+
 class EnvVarSpec(SpecModel):
     """An environment variable the butler, and its LLM sessions, may see."""
 
-    name: Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
-    value: str | None = None
+    name: EnvName
+    value: Annotated[str | None, Field(max_length=ENV_VALUE_MAX)] = None
     secret_key_ref: SecretKeyRef | None = None
+
+    _reserved = field_validator("name")(_not_reserved)
 
     @model_validator(mode="after")
     def _one_source(self) -> EnvVarSpec:
@@ -98,18 +126,23 @@ class DatabaseSpec(SpecModel):
 class RoutingSpec(SpecModel):
     """What the switchboard tells its classifier about this butler."""
 
-    hints: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    hints: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=HINT_MAX)]],
+        Field(max_length=HINTS_MAX),
+    ] = Field(default_factory=list)
 
 
 class ApprovalRule(SpecModel):
     tool: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
     mode: Literal["always", "conditional", "never"]
-    sensitive_args: list[str] = Field(default_factory=list)
+    sensitive_args: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=128)]], Field(max_length=32)
+    ] = Field(default_factory=list)
 
 
 class ApprovalsSpec(SpecModel):
     timeout_seconds: Annotated[float, Field(gt=0, le=86400)] = 300.0
-    rules: list[ApprovalRule] = Field(default_factory=list)
+    rules: Annotated[list[ApprovalRule], Field(max_length=64)] = Field(default_factory=list)
 
 
 class ResourceList(SpecModel):
@@ -124,23 +157,92 @@ class ResourcesSpec(SpecModel):
     limits: ResourceList | None = None
 
 
+class PodEnvVar(SpecModel):
+    """A container environment variable for the pod only: LLM sessions never see it."""
+
+    name: EnvName
+    value: Annotated[str | None, Field(max_length=ENV_VALUE_MAX)] = None
+    value_from: dict[str, JsonValue] | None = Field(
+        default=None, description="A Kubernetes EnvVarSource (secretKeyRef, fieldRef, ...)."
+    )
+
+    _reserved = field_validator("name")(_not_reserved)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PodEnvVar:
+        if self.value is not None and self.value_from is not None:
+            raise ValueError("set at most one of 'value' or 'valueFrom'")
+        return self
+
+
+class PodSpec(SpecModel):
+    """Where and how the butler's pod runs (only in a cluster; `butlers up` ignores it)."""
+
+    image_pull_secrets: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=253)]], Field(max_length=16)
+    ] = Field(default_factory=list, description="Names of Secrets for pulling the image.")
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: Annotated[list[dict[str, JsonValue]], Field(max_length=32)] = Field(
+        default_factory=list, description="Kubernetes Tolerations."
+    )
+    affinity: dict[str, JsonValue] | None = Field(
+        default=None, description="A Kubernetes Affinity."
+    )
+    priority_class_name: Annotated[str | None, Field(min_length=1, max_length=253)] = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    env: Annotated[list[PodEnvVar], Field(max_length=ENV_MAX)] = Field(default_factory=list)
+    volumes: Annotated[list[dict[str, JsonValue]], Field(max_length=32)] = Field(
+        default_factory=list, description="Kubernetes Volumes (names must not start 'butlers-')."
+    )
+    volume_mounts: Annotated[list[dict[str, JsonValue]], Field(max_length=32)] = Field(
+        default_factory=list, description="Kubernetes VolumeMounts of the butler container."
+    )
+
+    @field_validator("volumes")
+    @classmethod
+    def _own_volume_names(cls, value: list[dict[str, JsonValue]]) -> list[dict[str, JsonValue]]:
+        names = [v.get("name") for v in value]
+        for name in names:
+            if not isinstance(name, str) or not name:
+                raise ValueError("every volume needs a 'name'")
+            if name.startswith("butlers-"):
+                raise ValueError(f"volume {name!r}: names starting 'butlers-' are the operator's")
+        _reject_duplicates([str(n) for n in names], "volume")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _unique_env_names(cls, value: list[PodEnvVar]) -> list[PodEnvVar]:
+        _reject_duplicates([e.name for e in value], "environment variable")
+        return value
+
+
 class ButlerSpec(SpecModel):
     """`spec` of a Butler resource."""
 
     description: Annotated[str, Field(min_length=1, max_length=2000)]
     port: Annotated[int, Field(ge=1024, le=65535, description="Port of the MCP server.")]
-    instructions: str = ""
+    instructions: Annotated[str, Field(max_length=INSTRUCTIONS_MAX)] = ""
     modules: dict[Annotated[str, Field(pattern=MODULE_NAME_PATTERN)], dict[str, JsonValue]] = Field(
         default_factory=dict
     )
-    schedules: list[ScheduleSpec] = Field(default_factory=list)
+    schedules: Annotated[list[ScheduleSpec], Field(max_length=SCHEDULES_MAX)] = Field(
+        default_factory=list
+    )
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     database: DatabaseSpec = Field(default_factory=DatabaseSpec)
     routing: RoutingSpec = Field(default_factory=RoutingSpec)
     approvals: ApprovalsSpec = Field(default_factory=ApprovalsSpec)
-    env: list[EnvVarSpec] = Field(default_factory=list)
+    env: Annotated[list[EnvVarSpec], Field(max_length=ENV_MAX)] = Field(default_factory=list)
     resources: ResourcesSpec | None = None
     image: Annotated[str | None, Field(min_length=1)] = None
+    pod: PodSpec = Field(default_factory=PodSpec)
+
+    @property
+    def is_switchboard(self) -> bool:
+        """Whether this butler is the switchboard (it enables the switchboard module)."""
+        return SWITCHBOARD_MODULE in self.modules
 
     @field_validator("schedules")
     @classmethod
@@ -153,6 +255,16 @@ class ButlerSpec(SpecModel):
     def _unique_env_names(cls, value: list[EnvVarSpec]) -> list[EnvVarSpec]:
         _reject_duplicates([e.name for e in value], "environment variable")
         return value
+
+    @model_validator(mode="after")
+    def _pod_env_apart(self) -> ButlerSpec:
+        both = {e.name for e in self.env} & {e.name for e in self.pod.env}
+        if both:
+            raise ValueError(
+                f"environment variable(s) {sorted(both)} are in both env and pod.env: "
+                "keep each in one place"
+            )
+        return self
 
 
 class ObjectMeta(BaseModel):

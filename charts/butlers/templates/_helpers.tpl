@@ -19,10 +19,44 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s-postgres" .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* The Secret (and key) holding the PostgreSQL admin DSN. */}}
+{{/* The development PostgreSQL's password Secret: the user's, or the one the chart keeps. */}}
+{{- define "butlers.postgresPasswordSecret" -}}
+{{- .Values.postgres.existingSecret | default (printf "%s-admin" (include "butlers.postgresName" .)) -}}
+{{- end -}}
+
+{{/*
+The development PostgreSQL's password: given, else the one kept in the cluster, else a new
+one, generated only where the renderer can see the cluster (a `helm install`); elsewhere
+(helm template, Argo CD) a new password at every render would lock the operator out.
+*/}}
+{{- define "butlers.postgresPassword" -}}
+{{- $secret := lookup "v1" "Secret" .Release.Namespace (printf "%s-admin" (include "butlers.postgresName" .)) -}}
+{{- if .Values.postgres.password -}}
+{{- .Values.postgres.password -}}
+{{- else if and $secret $secret.data (index $secret.data "password") -}}
+{{- index $secret.data "password" | b64dec -}}
+{{- else if lookup "v1" "Namespace" "" "kube-system" -}}
+{{- randAlphaNum 32 -}}
+{{- else -}}
+{{- fail "postgres.enabled: set postgres.password or postgres.existingSecret; rendered without access to the cluster (helm template, Argo CD) the chart cannot see the password it generated, and a new one at every render would lock the operator out of the kept data" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The NetworkPolicy settings for the operator: values, plus the chart's own database. */}}
+{{- define "butlers.networkPolicy" -}}
+{{- $policy := deepCopy .Values.networkPolicy -}}
+{{- if .Values.postgres.enabled -}}
+{{- $peer := dict "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" .Release.Namespace)) "podSelector" (dict "matchLabels" (dict "app.kubernetes.io/name" "butlers-postgres" "app.kubernetes.io/instance" .Release.Name)) -}}
+{{- $database := $policy.database -}}
+{{- $_ := set $database "peers" (append ($database.peers | default list) $peer) -}}
+{{- end -}}
+{{- toJson $policy -}}
+{{- end -}}
+
+{{/* The Secret holding the PostgreSQL admin connection. */}}
 {{- define "butlers.adminSecret" -}}
 {{- if .Values.postgres.enabled -}}
-{{- printf "%s-admin" (include "butlers.postgresName" .) -}}
+{{- include "butlers.postgresPasswordSecret" . -}}
 {{- else -}}
 {{- required "database.adminSecret.name is required unless postgres.enabled is true" .Values.database.adminSecret.name -}}
 {{- end -}}

@@ -25,7 +25,7 @@ import yaml
 from butlers import migrations
 from butlers.dashboard.schema import migrate as migrate_dashboard
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
-from butlers.db.provision import Credentials, provision
+from butlers.db.provision import Credentials, ensure
 from butlers.db.readers import dashboard_role, dashboard_schema
 from butlers.ecosystem.dashboard import DashboardProcess
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
@@ -142,10 +142,10 @@ class Ecosystem:
         reader = dashboard_role(prefix)
         *provisioned, reader_credentials = await asyncio.gather(
             *(
-                provision(admin_dsn, schema, password=_known_password(known, schema))
+                ensure(admin_dsn, schema, password=_known_password(known, schema))
                 for schema in schemas.values()
             ),
-            provision(
+            ensure(
                 admin_dsn,
                 dashboard_schema(prefix),
                 role=reader,

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2 as httpx
 import yaml
@@ -130,6 +131,10 @@ async def ensure_cluster(target: k.KindTarget, reuse: bool) -> None:
 async def load_images(target: k.KindTarget) -> None:
     for argv in k.build_image_builds(ROOT, target):
         await run(argv, cwd=ROOT)
+    try:
+        await run(k.build_image_present(k.POSTGRES_IMAGE), timeout=60)
+    except KindError:
+        await run(k.build_pull(k.POSTGRES_IMAGE))
     await run(k.build_kind_load(target))
 
 
@@ -143,13 +148,19 @@ def render_chart(chart: Path, values: Mapping[str, Any], namespace: str) -> str:
     return "\n---\n".join(text for path, text in sorted(rendered.items()) if path.endswith(".yaml"))
 
 
-async def install_charts(target: k.KindTarget, schema_prefix: str, workdir: Path) -> None:
-    values = k.build_chart_values(target, schema_prefix)
+async def install_charts(
+    target: k.KindTarget,
+    schema_prefix: str,
+    workdir: Path,
+    script_server: tuple[str, int] | None,
+) -> None:
+    values = k.build_chart_values(target, schema_prefix, secrets.token_urlsafe(18), script_server)
     # CRDs are cluster-wide and shared by sessions: apply them, never own them in a release.
     await run(
         k.build_apply(target, namespaced=False),
         render_chart(ROOT / "charts" / "butlers-crds", {}, target.namespace),
     )
+    await run(k.build_wait_crd_established(target))
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": target.namespace}}
     await run(k.build_apply(target, namespaced=False), yaml.safe_dump(namespace))
     chart = ROOT / "charts" / "butlers"
@@ -180,6 +191,28 @@ async def read_secret(target: k.KindTarget, name: str) -> dict[str, str]:
     return {key: base64.b64decode(v).decode() for key, v in (secret.get("data") or {}).items()}
 
 
+async def wait_new_pod(target: k.KindTarget, butler: str, old: list[str]) -> None:
+    """Until a pod other than the `old` ones is Ready (a port-forward would pick any)."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while not k.ready_pod_uids(await run(k.build_get_pods(target, butler)), exclude=old):
+        if time.monotonic() > deadline:
+            raise KindError(f"no new Ready pod of {butler} after {READY_TIMEOUT:.0f} s")
+        await asyncio.sleep(0.5)
+
+
+async def teardown(target: k.KindTarget) -> None:
+    """Butlers first (the operator still runs their finalizers), then the namespace; bounded.
+
+    A Butler still stuck after that gets its finalizer removed, as docs/operator.md says.
+    """
+    try:
+        await run(k.build_delete_butlers(target), timeout=k.TEARDOWN_SECONDS + 30)
+    except KindError:
+        for line in (await run(k.build_list_butlers(target), timeout=60)).split():
+            await run(k.build_release_finalizers(target, line.rsplit("/", 1)[-1]), timeout=60)
+    await run(k.build_delete_namespace(target), timeout=k.TEARDOWN_SECONDS + 30)
+
+
 async def wait_ready_http(url: str, timeout: float = READY_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     async with httpx.AsyncClient(timeout=2.0) as client:
@@ -206,22 +239,29 @@ async def kind_ecosystem(
     kube_context: str | None = None,
     keep_namespace: bool = False,
 ) -> AsyncIterator[EcosystemHandle]:
-    target = k.KindTarget(namespace=k.build_namespace(secrets.token_hex(3)))
-    if kube_context:
-        target = k.KindTarget(namespace=target.namespace, context=kube_context)
+    target = k.KindTarget.for_context(k.build_namespace(secrets.token_hex(3)), kube_context)
     forwards = PortForwards(target)
+    installed = False
     try:
         await ensure_cluster(target, reuse=kube_context is not None)
-        gateway = (await run(k.build_network_gateway())).strip()
+        gateway = k.pick_ipv4_gateway(await run(k.build_network_inspect()))
         # A span directory on this machine means nothing in a pod: no spans on kind.
         env = {
             key: k.rewrite_host(v, gateway) if key == "BUTLERS_SCRIPT_URL" else v
             for key, v in (extra_env or {}).items()
             if key != "BUTLERS_SPAN_DIR"
         }
+        script_url = env.get("BUTLERS_SCRIPT_URL")
+        script_port = urlsplit(script_url).port if script_url else None
         await load_images(target)
+        installed = True
         with tempfile.TemporaryDirectory(dir=data_dir) as workdir:
-            await install_charts(target, schema_prefix, Path(workdir))
+            await install_charts(
+                target,
+                schema_prefix,
+                Path(workdir),
+                (gateway, script_port) if script_port else None,
+            )
         resources = await apply_roster(target, roster_dir, env)
         names = [r.name for r in resources]
         await run(k.build_wait_ready(target))
@@ -250,9 +290,11 @@ async def kind_ecosystem(
             await run(k.build_kill_pod(target, name))
 
         async def restart(name: str) -> None:
-            # A new pod; the port-forward followed the old one, so reopen it on the same port.
+            # A new pod; the port-forward followed the old one, so reopen it on the same port
+            # once the new pod (not the terminating one) is Ready.
+            old = k.pod_uids(await run(k.build_get_pods(target, name)))
             await run(k.build_kill_pod(target, name))
-            await run(k.build_rollout_status(target, name))
+            await wait_new_pod(target, name, old)
             await forwards.open(name, remotes[name])
             await wait_ready_http(f"http://127.0.0.1:{endpoints[name].port}/ready")
 
@@ -271,5 +313,5 @@ async def kind_ecosystem(
             await handle.close()
     finally:
         await forwards.close_all()
-        if not keep_namespace:
-            await run(k.build_delete_namespace(target))
+        if installed and not keep_namespace:
+            await teardown(target)

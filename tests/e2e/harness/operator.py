@@ -26,9 +26,9 @@ from kopf.testing import KopfRunner
 
 from butlers.db.provision import deprovision
 from butlers.roster import load_roster
-from butlers.spec import schema_name
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
+from butlers_operator.target import build_schema_name
 from tests.support.kube_emulator import declare_cluster
 
 from .ecosystem import ButlerEndpoint, EcosystemHandle
@@ -91,27 +91,52 @@ class FakeCluster:
             response.raise_for_status()
             return list((await response.json()).get("items") or [])
 
-    async def wait_database_ready(self, names: set[str], timeout: float = READY_TIMEOUT) -> None:
+    async def wait_condition(
+        self, names: set[str], kind: str, timeout: float = READY_TIMEOUT
+    ) -> None:
+        """Until every named Butler reports the condition `kind` True."""
         deadline = time.monotonic() + timeout
         while True:
             butlers = await self.items("butlers.dev/v1alpha1", "butlers")
             ready = {
-                b["metadata"]["name"]
-                for b in butlers
-                if condition(b, "DatabaseReady").get("status") == "True"
+                b["metadata"]["name"] for b in butlers if condition(b, kind).get("status") == "True"
             }
             if names <= ready:
                 return
             if time.monotonic() > deadline:
                 reasons = {
-                    b["metadata"]["name"]: condition(b, "DatabaseReady").get("message")
-                    for b in butlers
+                    b["metadata"]["name"]: condition(b, kind).get("message") for b in butlers
                 }
                 raise OperatorBackendError(
-                    f"DatabaseReady not True after {timeout:.0f} s for "
-                    f"{sorted(names - ready)}: {reasons}"
+                    f"{kind} not True after {timeout:.0f} s for {sorted(names - ready)}: {reasons}"
                 )
             await asyncio.sleep(0.05)
+
+    async def report_rollouts(self) -> None:
+        """What the Deployment controller and kubelet report once every pod is ready.
+
+        The operator derives each Butler's Ready from this status (its Deployment watch).
+        """
+        for deployment in await self.items("apps/v1", "deployments"):
+            meta = deployment["metadata"]
+            status = {
+                "observedGeneration": meta.get("generation") or 1,
+                "replicas": 1,
+                "updatedReplicas": 1,
+                "readyReplicas": 1,
+                "availableReplicas": 1,
+                "conditions": [
+                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+                ],
+            }
+            path = f"/apis/apps/v1/namespaces/{self.namespace}/deployments/{meta['name']}"
+            headers = {"Content-Type": "application/merge-patch+json"}
+            async with self.session.patch(
+                path, json={"status": status}, headers=headers
+            ) as response:
+                if response.status >= 300:
+                    raise OperatorBackendError(f"PATCH {path}: {await response.text()}")
 
 
 @asynccontextmanager
@@ -189,7 +214,7 @@ async def operator_ecosystem(
 ) -> AsyncIterator[EcosystemHandle]:
     resources = load_roster(roster_dir)
     # The schemas the operator provisions on first reconcile (dropped at the end).
-    schemas = [schema_name(r.name, schema_prefix) for r in resources]
+    schemas = [build_schema_name(NAMESPACE, r.name, schema_prefix) for r in resources]
     pods = LocalPods(data_dir)
     butlers_path = f"/apis/{BUTLERS.rsplit('/', 1)[0]}/namespaces/{NAMESPACE}/butlers"
     async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator):
@@ -221,7 +246,7 @@ async def operator_ecosystem(
                     await cluster.create(
                         butlers_path, build_butler_object(resource.to_manifest(), NAMESPACE)
                     )
-                await cluster.wait_database_ready({r.name for r in resources})
+                await cluster.wait_condition({r.name for r in resources}, "DatabaseReady")
                 switchboards = [r.name for r in resources if SWITCHBOARD in r.spec.modules]
                 handle = EcosystemHandle(
                     backend="operator",
@@ -236,6 +261,10 @@ async def operator_ecosystem(
                     else None,
                 )
                 try:
+                    # The pods are up: report it as a cluster would; the operator turns
+                    # that into Ready on every Butler.
+                    await cluster.report_rollouts()
+                    await cluster.wait_condition({r.name for r in resources}, "Ready")
                     if switchboards:
                         # Service URLs resolve to local ports here: that is what they advertise.
                         local = {n: e.url for n, e in handle.endpoints.items()}

@@ -2,7 +2,7 @@
 
 Each Deployment becomes a `LocalPod`: its init containers run to completion,
 then its main container runs as a subprocess, with the environment and files
-`butlers_operator.localrun` resolves from the pod spec. Two things differ from a
+`localrun` resolves from the pod spec. Two things differ from a
 cluster, on purpose: the container listens on 127.0.0.1 and a free port (each
 Service is mapped to that port), and it exits when this process does.
 """

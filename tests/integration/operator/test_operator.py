@@ -3,76 +3,23 @@
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
-import yaml
 
 from butlers.db.provision import deprovision
 from butlers_operator.render import CONFIG_HASH_ANNOTATION
 
-from .conftest import NAMESPACE, eventually, execute, fetch, running_operator
-
-ROOT = Path(__file__).resolve().parents[3]
-KINDS = {
-    "Secret": "/api/v1/namespaces/{ns}/secrets/{name}-db",
-    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps/{name}-spec",
-    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments/{name}",
-    "Service": "/api/v1/namespaces/{ns}/services/{name}",
-    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts/{name}",
-    "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies/{name}",
-}
-BUTLERS_PATH = f"/apis/butlers.dev/v1alpha1/namespaces/{NAMESPACE}/butlers"
-
-
-class Cluster:
-    """What a user does with kubectl, over HTTP against the emulator."""
-
-    def __init__(self, session: aiohttp.ClientSession) -> None:
-        self.session = session
-
-    async def get(self, path: str) -> dict[str, Any] | None:
-        async with self.session.get(path) as resp:
-            return None if resp.status == 404 else await resp.json()
-
-    async def create_butler(self, name: str, **spec: Any) -> dict[str, Any]:
-        document = yaml.safe_load((ROOT / "roster" / "health.yaml").read_text())
-        document["metadata"] |= {
-            "name": name, "namespace": NAMESPACE, "uid": f"uid-{name}",
-            "generation": 1, "resourceVersion": "1",
-        }  # fmt: skip
-        document["spec"] |= spec
-        async with self.session.post(BUTLERS_PATH, json=document) as resp:
-            assert resp.status < 300, await resp.text()
-            return await resp.json()
-
-    async def patch(self, path: str, body: dict[str, Any]) -> None:
-        headers = {"Content-Type": "application/merge-patch+json"}
-        async with self.session.patch(path, json=body, headers=headers) as resp:
-            assert resp.status < 300, await resp.text()
-
-    async def delete(self, path: str) -> None:
-        async with self.session.delete(path) as resp:
-            assert resp.status < 300, await resp.text()
-
-    async def butler(self, name: str) -> dict[str, Any] | None:
-        return await self.get(f"{BUTLERS_PATH}/{name}")
-
-    async def condition(self, name: str, kind: str) -> dict[str, Any]:
-        butler = await self.butler(name) or {}
-        conditions = (butler.get("status") or {}).get("conditions") or []
-        return next((c for c in conditions if c["type"] == kind), {})
-
-    async def owned(self, name: str, kind: str) -> dict[str, Any] | None:
-        return await self.get(KINDS[kind].format(ns=NAMESPACE, name=name))
-
-
-@pytest.fixture
-async def cluster(kmock) -> Any:  # type: ignore[no-untyped-def]
-    async with aiohttp.ClientSession(base_url=str(kmock.url)) as session:
-        yield Cluster(session)
+from .conftest import (
+    BUTLERS_PATH,
+    KINDS,
+    NAMESPACE,
+    Cluster,
+    eventually,
+    execute,
+    fetch,
+    running_operator,
+)
 
 
 def _secret_value(secret: dict[str, Any], key: str) -> str:
@@ -92,7 +39,7 @@ async def test_create_provisions_database_and_owned_objects(cluster, make_settin
             (owner,) = obj["metadata"]["ownerReferences"]
             assert (owner["kind"], owner["uid"], owner["controller"]) == (
                 "Butler",
-                "uid-health",
+                f"uid-{NAMESPACE}-health",
                 True,
             )
         status = (await cluster.butler("health"))["status"]
@@ -175,7 +122,7 @@ async def test_delete_applies_the_reclaim_policy(  # type: ignore[no-untyped-def
 
 
 async def test_unreachable_database_is_reported_then_recovers(  # type: ignore[no-untyped-def]
-    cluster, make_settings, operator_admin_dsn
+    cluster, make_settings, operator_admin_dsn, kmock
 ) -> None:
     closed = "postgresql://postgres:x@127.0.0.1:9/butlers"
     secret_path = f"/api/v1/namespaces/{NAMESPACE}/secrets"
@@ -187,7 +134,8 @@ async def test_unreachable_database_is_reported_then_recovers(  # type: ignore[n
     async with cluster.session.post(secret_path, json=admin) as resp:
         assert resp.status < 300
     settings = make_settings(admin_dsn=None, admin_secret="pg-admin", operator_namespace=NAMESPACE)
-    async with running_operator(settings):
+    events: list[tuple[str, str, str, str]] = []
+    async with running_operator(settings, events=events):
         await cluster.create_butler("health")
 
         async def unreachable() -> dict[str, Any] | None:
@@ -196,7 +144,15 @@ async def test_unreachable_database_is_reported_then_recovers(  # type: ignore[n
 
         condition = await eventually(unreachable, "DatabaseReady=False")
         assert condition["reason"] == "DatabaseUnreachable"
-        assert "127.0.0.1:9" in condition["message"] and "retrying" in condition["message"]
+        assert "127.0.0.1:9" in condition["message"]
+        # A transient problem: in progress, not stalled (kstatus), and one Warning only.
+        assert (await cluster.condition("health", "Reconciling"))["status"] == "True"
+        assert (await cluster.condition("health", "Stalled"))["status"] == "False"
+        await eventually(
+            lambda: len(kmock["get /api/v1/namespaces/home/secrets/pg-admin"]) > 4, "retries"
+        )
+        warnings = [e for e in events if e[1] == "Warning"]
+        assert [e[2] for e in warnings] == ["DatabaseUnreachable"]
         fixed = base64.b64encode(operator_admin_dsn.encode()).decode()
         await cluster.patch(f"{secret_path}/pg-admin", {"data": {"dsn": fixed}})
         await eventually(lambda: _database_ready(cluster, "health"), "recovery")

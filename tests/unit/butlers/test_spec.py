@@ -134,3 +134,45 @@ def test_missing_roster_directory_is_named(tmp_path: Path) -> None:
 def test_schema_name_applies_prefix_and_underscores() -> None:
     assert schema_name("health") == "health"
     assert schema_name("my-butler", "e2e_ab_") == "e2e_ab_my_butler"
+
+
+@pytest.mark.parametrize("where", ["env", "pod"])
+def test_env_names_may_not_shadow_the_butlers_own_settings(where: str) -> None:
+    env = [{"name": "BUTLERS_DSN", "value": "postgresql://elsewhere"}]
+    spec = {"env": env} if where == "env" else {"pod": {"env": env}}
+    with pytest.raises(RosterError, match=r"env\.0\.name: .*BUTLERS_DSN.*own settings"):
+        parse_butler(_butler(**spec), "f")
+
+
+def test_instructions_are_bounded() -> None:
+    with pytest.raises(RosterError, match=r"spec\.instructions: .*16384"):
+        parse_butler(_butler(instructions="x" * 16385), "f")
+
+
+def test_pod_overrides_load_and_reserve_the_operators_volume_names() -> None:
+    pod = {
+        "imagePullSecrets": ["regcred"],
+        "nodeSelector": {"disk": "ssd"},
+        "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "priorityClassName": "butlers",
+        "volumes": [{"name": "certs", "secret": {"secretName": "ca"}}],
+        "volumeMounts": [{"name": "certs", "mountPath": "/etc/ssl/site"}],
+    }
+    butler = parse_butler(_butler(pod=pod), "f")
+    assert butler.spec.pod.image_pull_secrets == ["regcred"]
+    assert butler.spec.pod.tolerations[0]["key"] == "gpu"
+    pod["volumes"] = [{"name": "butlers-spec", "emptyDir": {}}]
+    with pytest.raises(RosterError, match="operator's"):
+        parse_butler(_butler(pod=pod), "f")
+
+
+def test_the_switchboard_is_the_butler_with_the_switchboard_module() -> None:
+    assert parse_butler(_butler(modules={"switchboard": {}}), "f").spec.is_switchboard
+    named = parse_butler(_butler(), "f")
+    assert named.name == "health" and not named.spec.is_switchboard
+
+
+def test_a_variable_lives_in_env_or_pod_env_not_both() -> None:
+    spec = {"env": [{"name": "TZ", "value": "UTC"}], "pod": {"env": [{"name": "TZ", "value": "x"}]}}
+    with pytest.raises(RosterError, match=r"\['TZ'\] are in both env and pod.env"):
+        parse_butler(_butler(**spec), "f")

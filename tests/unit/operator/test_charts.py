@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
@@ -9,21 +10,14 @@ import helm_python as helm
 import pytest
 import yaml
 
-from butlers.roster import load_roster, parse_butler
+from butlers.roster import parse_butler
 from butlers_operator import crd
+from butlers_operator.settings import OperatorSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "butlers"
 CRDS_CHART = ROOT / "charts" / "butlers-crds"
 NAMESPACE = "butlers-system"
-
-
-def _roster_values() -> dict[str, Any]:
-    butlers = {
-        b.name: b.spec.model_dump(by_alias=True, exclude_defaults=True, mode="json")
-        for b in load_roster(ROOT / "roster")
-    }
-    return {"enabled": True, "butlers": butlers}
 
 
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -33,7 +27,23 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "watch": {"mode": "namespaced", "namespaces": ["home", "work"]},
     },
     "cluster": {"database": {"adminSecret": {"name": "pg-admin"}}, "watch": {"mode": "cluster"}},
-    "dev-postgres-and-roster": {"postgres": {"enabled": True}, "roster": _roster_values()},
+    "dev-postgres": {"postgres": {"enabled": True, "password": "dev-pw"}},
+    "dev-postgres-existing-secret": {"postgres": {"enabled": True, "existingSecret": "pg-pw"}},
+    "network-policy": {
+        "database": {"adminSecret": {"name": "pg-admin", "key": "uri"}},
+        "networkPolicy": {
+            "database": {"cidrs": ["10.20.0.0/16"], "ports": [6432]},
+            "model": {"cidrs": ["2001:db8::/32", "203.0.113.0/24"], "ports": [443, 8443]},
+            "inClusterModel": {
+                "peers": [{"namespaceSelector": {"matchLabels": {"name": "models"}}}],
+                "ports": [8000],
+            },
+            "extraEgress": [{"to": [{"ipBlock": {"cidr": "192.0.2.10/32"}}]}],
+        },
+        "otlp": {"endpoint": "http://otel-collector.observability.svc:4318"},
+        "butlerImage": {"repository": "registry.local/butler", "pullPolicy": "Always"},
+        "butlerPod": {"imagePullSecrets": ["regcred"], "priorityClassName": "butlers"},
+    },
 }
 
 
@@ -95,13 +105,105 @@ def test_cluster_mode_grants_a_cluster_role() -> None:
 
 
 def test_dev_postgres_has_a_volume_claim_and_feeds_the_operator() -> None:
-    documents = _render(CHART, SCENARIOS["dev-postgres-and-roster"])
+    documents = _render(CHART, SCENARIOS["dev-postgres"])
     claim = next(d for d in documents if d["kind"] == "PersistentVolumeClaim")
     assert claim["spec"]["resources"]["requests"]["storage"] == "1Gi"
     env = _operator_env(documents)
     assert env["BUTLERS_OPERATOR_ADMIN_SECRET"] == "butlers-postgres-admin"
-    butlers = sorted(d["metadata"]["name"] for d in documents if d["kind"] == "Butler")
-    assert butlers == sorted(b.name for b in load_roster(ROOT / "roster"))
+    # The operator chart installs no Butlers: deleting it never takes them along.
+    assert not [d for d in documents if d["kind"] == "Butler"]
+
+
+def test_dev_postgres_password_survives_reinstall_and_renders_without_a_cluster() -> None:
+    documents = _render(CHART, SCENARIOS["dev-postgres"])
+    secret = next(d for d in documents if d["kind"] == "Secret")
+    # Kept on uninstall like the volume, so a reinstall finds (and reuses) it.
+    assert secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    # Rendered without cluster access (helm template, Argo CD), a generated password would
+    # change at every render: the chart refuses and says what to set.
+    with pytest.raises(helm.HelmError, match=r"postgres\.password or postgres\.existingSecret"):
+        _render(CHART, {"postgres": {"enabled": True}})
+
+
+def test_dev_postgres_dsn_escapes_the_password() -> None:
+    from urllib.parse import unquote, urlsplit
+
+    password = "p@ss w+rd/:%?#"
+    documents = _render(CHART, {"postgres": {"enabled": True, "password": password}})
+    secret = next(d for d in documents if d["kind"] == "Secret")
+    dsn = base64.b64decode(secret["data"]["dsn"]).decode()
+    parts = urlsplit(dsn)
+    assert unquote(parts.password or "") == password
+    assert (parts.hostname, parts.port, parts.path) == (
+        "butlers-postgres.butlers-system.svc",
+        5432,
+        "/butlers",
+    )
+
+
+def test_an_existing_password_secret_is_used_as_is() -> None:
+    documents = _render(CHART, SCENARIOS["dev-postgres-existing-secret"])
+    assert not [d for d in documents if d["kind"] == "Secret"]
+    settings = _settings(documents)
+    assert settings.admin_secret == "pg-pw"
+    assert settings.admin_defaults == {
+        "host": "butlers-postgres.butlers-system.svc",
+        "user": "postgres",
+        "dbname": "butlers",
+    }
+    postgres = next(
+        d for d in documents if d["kind"] == "Deployment" and "postgres" in d["metadata"]["name"]
+    )
+    env = postgres["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env[0]["valueFrom"]["secretKeyRef"] == {"name": "pg-pw", "key": "password"}
+
+
+def test_every_value_reaches_the_operator() -> None:
+    settings = _settings(_render(CHART, SCENARIOS["network-policy"]))
+    assert settings.admin_secret_key == "uri"
+    assert settings.image_pull_policy == "Always"
+    assert settings.butler_image == "registry.local/butler:0.1.0"
+    assert settings.otlp_endpoint == "http://otel-collector.observability.svc:4318"
+    assert settings.pod_defaults.image_pull_secrets == ("regcred",)
+    assert settings.pod_defaults.priority_class_name == "butlers"
+    network = settings.network_policy
+    assert network.enabled
+    assert network.model.cidrs == ("2001:db8::/32", "203.0.113.0/24")
+    assert network.model.ports == (443, 8443)
+    assert network.database.ports == (6432,)
+    assert network.in_cluster_model.ports == (8000,)
+    assert network.extra_egress == ({"to": [{"ipBlock": {"cidr": "192.0.2.10/32"}}]},)
+    off = _render(CHART, SCENARIOS["namespaced"] | {"networkPolicy": {"enabled": False}})
+    assert not _settings(off).network_policy.enabled
+
+
+def test_with_dev_postgres_butlers_reach_it_by_pod_selector() -> None:
+    database = _settings(_render(CHART, SCENARIOS["dev-postgres"])).network_policy.database
+    assert {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}},
+        "podSelector": {
+            "matchLabels": {
+                "app.kubernetes.io/name": "butlers-postgres",
+                "app.kubernetes.io/instance": "butlers",
+            }
+        },
+    } in database.peers
+
+
+@pytest.mark.parametrize("scenario", ["namespaced", "cluster"])
+def test_rbac_grants_what_the_operator_uses_and_no_secret_listing(scenario: str) -> None:
+    documents = _render(CHART, SCENARIOS[scenario])
+    role = next(d for d in documents if d["kind"] in {"Role", "ClusterRole"})
+    verbs: dict[str, set[str]] = {}
+    for rule in role["rules"]:
+        for resource in rule["resources"]:
+            verbs.setdefault(resource, set()).update(rule["verbs"])
+    assert verbs["secrets"] == {"get", "create", "patch"}
+    assert verbs["butlers/finalizers"] == {"update"}
+    assert verbs["butlers/status"] == {"get", "patch"}
+    assert {"list", "watch"} <= verbs["deployments"]
+    assert "delete" in verbs["networkpolicies"]
+    assert not any("*" in rule["verbs"] for rule in role["rules"])
 
 
 def test_butler_env_secret_reaches_the_operator() -> None:
@@ -121,6 +223,11 @@ def test_values_schema_rejects_an_unknown_watch_mode() -> None:
     chart = helm.Chart.load(CHART)
     with pytest.raises(helm.HelmValuesError, match="mode"):
         chart.validate_schema({"watch": {"mode": "everywhere"}})
+
+
+def _settings(documents: list[dict[str, Any]]) -> OperatorSettings:
+    """The operator's settings, as it builds them from the rendered Deployment's env."""
+    return OperatorSettings.from_env(_operator_env(documents))
 
 
 def _operator_env(documents: list[dict[str, Any]]) -> dict[str, str]:

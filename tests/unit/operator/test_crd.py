@@ -133,3 +133,68 @@ def test_unknown_spec_field_is_rejected_by_the_schema() -> None:
     document["spec"]["prot"] = 1
     with pytest.raises(jsonschema.ValidationError, match="prot"):
         jsonschema.validate(document, schema)
+
+
+def _cel_rules() -> dict[str, list[str]]:
+    """Every CEL rule of the schema, by the JSON path of the node it sits on."""
+    return {
+        path: [rule["rule"] for rule in node["x-kubernetes-validations"]]
+        for path, node in _walk(_schema())
+        if "x-kubernetes-validations" in node
+    }
+
+
+def _cel_allows(rule: str, value: Any) -> bool:
+    import cel
+
+    context = cel.Context()
+    context.add_variable("self", value)
+    return bool(cel.evaluate(rule, context))
+
+
+@pytest.mark.parametrize(
+    ("name", "allowed"),
+    [("health", True), ("my-butler-2", True), ("Health", False), ("2fa", False),
+     ("ends-", False), ("a" * 32, True), ("a" * 33, False), ("under_score", False)],
+)  # fmt: skip
+def test_cel_rejects_a_name_that_cannot_name_a_schema(name: str, allowed: bool) -> None:
+    (rule,) = _cel_rules()["$"]
+    assert _cel_allows(rule, {"metadata": {"name": name}, "spec": {}}) is allowed
+
+
+@pytest.mark.parametrize("path", ["env", "pod.properties.env"])
+def test_cel_rejects_env_names_that_shadow_the_butlers_settings(path: str) -> None:
+    node = "$.properties.spec.properties." + path
+    rules = _cel_rules()[f"{node}.items"]
+    assert all(_cel_allows(r, {"name": "TZ", "value": "UTC"}) for r in rules)
+    assert not all(_cel_allows(r, {"name": "BUTLERS_DSN", "value": "x"}) for r in rules)
+
+
+def test_cel_rules_match_the_model_validators() -> None:
+    rules = _cel_rules()
+    (schedule,) = rules["$.properties.spec.properties.schedules.items"]
+    assert _cel_allows(schedule, {"name": "a", "cron": "* * * * *", "prompt": "p"})
+    assert not _cel_allows(schedule, {"name": "a", "cron": "* * * * *"})
+    assert not _cel_allows(schedule, {"name": "a", "cron": "* * * * *", "prompt": "p", "job": "j"})
+    pod_env = rules["$.properties.spec.properties.pod.properties.env.items"]
+    both = {"name": "X", "value": "1", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}
+    assert not all(_cel_allows(r, both) for r in pod_env)
+
+
+def test_long_texts_are_bounded() -> None:
+    spec = _schema()["properties"]["spec"]["properties"]
+    assert spec["instructions"]["maxLength"] == 16384
+    assert spec["routing"]["properties"]["hints"]["maxItems"] == 32
+    assert spec["routing"]["properties"]["hints"]["items"]["maxLength"] == 512
+    assert spec["schedules"]["maxItems"] == 32
+    assert spec["schedules"]["items"]["properties"]["prompt"]["maxLength"] == 4096
+
+
+def test_gitops_tools_apply_the_crd_first_and_never_prune_it() -> None:
+    annotations = crd.build_crd()["metadata"]["annotations"]
+    assert annotations["argocd.argoproj.io/sync-wave"] == "-1"
+    assert annotations["argocd.argoproj.io/sync-options"] == "Prune=false"
+    assert annotations["helm.sh/resource-policy"] == "keep"
+    for path in sorted((ROOT / "roster").glob("*.yaml")):
+        metadata = yaml.safe_load(path.read_text())["metadata"]
+        assert metadata["annotations"]["argocd.argoproj.io/sync-wave"] == "1", path.name

@@ -89,6 +89,7 @@ def test_deployment_runs_one_non_root_replica_recreated_with_migrations_first() 
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert butler["readinessProbe"]["httpGet"]["path"] == "/ready"
     assert butler["livenessProbe"]["httpGet"]["path"] == "/health"
+    assert butler["startupProbe"]["httpGet"]["path"] == "/health"
     assert butler["ports"] == [{"name": "mcp", "containerPort": 40103, "protocol": "TCP"}]
 
 
@@ -158,24 +159,133 @@ def test_spec_image_and_resources_override_the_defaults() -> None:
     assert butler["resources"] == {"limits": {"memory": "1Gi"}}
 
 
-def test_network_policy_admits_only_switchboard_dashboard_and_operator() -> None:
-    policy = render.render_network_policy(_target(), SETTINGS, 5432)
-    (rule,) = policy["spec"]["ingress"]
-    assert rule["ports"] == [{"protocol": "TCP", "port": 40103}]
-    selectors = [peer["podSelector"]["matchLabels"] for peer in rule["from"]]
-    assert {"butlers.dev/butler": "switchboard"} in selectors
-    assert {"app.kubernetes.io/name": "butlers-dashboard"} in selectors
-    operator = rule["from"][2]["namespaceSelector"]["matchLabels"]
-    assert operator == {"kubernetes.io/metadata.name": "butlers-system"}
-
-
-def test_network_policy_egress_reaches_database_dns_and_model() -> None:
-    policy = render.render_network_policy(_target(), SETTINGS, 6543)
-    ports = [p for rule in policy["spec"]["egress"] for p in rule.get("ports", [])]
-    assert {"protocol": "TCP", "port": 6543} in ports
-    assert {"protocol": "UDP", "port": 53} in ports
-    assert {"protocol": "TCP", "port": 443} in ports
-
-
 def test_endpoint_is_the_service_dns_name() -> None:
     assert _target().endpoint == "http://health.home.svc:40103/mcp"
+
+
+def test_readiness_waits_longer_than_the_ready_checks_own_timeout() -> None:
+    from butlers.daemon.serve import READY_TIMEOUT
+
+    butler = _container(render.render_deployment(_target(), SETTINGS, "x"))
+    assert butler["readinessProbe"]["timeoutSeconds"] > READY_TIMEOUT
+    startup = butler["startupProbe"]
+    # A slow start gets minutes before liveness may kill it.
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 120
+    assert butler["livenessProbe"]["timeoutSeconds"] >= 2
+
+
+def test_only_the_switchboard_pod_carries_the_switchboard_role() -> None:
+    def pod_labels(target: render.ButlerTarget) -> dict:
+        deployment = render.render_deployment(target, SETTINGS, "x")
+        return deployment["spec"]["template"]["metadata"]["labels"]
+
+    assert pod_labels(_target("switchboard"))["butlers.dev/role"] == "switchboard"
+    assert "butlers.dev/role" not in pod_labels(_target("health"))
+    # A butler *named* switchboard without the module is no switchboard.
+    named = render.ButlerTarget(
+        name="switchboard", namespace="home", uid="u", spec=_target("health").spec
+    )
+    assert "butlers.dev/role" not in pod_labels(named)
+
+
+def test_pod_overrides_reach_the_pod_and_defaults_fill_the_rest() -> None:
+    from butlers_operator.settings import PodDefaults
+
+    settings = OperatorSettings(
+        pod_defaults=PodDefaults(image_pull_secrets=("site-pull",), priority_class_name="low")
+    )
+    target = _target(
+        pod={
+            "nodeSelector": {"disk": "ssd"},
+            "tolerations": [{"key": "gpu", "operator": "Exists"}],
+            "priorityClassName": "butlers-high",
+            "labels": {"team": "home"},
+            "annotations": {"example.com/x": "1"},
+            "env": [{"name": "NO_PROXY", "value": ".svc"}],
+            "volumes": [{"name": "ca", "configMap": {"name": "site-ca"}}],
+            "volumeMounts": [{"name": "ca", "mountPath": "/etc/ssl/site", "readOnly": True}],
+        }
+    )
+    deployment = render.render_deployment(target, settings, "x")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["imagePullSecrets"] == [{"name": "site-pull"}]
+    assert pod["priorityClassName"] == "butlers-high"
+    assert pod["nodeSelector"] == {"disk": "ssd"}
+    assert pod["tolerations"] == [{"key": "gpu", "operator": "Exists"}]
+    assert {"name": "ca", "configMap": {"name": "site-ca"}} in pod["volumes"]
+    butler = _container(deployment)
+    assert {"name": "NO_PROXY", "value": ".svc"} in butler["env"]
+    assert butler["volumeMounts"][-1]["mountPath"] == "/etc/ssl/site"
+    template = deployment["spec"]["template"]["metadata"]
+    assert template["labels"]["team"] == "home"
+    assert template["annotations"]["example.com/x"] == "1"
+    assert render.CONFIG_HASH_ANNOTATION in template["annotations"]
+
+
+def test_rotating_a_secret_the_pod_reads_rolls_the_pod() -> None:
+    target = _target(
+        env=[{"name": "TOKEN", "secretKeyRef": {"name": "tokens", "key": "bot"}}],
+        runtime={"adapter": "openai", "credentialsSecret": "llm-keys"},
+    )
+    settings = OperatorSettings(butler_env_secret="site-env")
+    refs = render.referenced_inputs(target, settings)
+    assert refs.secrets == {"site-env": None, "llm-keys": None, "tokens": frozenset({"bot"})}
+
+    def config_hash(llm_key: str, bot: str) -> str:
+        inputs = render.PodInputs(
+            secrets={"site-env": {}, "llm-keys": {"KEY": llm_key}, "tokens": {"bot": bot}}
+        )
+        config_map = render.render_config_map(target)
+        secret = render.render_secret(target, CREDENTIALS, DSN)
+        return render.build_config_hash(config_map, secret, inputs)
+
+    assert config_hash("a", "b") == config_hash("a", "b")
+    assert config_hash("a", "b") != config_hash("rotated", "b")
+    assert config_hash("a", "b") != config_hash("a", "rotated")
+
+
+def test_schema_names_are_unique_per_namespace_and_valid_identifiers() -> None:
+    from butlers.db.provision import IDENTIFIER
+    from butlers_operator.target import build_schema_name
+
+    assert build_schema_name("home", "health") == "home_health"
+    assert build_schema_name("work", "health") != build_schema_name("home", "health")
+    assert build_schema_name("home", "health", "p_") == "p_home_health"
+    assert build_schema_name("1st", "health").startswith("_")
+    long_ns = "n" * 63
+    one, two = build_schema_name(long_ns, "a" * 32), build_schema_name(long_ns + "x"[:0], "a" * 31)
+    assert one != two
+    for name in (one, two, build_schema_name("1st", "health")):
+        assert IDENTIFIER.match(name), name
+
+
+def test_network_policy_can_be_disabled() -> None:
+    from butlers_operator.settings import NetworkPolicySettings
+
+    settings = OperatorSettings(network_policy=NetworkPolicySettings(enabled=False))
+    kinds = [m["kind"] for m in render.render_all(_target(), settings, CREDENTIALS, DSN, 5432)]
+    assert "NetworkPolicy" not in kinds and "Deployment" in kinds
+
+
+def test_channel_egress_ports_come_from_module_config_and_match_the_modules() -> None:
+    from butlers.modules.email import EmailConfig
+    from butlers.modules.telegram import TelegramConfig
+    from butlers_operator import netpol
+
+    assert EmailConfig().smtp_port == netpol.EMAIL_SMTP_PORT
+    assert EmailConfig().imap_port == netpol.EMAIL_IMAP_PORT
+    assert TelegramConfig().api_base == netpol.TELEGRAM_API
+    spec = _target(
+        modules={"email": {"smtpPort": 465, "imapHost": "imap.example.com"}, "telegram": {}}
+    ).spec
+    assert netpol.channel_ports(spec) == [443, 465, 993]
+    assert netpol.channel_ports(_target().spec) == []
+
+
+def test_pod_labels_cannot_replace_the_operators_own() -> None:
+    target = _target(pod={"labels": {"butlers.dev/butler": "other", "team": "home"}})
+    deployment = render.render_deployment(target, SETTINGS, "x")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert labels["butlers.dev/butler"] == "health" and labels["team"] == "home"
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert all(labels[k] == v for k, v in selector.items())
