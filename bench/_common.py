@@ -51,9 +51,13 @@ async def timed(fn: Callable[[], Awaitable[object]], n: int, warmup: int = 50) -
 
 @asynccontextmanager
 async def ecosystem(
-    names: list[str] | None = None, extra_env: dict[str, str] | None = None
+    names: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
+    *,
+    dashboard: bool = False,
 ) -> AsyncIterator[Ecosystem]:
-    """Butlers from the roster (all, or `names`) on free ports and a throwaway server."""
+    """Butlers from the roster (all, or `names`) on free ports and a throwaway server
+    (with the dashboard when asked)."""
     with tempfile.TemporaryDirectory(prefix="butlers-bench-") as tmp:
         data_dir = Path(tmp)
         server = EmbeddedPostgres(data_dir / "pg", fsync=False)
@@ -68,6 +72,7 @@ async def ecosystem(
                 database_url=server.admin_dsn(),
                 free_ports=True,
                 log_level="WARNING",
+                dashboard=dashboard,
             )
             eco = Ecosystem(settings=settings, resources=resources, extra_env=extra_env or {})
             await eco.start()

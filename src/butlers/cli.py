@@ -6,12 +6,14 @@ butlers status [--data-dir DIR]
 butlers migrate [--data-dir DIR] [--roster DIR]      every roster butler
 butlers migrate --spec FILE                          one butler, with BUTLERS_DSN
 butlers serve --spec FILE [--port N]                 one butler (a container's entrypoint)
+butlers dashboard [--data-dir DIR | --kube NAMESPACE] the dashboard alone
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -43,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="start the database and every roster butler")
     ecosystem_args(up)
     up.add_argument("--detach", action="store_true", help="return once every butler is ready")
+    up.add_argument(
+        "--dashboard-port", type=int, help="port of the dashboard on 127.0.0.1 (default 40200)"
+    )
+    up.add_argument("--no-dashboard", action="store_true", help="do not start the dashboard")
     ecosystem_args(sub.add_parser("down", help="stop a running ecosystem"), roster=False)
     status = sub.add_parser("status", help="show the butlers of a running ecosystem")
     ecosystem_args(status, roster=False)
@@ -63,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--spec", type=Path, help="the Butler YAML file (or BUTLERS_SPEC)")
     serve.add_argument("--port", type=int, help="override spec.port (or BUTLERS_PORT)")
     serve.add_argument("--host", help="listen address (or BUTLERS_HOST, default 127.0.0.1)")
+    dashboard = sub.add_parser("dashboard", help="run the dashboard in the foreground")
+    where = dashboard.add_mutually_exclusive_group()
+    where.add_argument("--data-dir", type=Path, help="a local ecosystem (default .butlers)")
+    where.add_argument("--kube", metavar="NAMESPACE", help="the Butlers of a Kubernetes namespace")
+    dashboard.add_argument("--port", type=int, help="listen port (default 40200)")
+    dashboard.add_argument("--host", help="listen address (default 127.0.0.1; else a token)")
     return parser
 
 
@@ -78,9 +90,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ecosystem_settings(args: argparse.Namespace) -> EcosystemSettings:
-    return EcosystemSettings.from_env(
+    settings = EcosystemSettings.from_env(
         data_dir=args.data_dir, roster_dir=getattr(args, "roster", None)
     )
+    if getattr(args, "no_dashboard", False):
+        settings = dataclasses.replace(settings, dashboard=False)
+    if getattr(args, "dashboard_port", None):
+        settings = dataclasses.replace(settings, dashboard_port=args.dashboard_port)
+    return settings
 
 
 # -- up / down / status --------------------------------------------------------
@@ -132,6 +149,10 @@ async def _run_foreground(settings: EcosystemSettings) -> int:
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
             except TimeoutError:
                 await ecosystem.supervise()
+                if ecosystem.dashboard_exited():
+                    print("the dashboard exited; restarting it", file=sys.stderr, flush=True)
+                    await ecosystem.restart_dashboard()
+                    ecosystem.write_state_file()
         print("stopping…", flush=True)
         return 0
     finally:
@@ -141,12 +162,18 @@ async def _run_foreground(settings: EcosystemSettings) -> int:
 
 def _print_endpoints(state: EcosystemState, statuses: Mapping[str, str] | None = None) -> None:
     """The endpoints; never the token (this output may go to a log file)."""
+    from butlers.ecosystem.control import DASHBOARD
+
     db = state.database
     print(f"database  {db.kind} PostgreSQL at {db.host}:{db.port}/{db.database}")
     print(f"{'BUTLER':<14} {'MCP ENDPOINT':<34} {'SCHEMA':<16} STATUS")
     for name, butler in state.butlers.items():
         status = (statuses or {}).get(name, "ready")
         print(f"{name:<14} {butler.url:<34} {butler.schema_name:<16} {status}")
+    dashboard = state.dashboard
+    if dashboard is not None and dashboard.url:
+        status = (statuses or {}).get(DASHBOARD, "ready")
+        print(f"{'dashboard':<14} {dashboard.url:<34} {dashboard.schema_name:<16} {status}")
     print(
         "Every endpoint needs the user's token (`token` in ecosystem.json); "
         "`butlers status` shows how to connect."
@@ -241,6 +268,7 @@ async def _migrate_all(settings: EcosystemSettings) -> int:
 
 async def _migrate_one(spec: Path) -> int:
     from butlers import migrations
+    from butlers.db.readers import DASHBOARD_ROLE
     from butlers.ecosystem.supervisor import chains_for
     from butlers.roster import load_butler_file
     from butlers.spec import schema_name
@@ -251,7 +279,8 @@ async def _migrate_one(spec: Path) -> int:
         raise ButlersError("BUTLERS_DSN is not set: the butler's own role DSN is needed")
     schema = os.environ.get("BUTLERS_SCHEMA") or schema_name(resource.name)
     chains = chains_for(resource)
-    await migrations.upgrade(dsn, schema, chains)
+    reader = os.environ.get("BUTLERS_DASHBOARD_ROLE") or DASHBOARD_ROLE
+    await migrations.upgrade(dsn, schema, chains, reader_role=reader)
     print(f"{resource.name}: schema {schema} at head ({', '.join(c.name for c in chains)})")
     return 0
 
@@ -260,6 +289,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from butlers.daemon.serve import run
 
     return run(args.spec, port=args.port, host=args.host)
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from butlers.dashboard.serve import run
+    from butlers.settings import DashboardSettings
+
+    settings = DashboardSettings.from_env(
+        data_dir=args.data_dir, kube_namespace=args.kube, host=args.host, port=args.port
+    )
+    return run(settings)
 
 
 def cmd_send(args: argparse.Namespace) -> int:
@@ -278,4 +317,5 @@ COMMANDS = {
     "migrate": cmd_migrate,
     "serve": cmd_serve,
     "send": cmd_send,
+    "dashboard": cmd_dashboard,
 }

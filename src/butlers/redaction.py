@@ -20,6 +20,7 @@ from typing import Any
 
 MASK = "[REDACTED]"
 MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary text
+# A key (or variable) whose name says it holds a credential.
 SENSITIVE_KEY = re.compile(r"(pass(word)?|secret|token|api[_-]?key|credential|authorization)", re.I)
 
 
@@ -29,12 +30,17 @@ class Redactor:
         secrets: Iterable[str | None] = (),
         sensitive_args: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
+        self._secrets: list[str] = []
+        self.update(secrets)
+        self._sensitive: dict[str, frozenset[str]] = {}
+        self.declare_sensitive_args(sensitive_args or {})
+
+    def update(self, secrets: Iterable[str | None]) -> None:
+        """Replace the secrets (a shared redactor learns new ones in place)."""
         # Longest first, so a secret containing another is masked whole.
         self._secrets = sorted(
             {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True
         )
-        self._sensitive: dict[str, frozenset[str]] = {}
-        self.declare_sensitive_args(sensitive_args or {})
 
     @property
     def secrets(self) -> tuple[str, ...]:

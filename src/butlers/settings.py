@@ -58,6 +58,8 @@ class EcosystemSettings:
     free_ports: bool = False
     log_level: str = "INFO"
     log_file: Path | None = None  # the supervisor's own log (rotated); None: stderr
+    dashboard: bool = True
+    dashboard_port: int = 40200
 
     @classmethod
     def from_env(
@@ -343,3 +345,106 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
 
 def _optional_positive_float(env: Mapping[str, str], name: str) -> float | None:
     return _positive_float(env, name, 0.0) if env.get(name) else None
+
+
+DEFAULT_DASHBOARD_PORT = 40200
+DEFAULT_DASHBOARD_ORIGINS = ("http://localhost:40173",)
+MIN_TOKEN_LENGTH = 16
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+
+
+@dataclass(frozen=True)
+class DashboardSettings:
+    """`butlers dashboard` (and the dashboard child of `butlers up`)."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_DASHBOARD_PORT
+    # Where butlers are found: a local ecosystem's data dir, or a Kubernetes namespace.
+    data_dir: Path | None = None
+    kube_namespace: str | None = None
+    # The dashboard role's DSN and its own schema (the audit log); None: from the data dir.
+    dsn: str | None = field(default=None, repr=False)
+    schema: str | None = None
+    # With a token, /api/* needs it (bearer or login cookie); without, bind loopback only.
+    token: str | None = field(default=None, repr=False)
+    # Bearer token for the butlers' /mcp (None: `token` of ecosystem.json, if any).
+    mcp_token: str | None = field(default=None, repr=False)
+    cors_origins: tuple[str, ...] = DEFAULT_DASHBOARD_ORIGINS
+    static_dir: Path | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    probe_interval: float = 2.0
+    keepalive_seconds: float = 30.0
+    poll_interval: float = 0.5
+    fan_out_timeout: float = 5.0
+    discovery_interval: float = 1.0
+    log_level: str = "INFO"
+    parent_pid: int | None = None  # exit when this process (the supervisor) is gone
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        data_dir: Path | None = None,
+        kube_namespace: str | None = None,
+        host: str | None = None,
+        port: int | None = None,
+    ) -> DashboardSettings:
+        env = os.environ if environ is None else environ
+        raw_port = env.get("BUTLERS_DASHBOARD_PORT")
+        try:
+            resolved_port = port or (int(raw_port) if raw_port else DEFAULT_DASHBOARD_PORT)
+        except ValueError:
+            raise ButlersError(
+                f"BUTLERS_DASHBOARD_PORT={raw_port!r} is not a port number"
+            ) from None
+        origins = env.get("BUTLERS_DASHBOARD_CORS_ORIGINS")
+        static = env.get("BUTLERS_DASHBOARD_STATIC_DIR") or env.get("DASHBOARD_STATIC_DIR")
+        namespace = kube_namespace or env.get("BUTLERS_DASHBOARD_KUBE_NAMESPACE") or None
+        settings = cls(
+            host=host or env.get("BUTLERS_DASHBOARD_HOST", "127.0.0.1"),
+            port=resolved_port,
+            data_dir=(
+                None
+                if namespace
+                else (data_dir or Path(env.get("BUTLERS_DATA_DIR", DEFAULT_DATA_DIR))).absolute()
+            ),
+            kube_namespace=namespace,
+            dsn=env.get("BUTLERS_DASHBOARD_DSN") or None,
+            schema=env.get("BUTLERS_DASHBOARD_SCHEMA") or None,
+            token=env.get("BUTLERS_DASHBOARD_TOKEN") or None,
+            mcp_token=env.get("BUTLERS_DASHBOARD_MCP_TOKEN") or None,
+            cors_origins=(
+                tuple(o.strip() for o in origins.split(",") if o.strip())
+                if origins is not None
+                else DEFAULT_DASHBOARD_ORIGINS
+            ),
+            static_dir=Path(static) if static else None,
+            allowed_hosts=tuple(
+                h.strip() for h in env.get("BUTLERS_DASHBOARD_ALLOWED_HOSTS", "").split(",") if h
+            ),
+            probe_interval=_positive_float(env, "BUTLERS_DASHBOARD_PROBE_INTERVAL", 2.0),
+            keepalive_seconds=_positive_float(env, "BUTLERS_DASHBOARD_KEEPALIVE", 30.0),
+            poll_interval=_positive_float(env, "BUTLERS_DASHBOARD_POLL_INTERVAL", 0.5),
+            fan_out_timeout=_positive_float(env, "BUTLERS_DASHBOARD_FANOUT_TIMEOUT", 5.0),
+            discovery_interval=_positive_float(env, "BUTLERS_DASHBOARD_DISCOVERY_INTERVAL", 1.0),
+            log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
+            parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
+            environ=dict(env),
+        )
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Refuse settings that would expose the API: a token is needed off loopback."""
+        if self.token is not None and len(self.token) < MIN_TOKEN_LENGTH:
+            raise ButlersError(
+                f"BUTLERS_DASHBOARD_TOKEN is {len(self.token)} characters long; "
+                f"use at least {MIN_TOKEN_LENGTH} (e.g. `openssl rand -hex 32`)"
+            )
+        if self.token is None and self.host not in LOOPBACK_HOSTS:
+            raise ButlersError(
+                f"the dashboard would listen on {self.host} without authentication: "
+                "set BUTLERS_DASHBOARD_TOKEN, or listen on 127.0.0.1"
+            )

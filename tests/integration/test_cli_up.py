@@ -52,6 +52,8 @@ def _client(url: str, token: str | None) -> Client:  # type: ignore[type-arg]
 
 def _butlers(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if k != "BUTLERS_DATABASE_URL"}
+    if args[0] == "up" and not {"--no-dashboard", "--dashboard-port"} & set(args):
+        args = (*args, "--dashboard-port", str(free_port()))  # never the real 40200
     return subprocess.run(
         [*BUTLERS, *args],
         capture_output=True,
@@ -103,7 +105,8 @@ async def test_up_detach_serves_and_down_leaves_no_process_and_data_survives(
         await client.call_tool("state_set", {"key": "survives", "value": {"n": 1}})
 
     status = _butlers("status", "--data-dir", str(data))
-    assert status.returncode == 0 and status.stdout.count("ready") == 2
+    assert status.returncode == 0 and status.stdout.count("ready") == 3  # and the dashboard
+    assert f"dashboard      {state['dashboard']['url']}" in status.stdout
     assert f"Authorization: Bearer {token}" in status.stdout
     config = json.loads(_butlers("status", "--data-dir", str(data), "--mcp-config").stdout)
     assert config["mcpServers"]["health"] == {
@@ -113,6 +116,7 @@ async def test_up_detach_serves_and_down_leaves_no_process_and_data_survives(
     }
 
     pids = [b["pid"] for b in state["butlers"].values()] + [state["supervisor_pid"]]
+    pids.append(state["dashboard"]["pid"])
     down = _butlers("down", "--data-dir", str(data))
     assert down.returncode == 0, down.stderr
     assert _wait_gone(pids) == []
@@ -166,7 +170,8 @@ def test_ctrl_c_stops_everything_cleanly(tmp_path: Path) -> None:
     data, roster = tmp_path / "data", _roster(tmp_path, ("general",))
     environ = {k: v for k, v in os.environ.items() if k != "BUTLERS_DATABASE_URL"}
     with subprocess.Popen(
-        [*BUTLERS, "up", "--data-dir", str(data), "--roster", str(roster)],
+        [*BUTLERS, "up", "--data-dir", str(data), "--roster", str(roster),
+         "--dashboard-port", str(free_port())],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ,
     ) as process:  # fmt: skip
 
@@ -179,6 +184,7 @@ def test_ctrl_c_stops_everything_cleanly(tmp_path: Path) -> None:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
     assert _wait_gone([b["pid"] for b in state["butlers"].values()]) == []
+    assert _wait_gone([state["dashboard"]["pid"]]) == []
     pg_pid = (
         int((data / "postgres" / "pgdata" / "postmaster.pid").read_text().split()[0])
         if (data / "postgres" / "pgdata" / "postmaster.pid").exists()
@@ -196,6 +202,26 @@ def test_port_in_use_names_butler_and_port(tmp_path: Path) -> None:
         result = _butlers("up", "--data-dir", str(tmp_path / "d"), "--roster", str(roster))
     assert result.returncode == 1
     assert f"butler 'health': port {port} is already in use" in result.stderr
+
+
+def test_a_taken_dashboard_port_is_named_and_no_dashboard_starts_none(tmp_path: Path) -> None:
+    roster = _roster(tmp_path, ("general",))
+    port = free_port()
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", port))
+        blocker.listen()
+        args = ("--data-dir", str(tmp_path / "d"), "--roster", str(roster))
+        refused = _butlers("up", *args, "--dashboard-port", str(port))
+        assert refused.returncode == 1
+        assert f"the dashboard's port {port} is already in use" in refused.stderr
+        started = _butlers("up", *args, "--detach", "--no-dashboard")
+    try:
+        assert started.returncode == 0, started.stderr
+        state = json.loads((tmp_path / "d" / "ecosystem.json").read_text())
+        assert state["dashboard"]["url"] is None and state["dashboard"]["dsn"]
+        assert "dashboard " not in started.stdout
+    finally:
+        _butlers("down", "--data-dir", str(tmp_path / "d"))
 
 
 def test_invalid_roster_file_is_reported_with_file_and_field(tmp_path: Path) -> None:

@@ -27,8 +27,11 @@ async def create_pool(
     min_size: int = 1,
     max_size: int = 10,
     application_name: str = "butlers",
+    server_settings: dict[str, str] | None = None,
 ) -> asyncpg.Pool:
     """A pool whose connections see `schema` first and decode JSON/JSONB to Python."""
+    settings = {"search_path": schema, "application_name": application_name}
+    settings.update(server_settings or {})
     pool = await asyncpg.create_pool(
         dsn,
         min_size=min_size,
@@ -36,7 +39,7 @@ async def create_pool(
         timeout=CONNECT_TIMEOUT,
         command_timeout=COMMAND_TIMEOUT,
         init=_init_connection,
-        server_settings={"search_path": schema, "application_name": application_name},
+        server_settings=settings,
     )
     assert pool is not None
     return pool

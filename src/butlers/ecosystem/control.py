@@ -73,6 +73,8 @@ def start_detached(settings: EcosystemSettings, program: str) -> EcosystemState:
     command = [
         sys.executable, "-m", "butlers", "up",
         "--data-dir", str(settings.data_dir), "--roster", str(settings.roster_dir),
+        *(["--dashboard-port", str(settings.dashboard_port)] if settings.dashboard
+          else ["--no-dashboard"]),
     ]  # fmt: skip
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "ab") as log_file:
@@ -117,9 +119,14 @@ def stop_running(data_dir: Path, timeout: float = DOWN_TIMEOUT) -> bool:
     return True
 
 
+# The dashboard's entry in `probe_status`'s statuses (no butler name starts with NUL).
+DASHBOARD = "\0dashboard"
+
+
 def probe_status(data_dir: Path) -> tuple[EcosystemState, dict[str, str]] | None:
-    """The state of a running ecosystem and each butler's live status (ready, not ready,
-    down); None when nothing runs in `data_dir`."""
+    """The state of a running ecosystem and the live status (ready, not ready, down) of
+    each butler and of the dashboard (key `DASHBOARD`); None when nothing runs in
+    `data_dir`."""
     if PidFile(data_dir).read() is None:
         return None
     state = read_state(data_dir)
@@ -133,4 +140,11 @@ def probe_status(data_dir: Path) -> tuple[EcosystemState, dict[str, str]] | None
                 statuses[name] = "ready" if response.status_code == 200 else "not ready"
             except httpx.HTTPError:
                 statuses[name] = "down"
+        dashboard = state.dashboard
+        if dashboard is not None and dashboard.url:
+            try:
+                response = client.get(f"{dashboard.url}api/health")
+                statuses[DASHBOARD] = "ready" if response.status_code == 200 else "not ready"
+            except httpx.HTTPError:
+                statuses[DASHBOARD] = "down"
     return state, statuses

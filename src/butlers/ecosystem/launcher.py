@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from butlers.ecosystem.environment import base_environment
@@ -95,6 +95,13 @@ def warm_up() -> None:
 
 
 def _child_main(spec_path: str, env: dict[str, str], log_path: str) -> None:
+    _child_setup(env, log_path)
+    from butlers.daemon.serve import run
+
+    _child_exit(run(Path(spec_path)))
+
+
+def _child_setup(env: dict[str, str], log_path: str) -> None:
     os.setsid()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
@@ -107,9 +114,9 @@ def _child_main(spec_path: str, env: dict[str, str], log_path: str) -> None:
     os.environ["BUTLERS_PARENT_PID"] = str(os.getppid())
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    from butlers.daemon.serve import run
 
-    code = run(Path(spec_path))
+
+def _child_exit(code: int) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -119,16 +126,32 @@ class ButlerChild:
     """A running butler process, whichever way it was started (Popen-like)."""
 
     def __init__(self, spec_path: Path, env: Mapping[str, str], log_path: Path) -> None:
+        self._start(
+            _child_main,
+            (str(spec_path), dict(env), str(log_path)),
+            ["serve", "--spec", str(spec_path)],
+            env,
+            log_path,
+        )
+
+    def _start(
+        self,
+        target: Callable[..., object],
+        args: tuple[object, ...],
+        command_args: list[str],
+        env: Mapping[str, str],
+        log_path: Path,
+    ) -> None:
         if sys.platform.startswith("linux"):
             self._process: multiprocessing.process.BaseProcess | None = _fork_server().Process(
-                target=_child_main, args=(str(spec_path), dict(env), str(log_path)), daemon=False
+                target=target, args=args, daemon=False
             )
             with _helpers_with_base_environment():  # (re)starts the fork server if needed
                 self._process.start()
             self._popen: subprocess.Popen[bytes] | None = None
         else:
             self._process = None
-            command = [sys.executable, "-m", "butlers", "serve", "--spec", str(spec_path)]
+            command = [sys.executable, "-m", "butlers", *command_args]
             with log_path.open("ab") as log_file:
                 self._popen = subprocess.Popen(
                     command,
@@ -175,3 +198,23 @@ class ButlerChild:
             return self._process.exitcode
         assert self._popen is not None
         return self._popen.wait(timeout)
+
+
+class DashboardChild(ButlerChild):
+    """The dashboard process of a local ecosystem (settings in its environment).
+
+    A plain interpreter rather than a child of the fork server: the dashboard needs
+    none of the butler runtime the fork server holds (about 60 MB it would map).
+    """
+
+    def __init__(self, env: Mapping[str, str], log_path: Path) -> None:
+        self._process = None
+        with log_path.open("ab") as log_file:
+            self._popen = subprocess.Popen(
+                [sys.executable, "-m", "butlers", "dashboard"],
+                env={**env, "BUTLERS_PARENT_PID": str(os.getpid())},
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )

@@ -47,6 +47,16 @@ class ButlerInfo(StateModel):
         return self.url.removesuffix("/mcp")
 
 
+class DashboardInfo(StateModel):
+    url: str | None = None  # None: not running
+    port: int | None = None
+    schema_name: str = Field(alias="schema")
+    role: str
+    dsn: str
+    pid: int | None = None
+    log: str
+
+
 class EcosystemState(StateModel):
     # The user's token (full access to every butler): `butlers send`, outside clients
     # and the dashboard read it here; the file is 0600.
@@ -54,6 +64,7 @@ class EcosystemState(StateModel):
     database: DatabaseInfo
     butlers: dict[str, ButlerInfo]
     switchboard: str | None = None  # its MCP URL, when the roster has one
+    dashboard: DashboardInfo | None = None  # None: started with --no-dashboard
     supervisor_pid: int
     schema_prefix: str
 

@@ -21,8 +21,11 @@ import httpx2 as httpx
 import yaml
 
 from butlers import migrations
+from butlers.dashboard.schema import migrate as migrate_dashboard
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
 from butlers.db.provision import Credentials, ensure
+from butlers.db.readers import dashboard_role, dashboard_schema
+from butlers.ecosystem.dashboard import DashboardProcess
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.ecosystem.environment import butler_environment
 from butlers.ecosystem.launcher import ButlerChild, warm_up
@@ -86,6 +89,7 @@ class Ecosystem:
     butlers: dict[str, ButlerProcess] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
     tokens: EcosystemTokens | None = None
+    dashboard: DashboardProcess | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -105,13 +109,17 @@ class Ecosystem:
         try:
             for butler in self.butlers.values():
                 self._spawn(butler)
+            if self.settings.dashboard:
+                self._spawn_dashboard()
             await self.wait_ready()
             log.info("butlers ready %.2f s after start", time.monotonic() - started)
             await self.wait_registered()
+            self.write_state_file()
+            if self.dashboard is not None and self.dashboard.process is not None:
+                await self.dashboard.wait_ready(butlers=len(self.butlers))
         except BaseException:
             await self.stop()
             raise
-        self.write_state_file()
         log.info(
             "ecosystem ready: %d butlers in %.2f s", len(self.butlers), time.monotonic() - started
         )
@@ -133,15 +141,29 @@ class Ecosystem:
         admin_dsn = self.database.admin_dsn
         store = CredentialFile(self.data_dir / "credentials.json")
         known = store.load()
-        schemas = {r.name: schema_name(r.name, self.settings.schema_prefix) for r in self.resources}
-        provisioned = await asyncio.gather(
+        prefix = self.settings.schema_prefix
+        schemas = {r.name: schema_name(r.name, prefix) for r in self.resources}
+        reader = dashboard_role(prefix)
+        *provisioned, reader_credentials = await asyncio.gather(
             *(
                 ensure(admin_dsn, schema, password=_known_password(known, schema))
                 for schema in schemas.values()
-            )
+            ),
+            ensure(
+                admin_dsn,
+                dashboard_schema(prefix),
+                role=reader,
+                password=_known_password(known, dashboard_schema(prefix)),
+            ),
         )
-        known.update({c.schema: c for c in provisioned})
+        known.update({c.schema: c for c in [*provisioned, reader_credentials]})
         store.save(known)
+        self.dashboard = DashboardProcess(
+            credentials=reader_credentials,
+            dsn=reader_credentials.dsn(admin_dsn),
+            port=self.ports.get("\0dashboard"),
+            log_path=self.data_dir / "logs" / "dashboard.log",
+        )
         for resource, credentials in zip(self.resources, provisioned, strict=True):
             name = resource.name
             dsn = credentials.dsn(admin_dsn)
@@ -161,9 +183,10 @@ class Ecosystem:
         phase = time.monotonic()
         await asyncio.gather(
             *(
-                migrations.upgrade(b.dsn, b.schema, chains_for(b.resource))
+                migrations.upgrade(b.dsn, b.schema, chains_for(b.resource), reader_role=reader)
                 for b in self.butlers.values()
-            )
+            ),
+            migrate_dashboard(self.dashboard.dsn, reader_credentials.schema),
         )
         log.info("migrations at head in %.2f s", time.monotonic() - phase)
 
@@ -178,6 +201,19 @@ class Ecosystem:
                     f"listens there or change spec.port in its roster file"
                 )
             self.ports[resource.name] = port
+        if self.settings.dashboard:
+            port = self.settings.dashboard_port
+            if self.settings.free_ports:
+                port = free_port()
+                while port in self.ports.values():
+                    port = free_port()
+            busy = not self.settings.free_ports and not port_is_free(port)
+            if busy and not await _wait_for_closing_connections(port):
+                raise PortInUseError(
+                    f"the dashboard's port {port} is already in use; stop whatever listens "
+                    "there, pass --dashboard-port N, or --no-dashboard"
+                )
+            self.ports["\0dashboard"] = port
 
     def _spawn(self, butler: ButlerProcess) -> None:
         switchboard = self.switchboard
@@ -278,6 +314,31 @@ class Ecosystem:
                 error=EcosystemError,
             )
 
+    def _spawn_dashboard(self) -> None:
+        assert self.dashboard is not None
+        self.dashboard.spawn(self.data_dir, self.extra_env, self.settings.log_level)
+        assert self.dashboard.process is not None
+        log.info(
+            "started the dashboard (pid %d) on %s", self.dashboard.process.pid, self.dashboard.url
+        )
+
+    def dashboard_exited(self) -> bool:
+        process = self.dashboard.process if self.dashboard else None
+        return process is not None and process.poll() is not None
+
+    async def kill_dashboard(self) -> None:
+        """Stop the dashboard abruptly (SIGKILL), as a crash would."""
+        process = self.dashboard.process if self.dashboard else None
+        if process is not None and process.poll() is None:
+            process.kill()
+            await asyncio.to_thread(process.wait)
+
+    async def restart_dashboard(self) -> None:
+        assert self.dashboard is not None
+        await self._terminate([self.dashboard])  # type: ignore[list-item]
+        self._spawn_dashboard()
+        await self.dashboard.wait_ready()
+
     # -- running -------------------------------------------------------------
 
     def exited(self) -> list[ButlerProcess]:
@@ -323,7 +384,10 @@ class Ecosystem:
     # -- stop ----------------------------------------------------------------
 
     async def stop(self) -> None:
-        """SIGTERM every butler (they finish in-flight calls), then the database."""
+        """SIGTERM the dashboard and every butler (they finish in-flight calls), then the
+        database."""
+        if self.dashboard is not None:
+            await self._terminate([self.dashboard])  # type: ignore[list-item]
         await self._terminate(list(self.butlers.values()))
         if self.database is not None:
             await asyncio.to_thread(self.database.stop)
@@ -357,6 +421,7 @@ class Ecosystem:
             database=self.database.describe(),
             butlers={name: b.describe() for name, b in sorted(self.butlers.items())},
             switchboard=self.switchboard.url if self.switchboard else None,
+            dashboard=self.dashboard.describe() if self.dashboard else None,
             supervisor_pid=os.getpid(),
             schema_prefix=self.settings.schema_prefix,
         )

@@ -3,7 +3,9 @@ them, feed results back, stop at a final answer or at the turn limit."""
 
 from __future__ import annotations
 
+import time
 from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from butlers.llm.types import (
@@ -44,6 +46,8 @@ async def run_agent_loop(
             }
         )
         for call in reply.tool_calls:
+            started_at = datetime.now(UTC)
+            started = time.perf_counter()
             value, text, is_error = await toolbox.call(call.name, call.arguments)
             trace.tool_calls.append(
                 {
@@ -51,6 +55,8 @@ async def run_agent_loop(
                     "arguments": call.arguments,
                     "result": value,
                     "is_error": is_error,
+                    "started_at": started_at.isoformat(),
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 3),
                 }
             )
             messages.append(

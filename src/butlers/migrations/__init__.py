@@ -84,13 +84,28 @@ async def _with_connection(dsn: str, schema: str, work: Callable[[Any], Any]) ->
         await engine.dispose()
 
 
-async def upgrade(dsn: str, schema: str, chains: Sequence[Chain], revision: str = "heads") -> None:
-    """Upgrade every chain, in order, inside one transaction."""
+async def upgrade(
+    dsn: str,
+    schema: str,
+    chains: Sequence[Chain],
+    revision: str = "heads",
+    *,
+    reader_role: str | None = None,
+) -> None:
+    """Upgrade every chain, in order, inside one transaction.
+
+    With `reader_role` (the dashboard's role), the schema's owner then grants it
+    read access to every table, when that role exists.
+    """
     from alembic import command
 
     def work(connection: Any) -> None:
         for chain in chains:
             command.upgrade(_config(chain, schema, connection), revision)
+        if reader_role:
+            from butlers.db.readers import grant_read_sync
+
+            grant_read_sync(connection, schema, reader_role)
 
     await _with_connection(dsn, schema, work)
 

@@ -56,6 +56,14 @@ class EcosystemHandle:
     schema_prefix: str = ""  # of this session's schemas and roles (solo butlers use it too)
     # The process id of a butler when it runs on this machine (None: it does not).
     pid: Callable[[str], int | None] = lambda _name: None
+    # The dashboard over this ecosystem (its root URL, ending in "/"); None: not running.
+    dashboard_url: str | None = None
+    # The dashboard role's DSN and its own schema (to run more dashboards in tests).
+    dashboard_dsn: str | None = None
+    dashboard_schema: str | None = None
+    # Kill and restart the dashboard (None: this backend cannot).
+    kill_dashboard: Callable[[], Awaitable[None]] | None = None
+    restart_dashboard: Callable[[], Awaitable[None]] | None = None
     clients: ClientCache = field(init=False)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

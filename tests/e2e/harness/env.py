@@ -19,6 +19,10 @@ E2E_ENV = {
     "TELEGRAM_BOT_TOKEN": "",
     "EMAIL_USERNAME": "",
     "EMAIL_PASSWORD": "",
+    # The dashboard: status probes, SSE keepalives and the LISTEN fallback poll, quick.
+    "BUTLERS_DASHBOARD_PROBE_INTERVAL": "0.5",
+    "BUTLERS_DASHBOARD_KEEPALIVE": "1",
+    "BUTLERS_DASHBOARD_POLL_INTERVAL": "0.2",
 }
 
 

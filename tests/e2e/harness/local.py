@@ -67,6 +67,13 @@ async def local_ecosystem(
             span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])
             if extra_env and "BUTLERS_SPAN_DIR" in extra_env
             else None,
+            dashboard_url=ecosystem.dashboard.url if ecosystem.dashboard else None,
+            dashboard_dsn=ecosystem.dashboard.dsn if ecosystem.dashboard else None,
+            dashboard_schema=ecosystem.dashboard.credentials.schema
+            if ecosystem.dashboard
+            else None,
+            kill_dashboard=ecosystem.kill_dashboard,
+            restart_dashboard=ecosystem.restart_dashboard,
         )
         try:
             yield handle
@@ -77,3 +84,6 @@ async def local_ecosystem(
         if not keep_schemas:
             for butler in ecosystem.butlers.values():
                 await deprovision(admin_dsn, butler.schema)
+            if ecosystem.dashboard is not None:
+                reader = ecosystem.dashboard.credentials
+                await deprovision(admin_dsn, reader.schema, role=reader.role)

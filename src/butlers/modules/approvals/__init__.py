@@ -28,6 +28,8 @@ NAME = "approvals"
 class ApprovalsModule(Module):
     name = NAME
     chain = migration_chain(NAME, __file__)
+    # Housekeeping for people (the dashboard, a client), not for a session's model.
+    session_hidden_tools = ("approval_expire_stale",)
 
     def __init__(self) -> None:
         self.gate: ApprovalGate | None = None
@@ -96,6 +98,12 @@ class ApprovalsModule(Module):
                 )
             log.info("approval %s %s by %s", approval_id, status, identity.label)
             return to_json(row)
+
+        @mcp.tool(meta=meta)
+        async def approval_expire_stale() -> JsonValue:
+            """Expire pending requests past their deadline whose held call is gone."""
+            expired = await store.expire_stale()
+            return {"expired": [str(i) for i in expired]}
 
     async def ready(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         assert self.gate is not None

@@ -63,6 +63,16 @@ class ApprovalStore:
         )
         return int(result.split()[-1])
 
+    async def expire_stale(self) -> list[uuid.UUID]:
+        """Expire pending requests past their deadline that no held call is waiting on
+        any more (its process died); returns their ids."""
+        rows = await self._pool.fetch(
+            "UPDATE approvals SET status = 'expired', decided_at = clock_timestamp(), "
+            "decided_by = 'system', reason = 'stale: past its deadline with no call waiting' "
+            "WHERE status = 'pending' AND expires_at < clock_timestamp() RETURNING id"
+        )
+        return [row["id"] for row in rows]
+
     async def decide(
         self, approval_id: uuid.UUID, status: str, decided_by: str, reason: str | None
     ) -> dict[str, Any] | None:

@@ -1,0 +1,121 @@
+"""`create_app()`: the dashboard's FastAPI application.
+
+Middleware (outermost first): security headers, CORS, trailing-slash
+normalisation, authentication, secret masking, error catch-all. Routers: the core
+routers first, then each module's router (from the static module registry), so
+no module route can shadow a core path; the built UI is mounted last. The
+lifespan builds every service (`services.build_dashboard`) and stops them all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from butlers import __version__
+from butlers.dashboard.auth import AuthMiddleware, SecurityHeadersMiddleware
+from butlers.dashboard.directory import Directory
+from butlers.dashboard.envelopes import ErrorResponse
+from butlers.dashboard.errors import ERROR_STATUSES, install_error_handlers
+from butlers.dashboard.masking import MaskingMiddleware
+from butlers.dashboard.modules import module_routers
+from butlers.dashboard.routers import core_routers
+from butlers.dashboard.routers.login import router as login_router
+from butlers.dashboard.services import build_dashboard
+from butlers.dashboard.static import SpaFiles
+from butlers.redaction import Redactor
+from butlers.settings import DashboardSettings
+
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    status: {"model": ErrorResponse} for status in ERROR_STATUSES
+}
+# State keys may end with "/": those paths are never rewritten.
+_KEEP_SLASH = re.compile(r"^/api/butlers/[^/]+/state/.+")
+
+
+class TrailingSlashMiddleware:
+    """`/api/butlers/` is `/api/butlers`: served directly, never redirected."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        if (
+            scope["type"] == "http"
+            and path.startswith("/api/")
+            and path.endswith("/")
+            and not _KEEP_SLASH.match(path)
+        ):
+            path = path.rstrip("/") or "/"
+            scope = {**scope, "path": path, "raw_path": path.encode()}
+        await self.app(scope, receive, send)
+
+
+def create_app(
+    settings: DashboardSettings | None = None,
+    *,
+    directory: Directory | None = None,
+    cors_origins: list[str] | None = None,
+    static_dir: Path | None = None,
+) -> FastAPI:
+    settings = settings or DashboardSettings()
+    redactor = Redactor([])  # filled by the lifespan once the butlers are known
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        dashboard = await build_dashboard(settings, directory, redactor)
+        app.state.dashboard = dashboard
+        try:
+            yield
+        finally:
+            await dashboard.aclose()
+
+    app = FastAPI(
+        title="Butlers dashboard API",
+        version=__version__,
+        openapi_url="/api/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+        redirect_slashes=False,
+        lifespan=lifespan,
+    )
+    for _origin, router in api_routers():
+        app.include_router(router, responses=ERROR_RESPONSES)
+    app.include_router(login_router)
+    app.mount("/", SpaFiles(static_dir or settings.static_dir))
+
+    install_error_handlers(app)
+    app.add_middleware(MaskingMiddleware, redactor=redactor)
+    app.add_middleware(
+        AuthMiddleware,
+        token=settings.token,
+        cors_origins=_origins(settings, cors_origins),
+        allowed_hosts=[settings.host, *settings.allowed_hosts],
+    )
+    app.add_middleware(TrailingSlashMiddleware)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=_origins(settings, cors_origins),
+        allow_credentials=True,
+        allow_methods=["*"],
+        allow_headers=["*"],
+    )
+    app.add_middleware(SecurityHeadersMiddleware)
+    return app
+
+
+def api_routers() -> list[tuple[str, APIRouter]]:
+    """Every `/api` router in mounting order with its origin: the core's, then each
+    module's (so no module route can shadow a core path)."""
+    return [*(("core", r) for r in core_routers()), *module_routers()]
+
+
+def _origins(settings: DashboardSettings, override: list[str] | None) -> list[str]:
+    return list(override if override is not None else settings.cors_origins)

@@ -1,0 +1,116 @@
+"""What each kind of change hint means: the table, how to re-read it, which event it is.
+
+Butlers publish `pg_notify('butlers_changes', {"schema", "table", "op", "id"})`
+from triggers on these tables (ids only: the dashboard re-reads the rows with its
+own read-only role, so nothing private travels in a notification).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from butlers.jsonutil import json_object
+
+CHANNEL = "butlers_changes"
+
+Emit = tuple[str, dict[str, Any], tuple[Any, ...]]  # event type, data, dedup key
+
+
+@dataclass(frozen=True)
+class ChangeSource:
+    table: str
+    id_column: str
+    module: str | None  # only butlers enabling this module have the table
+    columns: str
+    poll_where: str  # rows changed since $1 (a timestamp); "" = the whole (small) table
+    to_event: Callable[[str, asyncpg.Record], Emit]
+
+    def select_by_ids(self) -> str:
+        return f"SELECT {self.columns} FROM {self.table} WHERE {self.id_column} = ANY($1::uuid[])"
+
+    def select_since(self) -> str:
+        where = f" WHERE {self.poll_where}" if self.poll_where else ""
+        return f"SELECT {self.columns} FROM {self.table}{where}"
+
+
+def _session(butler: str, row: asyncpg.Record) -> Emit:
+    data: dict[str, Any] = json_object(dict(row))
+    data["butler"] = butler
+    kind = "session_start" if row["status"] == "running" else "session_end"
+    return kind, data, ("sessions", str(row["session_id"]), row["status"])
+
+
+def _approval(butler: str, row: asyncpg.Record) -> Emit:
+    data: dict[str, Any] = json_object(dict(row))
+    data["butler"] = butler
+    kind = "approval_requested" if row["status"] == "pending" else "approval_decided"
+    return kind, data, ("approvals", str(row["id"]), row["status"])
+
+
+def _message(butler: str, row: asyncpg.Record) -> Emit:
+    data: dict[str, Any] = json_object(dict(row))
+    data["butler"] = butler
+    status = row["status"]
+    kind = {"accepted": "message_accepted", "classified": "message_classified"}.get(
+        status, "message_done"
+    )
+    return kind, data, ("message_inbox", str(row["request_id"]), status)
+
+
+def _schedule(butler: str, row: asyncpg.Record) -> Emit:
+    data: dict[str, Any] = json_object(dict(row))
+    data["butler"] = butler
+    data["deleted"] = False
+    return "schedule_changed", data, ("scheduled_tasks", str(row["id"]), row["updated_at"])
+
+
+def schedule_deleted(butler: str, schedule_id: str) -> Emit:
+    data = {"butler": butler, "id": schedule_id, "deleted": True}
+    return "schedule_changed", data, ("scheduled_tasks", schedule_id, "deleted")
+
+
+SOURCES: dict[str, ChangeSource] = {
+    source.table: source
+    for source in (
+        ChangeSource(
+            "sessions",
+            "session_id",
+            None,
+            "session_id, trigger_source, status, model, created_at AS started_at, "
+            "completed_at, duration_ms, cost_usd, trace_id, error",
+            # Sessions end within the spawner's timeout (at most an hour).
+            "created_at >= $1::timestamptz - interval '2 hours' "
+            "AND (created_at >= $1 OR completed_at >= $1)",
+            _session,
+        ),
+        ChangeSource(
+            "approvals",
+            "id",
+            "approvals",
+            "id, tool_name, session_id, status, requested_at, expires_at, decided_at, decided_by",
+            "requested_at >= $1::timestamptz OR decided_at >= $1",
+            _approval,
+        ),
+        ChangeSource(
+            "message_inbox",
+            "request_id",
+            "switchboard",
+            "request_id, channel, status, trace_id, received_at, completed_at",
+            "received_at >= $1::timestamptz - interval '1 day' "
+            "AND (received_at >= $1 OR completed_at >= $1)",
+            _message,
+        ),
+        ChangeSource(
+            "scheduled_tasks",
+            "id",
+            None,
+            "id, name, enabled, status, next_due_at, last_run_at, last_error, updated_at",
+            "",
+            _schedule,
+        ),
+    )
+}

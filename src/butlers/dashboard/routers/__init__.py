@@ -1,0 +1,51 @@
+"""The dashboard's core routers, in the order they are mounted (before any module's)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+
+def core_routers() -> list[APIRouter]:
+    from butlers.dashboard.routers import (
+        approval_rules,
+        approvals,
+        audit,
+        butlers,
+        costs,
+        events,
+        issues,
+        notifications,
+        overview,
+        schedules,
+        search,
+        secrets,
+        sessions,
+        state,
+        tables,
+        timeline,
+        tools,
+        traces,
+        unsupported,
+    )
+
+    return [
+        butlers.router,
+        overview.router,
+        tools.router,
+        sessions.router,
+        traces.router,
+        timeline.router,
+        notifications.router,
+        state.router,
+        schedules.router,
+        costs.router,
+        approvals.router,
+        approval_rules.router,
+        search.router,
+        audit.router,
+        issues.router,
+        secrets.router,
+        tables.router,
+        events.router,
+        unsupported.router,
+    ]

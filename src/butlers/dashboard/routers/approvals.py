@@ -1,0 +1,269 @@
+"""Approvals: the queue of held tool calls, their history, decisions, rules, metrics.
+
+Rows are read from each approvals-enabled butler's `approvals` table; decisions go
+through that butler's `approval_decide` tool, which releases (or refuses) the held
+call. Rules live in the Butler spec (`spec.approvals.rules`) and in the tools'
+own policies, so they are read-only here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+
+from butlers.dashboard.context import Ctx, Dashboard, actor
+from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok
+from butlers.dashboard.errors import NotFound
+from butlers.dashboard.listing import merged_page
+from butlers.dashboard.pagination import Limit, Offset
+from butlers.dashboard.sql import Where, parse_uuid
+
+router = APIRouter(tags=["approvals"])
+MODULE = "approvals"
+COLUMNS = (
+    "id, tool_name, tool_args, session_id, status, requested_at, expires_at, decided_at, "
+    "decided_by, reason"
+)
+DECIDED = ("approved", "denied", "expired")
+
+
+class ApprovalAction(BaseModel):
+    id: str
+    butler: str
+    tool_name: str
+    tool_args: dict[str, Any]
+    session_id: str | None
+    status: Literal["pending", "approved", "denied", "expired"]
+    requested_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None
+    decided_by: str | None
+    reason: str | None
+    seconds_left: float | None  # pending only: time until the held call gives up
+
+
+class Decision(BaseModel):
+    reason: Annotated[str | None, Field(max_length=2000)] = None
+
+
+class StaleExpired(BaseModel):
+    expired: dict[str, list[str]]
+
+
+class ApprovalMetrics(BaseModel):
+    pending: int
+    approved: int
+    denied: int
+    expired: int
+    total: int
+    approval_rate: float | None  # approved / decided by a person
+    median_decision_seconds: float | None
+    oldest_pending_at: datetime | None
+    by_butler: dict[str, dict[str, int]]
+    by_tool: dict[str, dict[str, int]]
+
+
+def action_of(butler: str, row: Any) -> ApprovalAction:
+    now = datetime.now(UTC)
+    left = (row["expires_at"] - now).total_seconds() if row["status"] == "pending" else None
+    return ApprovalAction(
+        id=str(row["id"]),
+        butler=butler,
+        tool_name=row["tool_name"],
+        tool_args=row["tool_args"] or {},
+        session_id=row["session_id"],
+        status=row["status"],
+        requested_at=row["requested_at"],
+        expires_at=row["expires_at"],
+        decided_at=row["decided_at"],
+        decided_by=row["decided_by"],
+        reason=row["reason"],
+        seconds_left=max(0.0, left) if left is not None else None,
+    )
+
+
+async def _actions(
+    dashboard: Dashboard, statuses: tuple[str, ...], butler: str | None, offset: int, limit: int
+) -> dict[str, Any]:
+    names = dashboard.with_module(MODULE)
+    if butler is not None:
+        dashboard.butler(butler)
+        names = [n for n in names if n == butler]
+    pending = statuses == ("pending",)
+    # Pending: oldest first (the one closest to its deadline on top); else the latest decision.
+    return await merged_page(
+        dashboard,
+        names,
+        table="approvals",
+        columns=COLUMNS,
+        where=Where().add("status = ANY({}::text[])", list(statuses)),
+        order_sql="requested_at ASC, id"
+        if pending
+        else "coalesce(decided_at, requested_at) DESC, id DESC",
+        sort_key=lambda _n, row: (
+            row["requested_at"] if pending else row["decided_at"] or row["requested_at"],
+            row["id"],
+        ),
+        build=action_of,
+        offset=offset,
+        limit=limit,
+        newest_first=not pending,
+    )
+
+
+async def find_action(dashboard: Dashboard, action_id: str) -> ApprovalAction:
+    key = parse_uuid(action_id, "approval id")
+    fan = await dashboard.db.fan_out(
+        f"SELECT {COLUMNS} FROM approvals WHERE id = $1",
+        key,
+        butler_names=dashboard.with_module(MODULE),
+    )
+    for name, row in fan.rows():
+        return action_of(name, row)
+    where = f" (not readable: {', '.join(fan.failed_butlers)})" if fan.failed else ""
+    raise NotFound(f"no approval {action_id}{where}")
+
+
+ButlerQuery = Annotated[str | None, Query(description="Only this butler.")]
+
+
+@router.get("/api/approvals/actions", response_model=PaginatedResponse[ApprovalAction])
+async def pending_actions(
+    dashboard: Ctx, butler: ButlerQuery = None, offset: Offset = 0, limit: Limit = 50
+) -> dict[str, Any]:
+    """Held calls waiting for a decision, oldest (closest to expiry) first."""
+    return await _actions(dashboard, ("pending",), butler, offset, limit)
+
+
+@router.get("/api/approvals/actions/executed", response_model=PaginatedResponse[ApprovalAction])
+async def executed_actions(
+    dashboard: Ctx,
+    butler: ButlerQuery = None,
+    status: Literal["approved", "denied", "expired"] | None = None,
+    offset: Offset = 0,
+    limit: Limit = 50,
+) -> dict[str, Any]:
+    """Decided requests (approved, denied, expired), most recent decision first."""
+    statuses = (status,) if status else DECIDED
+    return await _actions(dashboard, statuses, butler, offset, limit)
+
+
+@router.post("/api/approvals/actions/expire-stale", response_model=ApiResponse[StaleExpired])
+async def expire_stale(request: Request, dashboard: Ctx) -> dict[str, Any]:
+    """Expire pending requests past their deadline whose held call is gone (audited)."""
+    names = dashboard.with_module(MODULE)
+    infos = [dashboard.butler(n) for n in names]
+    outcomes = await asyncio.gather(
+        *(
+            dashboard.write(request, info, "approvals.expire_stale", "approval_expire_stale", {})
+            for info in infos
+        ),
+        return_exceptions=True,
+    )
+    expired: dict[str, list[str]] = {}
+    failed = []
+    for info, outcome in zip(infos, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            failed.append(info.name)
+            continue
+        expired[info.name] = list((outcome.data or {}).get("expired") or [])
+    return ok(StaleExpired(expired=expired), failed_butlers=failed)
+
+
+@router.get("/api/approvals/actions/{action_id}", response_model=ApiResponse[ApprovalAction])
+async def action_detail(action_id: str, dashboard: Ctx) -> dict[str, Any]:
+    return ok(await find_action(dashboard, action_id))
+
+
+async def _decide(
+    request: Request, dashboard: Dashboard, action_id: str, decision: str, body: Decision | None
+) -> dict[str, Any]:
+    action = await find_action(dashboard, action_id)
+    info = dashboard.butler(action.butler)
+    arguments: dict[str, Any] = {
+        "approval_id": action.id,
+        "decision": decision,
+        "decided_by": f"dashboard:{actor(request)}",
+    }
+    if body is not None and body.reason:
+        arguments["reason"] = body.reason
+    outcome = await dashboard.write(
+        request, info, f"approval.{decision}", "approval_decide", arguments, target=action.id
+    )
+    row = dict(outcome.data)
+    for key in ("requested_at", "expires_at", "decided_at"):
+        if isinstance(row.get(key), str):
+            row[key] = datetime.fromisoformat(row[key])
+    return ok(action_of(action.butler, row))
+
+
+@router.post(
+    "/api/approvals/actions/{action_id}/approve", response_model=ApiResponse[ApprovalAction]
+)
+async def approve(
+    action_id: str, request: Request, dashboard: Ctx, body: Decision | None = None
+) -> dict[str, Any]:
+    """Approve: the held call runs. A request no longer pending is TOOL_ERROR."""
+    return await _decide(request, dashboard, action_id, "approved", body)
+
+
+@router.post(
+    "/api/approvals/actions/{action_id}/reject", response_model=ApiResponse[ApprovalAction]
+)
+async def reject(
+    action_id: str, request: Request, dashboard: Ctx, body: Decision | None = None
+) -> dict[str, Any]:
+    """Deny: the held call fails with the reason; nothing is done."""
+    return await _decide(request, dashboard, action_id, "denied", body)
+
+
+@router.get("/api/approvals/metrics", response_model=ApiResponse[ApprovalMetrics])
+async def metrics(dashboard: Ctx) -> dict[str, Any]:
+    names = dashboard.with_module(MODULE)
+    fan = await dashboard.db.fan_out(
+        "SELECT tool_name, status, count(*) AS n, min(requested_at) AS oldest, "
+        "percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM decided_at - "
+        "requested_at)) FILTER (WHERE status IN ('approved', 'denied')) AS median "
+        "FROM approvals GROUP BY tool_name, status",
+        butler_names=names,
+    )
+    counts = {"pending": 0, "approved": 0, "denied": 0, "expired": 0}
+    by_butler: dict[str, dict[str, int]] = {}
+    by_tool: dict[str, dict[str, int]] = {}
+    medians: list[tuple[float, int]] = []
+    oldest_pending: datetime | None = None
+    for name, row in fan.rows():
+        status, n = row["status"], int(row["n"])
+        counts[status] = counts.get(status, 0) + n
+        by_butler.setdefault(name, {}).setdefault(status, 0)
+        by_butler[name][status] += n
+        by_tool.setdefault(row["tool_name"], {}).setdefault(status, 0)
+        by_tool[row["tool_name"]][status] += n
+        if row["median"] is not None:
+            medians.append((float(row["median"]), n))
+        if status == "pending" and (oldest_pending is None or row["oldest"] < oldest_pending):
+            oldest_pending = row["oldest"]
+    decided = counts["approved"] + counts["denied"]
+    median = None
+    if medians:  # median of the groups' medians, weighted by their sizes
+        ordered = sorted(medians)
+        half, seen = sum(n for _m, n in ordered) / 2, 0
+        for value, n in ordered:
+            seen += n
+            if seen >= half:
+                median = round(value, 3)
+                break
+    result = ApprovalMetrics(
+        **counts,
+        total=sum(counts.values()),
+        approval_rate=round(counts["approved"] / decided, 4) if decided else None,
+        median_decision_seconds=median,
+        oldest_pending_at=oldest_pending,
+        by_butler=by_butler,
+        by_tool=by_tool,
+    )
+    return ok(result, failed_butlers=fan.failed_butlers)

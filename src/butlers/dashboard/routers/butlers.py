@@ -1,0 +1,227 @@
+"""Core system routes: health, butlers (list, detail, config, skills, modules, logs)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel
+
+from butlers import __version__
+from butlers.dashboard.context import Ctx
+from butlers.dashboard.envelopes import ApiResponse, ok
+from butlers.dashboard.errors import NotSupported
+from butlers.dashboard.inventory import empty_data, not_supported
+from butlers.dashboard.views import ButlerSummary, ModuleStatus, modules_of, summary
+from butlers.redaction import MASK, SENSITIVE_KEY
+
+router = APIRouter(tags=["butlers"])
+LOG_TAIL_BYTES = 1 << 20
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+    uptime_seconds: float
+    butlers: int
+    directory: str
+    change_feed: str  # listen | poll (LISTEN connection lost) | starting
+    status_rounds: int  # completed rounds of status probes
+    sse_subscribers: int
+
+
+class ButlerDetail(ButlerSummary):
+    instructions: str
+    routing_hints: list[str]
+    runtime: dict[str, Any]
+    approval_rules: list[dict[str, Any]]
+    spec_schedules: list[str]
+    env: list[str]
+    source: str | None
+
+
+class ButlerConfig(BaseModel):
+    butler: str
+    source: str | None
+    config: dict[str, Any] | None
+    instructions: str | None
+    claude_md: str | None = None
+    agents_md: str | None = None
+    manifesto_md: str | None = None
+
+
+class Skill(BaseModel):
+    name: str
+    content: str
+
+
+class ModuleState(BaseModel):
+    name: str
+    enabled: bool
+    status: str
+    phase: str | None
+    error: str | None
+    toggleable: bool
+
+
+class LogTail(BaseModel):
+    butler: str
+    source: str
+    lines: list[str]
+    truncated: bool
+
+
+@router.get("/api/health", response_model=ApiResponse[Health])
+async def health(dashboard: Ctx) -> dict[str, Any]:
+    """The dashboard itself is up (no authentication needed)."""
+    return ok(
+        Health(
+            status="ok",
+            version=__version__,
+            uptime_seconds=round(time.time() - dashboard.started_at, 3),
+            butlers=len(dashboard.butlers()),
+            directory=dashboard.directory.describe(),
+            change_feed=dashboard.feed.mode,
+            status_rounds=dashboard.monitor.rounds,
+            sse_subscribers=dashboard.broker.subscriber_count,
+        )
+    )
+
+
+@router.get("/api/butlers", response_model=ApiResponse[list[ButlerSummary]])
+async def list_butlers(dashboard: Ctx) -> dict[str, Any]:
+    """Every butler with its live status (probed in the background every few seconds)."""
+    return ok([summary(dashboard, info) for _, info in sorted(dashboard.butlers().items())])
+
+
+@router.get("/api/butlers/{name}", response_model=ApiResponse[ButlerDetail])
+async def butler_detail(name: str, dashboard: Ctx) -> dict[str, Any]:
+    info = dashboard.butler(name)
+    base = summary(dashboard, info).model_dump()
+    resource = info.resource
+    spec = resource.spec if resource else None
+    detail = ButlerDetail(
+        **base,
+        instructions=spec.instructions if spec else "",
+        routing_hints=list(spec.routing.hints) if spec else [],
+        runtime=spec.runtime.model_dump(mode="json", exclude_none=True) if spec else {},
+        approval_rules=[r.model_dump(mode="json") for r in spec.approvals.rules] if spec else [],
+        spec_schedules=[s.name for s in spec.schedules] if spec else [],
+        env=[e.name for e in spec.env] if spec else [],
+        source=info.source,
+    )
+    return ok(detail)
+
+
+def masked_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The Butler object with the literal values of secret-looking env entries masked."""
+    spec = manifest.get("spec") or {}
+    for entry in spec.get("env") or []:
+        if "value" in entry and SENSITIVE_KEY.search(str(entry.get("name", ""))):
+            entry["value"] = MASK
+    return manifest
+
+
+@router.get("/api/butlers/{name}/config", response_model=ApiResponse[ButlerConfig])
+async def butler_config(name: str, dashboard: Ctx) -> dict[str, Any]:
+    """The Butler resource and its instructions.
+
+    `claude_md`, `agents_md` and `manifesto_md` are always null: a butler's whole
+    configuration is its Butler resource (the instructions are `spec.instructions`).
+    """
+    info = dashboard.butler(name)
+    resource = info.resource
+    manifest = masked_manifest(resource.to_manifest()) if resource else None
+    return ok(
+        ButlerConfig(
+            butler=name,
+            source=info.source,
+            config=manifest,
+            instructions=resource.spec.instructions if resource else None,
+        ),
+        reason="a butler's configuration is its Butler resource; there are no butler.toml "
+        "or CLAUDE.md/AGENTS.md/MANIFESTO.md files",
+    )
+
+
+@router.get(
+    "/api/butlers/{name}/skills",
+    response_model=ApiResponse[list[Skill]],
+    openapi_extra=empty_data("butlers have modules and tools, not skill files"),
+)
+async def butler_skills(name: str, dashboard: Ctx) -> dict[str, Any]:
+    """Always empty: butlers here have modules and tools, not skill files."""
+    dashboard.butler(name)
+    return ok([], supported=False, reason="butlers have no skills; see their modules and tools")
+
+
+@router.get("/api/butlers/{name}/modules", response_model=ApiResponse[list[ModuleStatus]])
+async def butler_modules(name: str, dashboard: Ctx) -> dict[str, Any]:
+    """Each enabled module and the outcome of its start (as the butler's `status` reports)."""
+    info = dashboard.butler(name)
+    return ok(modules_of(dashboard, info))
+
+
+@router.get("/api/butlers/{name}/module-states", response_model=ApiResponse[list[ModuleState]])
+async def butler_module_states(name: str, dashboard: Ctx) -> dict[str, Any]:
+    """Module states; modules are enabled in the Butler spec, so none can be toggled here."""
+    info = dashboard.butler(name)
+    states = [
+        ModuleState(
+            name=m.name,
+            enabled=True,
+            status=m.status,
+            phase=m.phase,
+            error=m.error,
+            toggleable=False,
+        )
+        for m in modules_of(dashboard, info)
+    ]
+    return ok(states)
+
+
+@router.put(
+    "/api/butlers/{name}/module-states/{module}/enabled",
+    response_model=ApiResponse[ModuleState],
+    openapi_extra=not_supported("modules are enabled in the Butler spec, not at runtime"),
+)
+async def toggle_module(name: str, module: str, dashboard: Ctx) -> dict[str, Any]:
+    """501: modules are enabled in the Butler spec (`spec.modules`), not at runtime."""
+    dashboard.butler(name)
+    raise NotSupported(
+        f"modules cannot be toggled at runtime; enable or remove {module!r} under "
+        f"spec.modules of the Butler resource {name!r} and re-apply it",
+        butler=name,
+    )
+
+
+@router.get("/api/butlers/{name}/logs", response_model=ApiResponse[LogTail])
+async def butler_logs(
+    name: str, dashboard: Ctx, lines: Annotated[int, Query(ge=1, le=2000)] = 200
+) -> dict[str, Any]:
+    """The last lines of the butler's log (local ecosystems; pods: `kubectl logs`)."""
+    info = dashboard.butler(name)
+    if info.log_path is None:
+        raise NotSupported(
+            f"the dashboard cannot read {name!r}'s log here; use `kubectl logs` for pods",
+            butler=name,
+        )
+    tail, truncated = _tail(info.log_path, lines)
+    return ok(LogTail(butler=name, source=str(info.log_path), lines=tail, truncated=truncated))
+
+
+def _tail(path: Path, count: int) -> tuple[list[str], bool]:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - LOG_TAIL_BYTES))
+            data = handle.read()
+    except FileNotFoundError:
+        return [], False
+    lines = data.decode("utf-8", "replace").splitlines()
+    if size > LOG_TAIL_BYTES:
+        lines = lines[1:]  # the first one is cut
+    return lines[-count:], len(lines) > count or size > LOG_TAIL_BYTES

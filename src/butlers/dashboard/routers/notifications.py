@@ -1,0 +1,155 @@
+"""Notifications: the messenger's delivery log (every attempt and its outcome)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel
+
+from butlers.dashboard.context import Ctx, Dashboard
+from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok, page
+from butlers.dashboard.listing import merged_page
+from butlers.dashboard.pagination import Limit, Offset
+from butlers.dashboard.sql import Where
+
+router = APIRouter(tags=["notifications"])
+MODULE = "messenger"
+COLUMNS = (
+    "id, channel, recipient, subject, left(body, 500) AS body, status, error, "
+    "provider_message_id, created_at"
+)
+
+
+class Notification(BaseModel):
+    id: str
+    butler: str
+    channel: str
+    recipient: str | None
+    subject: str | None
+    body: str
+    status: Literal["sent", "failed"]
+    error: str | None
+    provider_message_id: str | None
+    created_at: datetime
+
+
+class ChannelStats(BaseModel):
+    sent: int = 0
+    failed: int = 0
+
+
+class NotificationStats(BaseModel):
+    total: int
+    sent: int
+    failed: int
+    last_24h: int
+    failed_24h: int
+    by_channel: dict[str, ChannelStats]
+    last_failure_at: datetime | None
+    last_failure: str | None
+
+
+async def _list(
+    dashboard: Dashboard,
+    names: list[str],
+    channel: str | None,
+    status: str | None,
+    since: datetime | None,
+    offset: int,
+    limit: int,
+) -> dict[str, Any]:
+    where = Where().when(channel, "channel = {}").when(status, "status = {}")
+    where.when(since, "created_at >= {}")
+    return await merged_page(
+        dashboard,
+        names,
+        table="deliveries",
+        columns=COLUMNS,
+        order_sql="created_at DESC, id DESC",
+        sort_key=lambda _n, row: (row["created_at"], row["id"]),
+        build=lambda n, row: Notification(**{**dict(row), "id": str(row["id"]), "butler": n}),
+        offset=offset,
+        limit=limit,
+        where=where,
+    )
+
+
+Channel = Annotated[str | None, Query(max_length=50)]
+DeliveryStatus = Literal["sent", "failed"]
+
+
+@router.get("/api/notifications", response_model=PaginatedResponse[Notification])
+async def notifications(
+    dashboard: Ctx,
+    channel: Channel = None,
+    status: DeliveryStatus | None = None,
+    since: datetime | None = None,
+    offset: Offset = 0,
+    limit: Limit = 50,
+) -> dict[str, Any]:
+    """Deliveries of every butler with the messenger module, newest first."""
+    names = dashboard.with_module(MODULE)
+    return await _list(dashboard, names, channel, status, since, offset, limit)
+
+
+@router.get("/api/notifications/stats", response_model=ApiResponse[NotificationStats])
+async def notification_stats(dashboard: Ctx) -> dict[str, Any]:
+    day_ago = datetime.now(UTC) - timedelta(days=1)
+    fan = await dashboard.db.fan_out(
+        "SELECT channel, status, count(*) AS n, count(*) FILTER (WHERE created_at >= $1) AS "
+        "recent, max(created_at) AS last FROM deliveries GROUP BY channel, status",
+        day_ago,
+        butler_names=dashboard.with_module(MODULE),
+    )
+    last_failures = await dashboard.db.fan_out(
+        "SELECT created_at, error FROM deliveries WHERE status = 'failed' "
+        "ORDER BY created_at DESC LIMIT 1",
+        butler_names=dashboard.with_module(MODULE),
+    )
+    by_channel: dict[str, ChannelStats] = {}
+    totals = {"sent": 0, "failed": 0}
+    recent = failed_recent = 0
+    for _name, row in fan.rows():
+        channel = by_channel.setdefault(row["channel"], ChannelStats())
+        setattr(channel, row["status"], getattr(channel, row["status"]) + row["n"])
+        totals[row["status"]] += row["n"]
+        recent += row["recent"]
+        failed_recent += row["recent"] if row["status"] == "failed" else 0
+    latest = max((r for _n, r in last_failures.rows()), key=lambda r: r["created_at"], default=None)
+    stats = NotificationStats(
+        total=totals["sent"] + totals["failed"],
+        sent=totals["sent"],
+        failed=totals["failed"],
+        last_24h=recent,
+        failed_24h=failed_recent,
+        by_channel=by_channel,
+        last_failure_at=latest["created_at"] if latest else None,
+        last_failure=latest["error"] if latest else None,
+    )
+    return ok(stats, failed_butlers=sorted({*fan.failed, *last_failures.failed}))
+
+
+@router.get("/api/butlers/{name}/notifications", response_model=PaginatedResponse[Notification])
+async def butler_notifications(
+    name: str,
+    dashboard: Ctx,
+    channel: Channel = None,
+    status: DeliveryStatus | None = None,
+    since: datetime | None = None,
+    offset: Offset = 0,
+    limit: Limit = 50,
+) -> dict[str, Any]:
+    """One butler's deliveries (empty, with `meta.supported: false`, without the messenger)."""
+    info = dashboard.butler(name)
+    if MODULE not in info.modules:
+        return page(
+            [],
+            total=0,
+            offset=offset,
+            limit=limit,
+            supported=False,
+            reason=f"butler {name!r} does not enable the messenger module",
+        )
+    return await _list(dashboard, [name], channel, status, since, offset, limit)

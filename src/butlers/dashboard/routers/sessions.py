@@ -1,0 +1,264 @@
+"""Sessions: the cross-butler list (exact total, offset or keyset pages) and details.
+
+The order is (started_at, butler, id), newest first, the same on every butler, so a
+keyset cursor (the last item's key) continues every butler's part exactly where
+the previous page ended: each page costs the same at any depth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel
+
+from butlers.dashboard.context import Ctx, Dashboard
+from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok, page
+from butlers.dashboard.errors import NotFound
+from butlers.dashboard.pagination import (
+    Cursor,
+    Limit,
+    Offset,
+    cursor_position,
+    cursor_time,
+    decode_cursor,
+    encode_cursor,
+)
+from butlers.dashboard.sql import Where, parse_uuid
+
+router = APIRouter(tags=["sessions"])
+MIN_UUID = "00000000-0000-0000-0000-000000000000"
+MAX_UUID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+SUMMARY = (
+    "session_id, trigger_source, status, model, created_at, completed_at, duration_ms, "
+    "input_tokens, output_tokens, cost_usd, trace_id, error, left(prompt, 200) AS prompt_preview, "
+    "jsonb_array_length(tool_calls) AS tool_call_count"
+)
+SessionStatus = Literal["running", "completed", "error"]
+
+
+class SessionSummary(BaseModel):
+    id: str
+    butler: str
+    trigger_source: str
+    status: str
+    model: str | None
+    started_at: datetime
+    completed_at: datetime | None
+    duration_ms: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    priced: bool  # False: cost unknown (no price for the model, no token counts, running)
+    trace_id: str | None
+    error: str | None
+    prompt_preview: str
+    tool_call_count: int
+
+
+class ToolCallRecord(BaseModel):
+    name: str
+    arguments: Any = None
+    result: Any = None
+    is_error: bool = False
+    started_at: datetime | None = None
+    duration_ms: float | None = None
+
+
+class SessionApproval(BaseModel):
+    id: str
+    tool_name: str
+    status: str
+    requested_at: datetime
+    decided_at: datetime | None
+    decided_by: str | None
+    reason: str | None
+
+
+class SessionDetail(SessionSummary):
+    prompt: str
+    output: str | None
+    tool_calls: list[ToolCallRecord]
+    context: Any
+    request_id: str | None
+    approvals: list[SessionApproval]
+
+
+def summary_of(butler: str, row: Any) -> SessionSummary:
+    cost = row["cost_usd"]
+    return SessionSummary(
+        id=str(row["session_id"]),
+        butler=butler,
+        trigger_source=row["trigger_source"],
+        status=row["status"],
+        model=row["model"],
+        started_at=row["created_at"],
+        completed_at=row["completed_at"],
+        duration_ms=row["duration_ms"],
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        cost_usd=float(cost) if cost is not None else None,
+        priced=cost is not None,
+        trace_id=row["trace_id"],
+        error=row["error"],
+        prompt_preview=row["prompt_preview"] or "",
+        tool_call_count=row["tool_call_count"] or 0,
+    )
+
+
+def _filters(
+    status: str | None,
+    trigger_source: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    trace_id: str | None,
+    model: str | None,
+) -> Where:
+    where = Where()
+    where.when(status, "status = {}").when(trigger_source, "trigger_source = {}")
+    where.when(since, "created_at >= {}").when(until, "created_at < {}")
+    return where.when(trace_id, "trace_id = {}").when(model, "model = {}")
+
+
+async def list_sessions(
+    dashboard: Dashboard,
+    butlers: list[str],
+    where: Where,
+    offset: int,
+    limit: int,
+    cursor: str | None,
+) -> dict[str, Any]:
+    count_sql = f"SELECT count(*) FROM sessions{where.sql()}"
+    order = " ORDER BY created_at DESC, session_id DESC"
+    per_butler: dict[str, Sequence[Any]] | None = None
+    if cursor:
+        fields = decode_cursor(cursor, "t", "b", "i")
+        at, last_butler, last_id = cursor_time(fields), str(fields["b"]), str(fields["i"])
+        offset = cursor_position(fields)
+        keyset = Where(first_param=len(where.args) + 1)
+        keyset.add("(created_at, session_id) < ({}, {}::uuid)", at, MIN_UUID)
+        clauses = [*where.clauses, *keyset.clauses]
+        page_sql = (
+            f"SELECT {SUMMARY} FROM sessions WHERE {' AND '.join(clauses)}{order} LIMIT {limit}"
+        )
+        per_butler = {}
+        for name in butlers:
+            bound = MIN_UUID if name > last_butler else MAX_UUID
+            per_butler[name] = [*where.args, at, last_id if name == last_butler else bound]
+    else:
+        page_sql = f"SELECT {SUMMARY} FROM sessions{where.sql()}{order} LIMIT {offset + limit}"
+    counts, rows = await asyncio.gather(
+        dashboard.db.fan_out(count_sql, *where.args, butler_names=butlers),
+        dashboard.db.fan_out(
+            page_sql, *where.args, butler_names=butlers, per_butler_args=per_butler
+        ),
+    )
+    # Merge on the sort key, then build models for the page only.
+    merged = sorted(
+        ((row["created_at"], name, str(row["session_id"]), row) for name, row in rows.rows()),
+        key=lambda item: item[:3],
+        reverse=True,
+    )
+    chosen = merged[:limit] if cursor else merged[offset : offset + limit]
+    items = [summary_of(name, row) for _at, name, _id, row in chosen]
+    total = sum(int(r[0]["count"]) for r in counts.results.values() if r)
+    failed = sorted(set(counts.failed_butlers) | set(rows.failed_butlers))
+    next_cursor = None
+    if items and offset + len(items) < total:
+        last = items[-1]
+        next_cursor = encode_cursor(
+            t=last.started_at.isoformat(), b=last.butler, i=last.id, p=offset + len(items)
+        )
+    return page(
+        items,
+        total=total,
+        offset=offset,
+        limit=limit,
+        next_cursor=next_cursor,
+        failed_butlers=failed,
+    )
+
+
+ButlerFilter = Annotated[list[str] | None, Query(description="Only these butlers.")]
+
+
+@router.get("/api/sessions", response_model=PaginatedResponse[SessionSummary])
+async def sessions(
+    dashboard: Ctx,
+    butler: ButlerFilter = None,
+    status: SessionStatus | None = None,
+    trigger_source: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    trace_id: str | None = None,
+    model: str | None = None,
+    offset: Offset = 0,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    """Sessions of every butler merged newest first, with the exact total across butlers."""
+    names = sorted(dashboard.butlers())
+    if butler:
+        for name in butler:
+            dashboard.butler(name)
+        names = sorted(set(butler))
+    where = _filters(status, trigger_source, since, until, trace_id, model)
+    return await list_sessions(dashboard, names, where, offset, limit, cursor)
+
+
+@router.get("/api/butlers/{name}/sessions", response_model=PaginatedResponse[SessionSummary])
+async def butler_sessions(
+    name: str,
+    dashboard: Ctx,
+    status: SessionStatus | None = None,
+    trigger_source: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    trace_id: str | None = None,
+    model: str | None = None,
+    offset: Offset = 0,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> dict[str, Any]:
+    dashboard.butler(name)
+    where = _filters(status, trigger_source, since, until, trace_id, model)
+    return await list_sessions(dashboard, [name], where, offset, limit, cursor)
+
+
+@router.get("/api/butlers/{name}/sessions/{session_id}", response_model=ApiResponse[SessionDetail])
+async def session_detail(name: str, session_id: str, dashboard: Ctx) -> dict[str, Any]:
+    """One session: prompt, output or error, tool calls with timing, cost, approvals."""
+    info = dashboard.butler(name)
+    key = parse_uuid(session_id, "session id")
+    row = await dashboard.db.fetchrow(
+        name,
+        f"SELECT {SUMMARY}, prompt, output, tool_calls, context FROM sessions "
+        "WHERE session_id = $1",
+        key,
+    )
+    if row is None:
+        raise NotFound(f"no session {session_id} on butler {name!r}", butler=name)
+    approvals: list[SessionApproval] = []
+    if "approvals" in info.modules:
+        for approval in await dashboard.db.fetch(
+            name,
+            "SELECT id, tool_name, status, requested_at, decided_at, decided_by, reason "
+            "FROM approvals WHERE session_id = $1 ORDER BY requested_at",
+            str(key),
+        ):
+            approvals.append(SessionApproval(**{**dict(approval), "id": str(approval["id"])}))
+    context = row["context"]
+    request_id = context.get("request_id") if isinstance(context, dict) else None
+    detail = SessionDetail(
+        **summary_of(name, row).model_dump(),
+        prompt=row["prompt"],
+        output=row["output"],
+        tool_calls=[ToolCallRecord.model_validate(c) for c in row["tool_calls"] or []],
+        context=context,
+        request_id=request_id,
+        approvals=approvals,
+    )
+    return ok(detail)

@@ -1,0 +1,91 @@
+"""Running the dashboard: `butlers dashboard`, and the dashboard child of `butlers up`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+from types import FrameType
+
+import uvicorn
+
+from butlers.dashboard.app import create_app
+from butlers.errors import ButlersError, PortInUseError
+from butlers.logs import configure_logging
+from butlers.settings import DashboardSettings
+
+log = logging.getLogger(__name__)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no delayed-ACK waits
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise PortInUseError(
+            f"dashboard: port {port} on {host} is already in use ({exc.strerror}); stop "
+            "whatever listens there or pass another port (--dashboard-port / --port)"
+        ) from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+class _GracefulServer(uvicorn.Server):
+    """SIGTERM/SIGINT end serving and return, so the lifespan closes everything."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        else:
+            self.should_exit = True
+
+
+async def serve(settings: DashboardSettings, parent_pid: int | None = None) -> None:
+    sock = bind(settings.host, settings.port)
+    config = uvicorn.Config(
+        create_app(settings),
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+        proxy_headers=False,
+    )
+    server = _GracefulServer(config)
+    watch = asyncio.create_task(_exit_with_parent(parent_pid, server)) if parent_pid else None
+    log.info("dashboard on http://%s:%d/", settings.host, settings.port)
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        if watch:
+            watch.cancel()
+        sock.close()
+        log.info("dashboard stopped")
+
+
+async def _exit_with_parent(parent_pid: int, server: uvicorn.Server) -> None:
+    while os.getppid() == parent_pid:  # noqa: ASYNC110 (no event exists for a parent's death)
+        await asyncio.sleep(1.0)
+    log.warning("supervisor (pid %d) is gone; shutting down", parent_pid)
+    server.should_exit = True
+
+
+def run(settings: DashboardSettings | None = None) -> int:
+    """The dashboard in the foreground until SIGTERM/SIGINT; the exit code."""
+    try:
+        settings = settings or DashboardSettings.from_env()
+        configure_logging("dashboard", settings.log_level)
+        asyncio.run(serve(settings, settings.parent_pid))
+    except ButlersError as exc:
+        print(f"butlers dashboard: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,113 @@
+"""The dashboard of a local ecosystem: its role, its schema and its process.
+
+`butlers up` provisions the dashboard's login role and schema like a butler's
+(the role can read every butler schema once each butler grants it at
+migration), migrates its chain, and starts it as a child on 127.0.0.1:40200
+(`--dashboard-port`, `--no-dashboard`). The dashboard finds the butlers in
+`ecosystem.json`, where its own entry is recorded too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2 as httpx
+
+from butlers.db.provision import Credentials
+from butlers.ecosystem.environment import base_environment
+from butlers.ecosystem.launcher import DashboardChild
+from butlers.ecosystem.state import DashboardInfo
+from butlers.errors import EcosystemError
+
+READY_TIMEOUT = 30.0
+
+
+# What the dashboard reads of its environment besides the OS basics.
+DASHBOARD_VARIABLE_PREFIXES = (
+    "BUTLERS_DASHBOARD_",
+    "BUTLERS_PRICES",
+    "BUTLERS_LOG_",
+    "BUTLERS_SPAN_DIR",
+)
+
+
+@dataclass
+class DashboardProcess:
+    credentials: Credentials
+    dsn: str
+    port: int | None  # None: not started (--no-dashboard)
+    log_path: Path
+    process: DashboardChild | None = None
+    name: str = "dashboard"
+
+    @property
+    def url(self) -> str | None:
+        return f"http://127.0.0.1:{self.port}/" if self.port else None
+
+    def describe(self) -> DashboardInfo:
+        return DashboardInfo(
+            url=self.url if self.process else None,
+            port=self.port if self.process else None,
+            schema=self.credentials.schema,
+            role=self.credentials.role,
+            dsn=self.dsn,
+            pid=self.process.pid if self.process else None,
+            log=str(self.log_path),
+        )
+
+    def spawn(self, data_dir: Path, extra_env: dict[str, str], log_level: str) -> None:
+        assert self.port is not None
+        # Like a butler's, the dashboard's environment is its own: the OS basics and the
+        # settings it reads, never the butlers' credentials.
+        inherited = {**os.environ, **extra_env}
+        env = {
+            **base_environment(inherited),
+            **{
+                name: value
+                for name, value in inherited.items()
+                if name.startswith(DASHBOARD_VARIABLE_PREFIXES)
+            },
+            "BUTLERS_DATA_DIR": str(data_dir),
+            "BUTLERS_DASHBOARD_DSN": self.dsn,
+            "BUTLERS_DASHBOARD_SCHEMA": self.credentials.schema,
+            "BUTLERS_DASHBOARD_HOST": "127.0.0.1",
+            "BUTLERS_DASHBOARD_PORT": str(self.port),
+            "BUTLERS_DASHBOARD_DISCOVERY_INTERVAL": extra_env.get(
+                "BUTLERS_DASHBOARD_DISCOVERY_INTERVAL", "0.25"
+            ),
+            "BUTLERS_LOG_LEVEL": log_level,
+            "PYTHONUNBUFFERED": "1",
+        }
+        env.pop("BUTLERS_DASHBOARD_KUBE_NAMESPACE", None)
+        self.process = DashboardChild(env, self.log_path)
+
+    async def wait_ready(self, butlers: int | None = None, timeout: float = READY_TIMEOUT) -> None:
+        """Until `/api/health` answers (and, with `butlers`, lists that many butlers)."""
+        assert self.url is not None
+        deadline = time.monotonic() + timeout
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            while True:
+                if self.process is not None and self.process.poll() is not None:
+                    raise EcosystemError(
+                        f"the dashboard exited with code {self.process.returncode} while "
+                        f"starting; see {self.log_path}"
+                    )
+                try:
+                    response = await client.get(f"{self.url}api/health")
+                    health = response.json()["data"] if response.status_code == 200 else None
+                    if health is not None and (
+                        butlers is None
+                        or (health["butlers"] == butlers and health["status_rounds"] > 0)
+                    ):
+                        return
+                except (httpx.HTTPError, ValueError, KeyError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise EcosystemError(
+                        f"the dashboard is not ready after {timeout:.0f} s; see {self.log_path}"
+                    )
+                await asyncio.sleep(0.05)

@@ -1,0 +1,130 @@
+"""The change feed on real PostgreSQL: hints become events once each, also past a burst
+larger than the hint buffer and while the LISTEN connection is down."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import pytest
+
+from butlers import migrations
+from butlers.dashboard import feed as feed_module
+from butlers.dashboard.db import DatabaseManager
+from butlers.dashboard.directory import ButlerInfo, StaticDirectory
+from butlers.dashboard.events import EventBroker
+from butlers.dashboard.feed import LISTEN_APPLICATION, ChangeFeed
+from butlers.db.provision import Credentials, deprovision, provision
+from butlers.db.readers import dashboard_role, dashboard_schema
+
+
+@pytest.fixture
+async def setup(
+    pg_admin_dsn: str, session_tag: str
+) -> AsyncIterator[tuple[Credentials, Credentials, ChangeFeed, EventBroker]]:
+    prefix = f"{session_tag}feed_"
+    reader = await provision(pg_admin_dsn, dashboard_schema(prefix), role=dashboard_role(prefix))
+    butler = await provision(pg_admin_dsn, f"{prefix}b")
+    await migrations.upgrade(
+        butler.dsn(pg_admin_dsn), butler.schema, [migrations.CORE], reader_role=reader.role
+    )
+    directory = StaticDirectory([ButlerInfo("b", "http://127.0.0.1:1/mcp", butler.schema)])
+    db = DatabaseManager(reader.dsn(pg_admin_dsn))
+    db.add_butler("b", butler.schema)
+    broker = EventBroker()
+    feed = ChangeFeed(reader.dsn(pg_admin_dsn), db, directory.butlers, broker, poll_interval=0.1)
+    task = asyncio.create_task(feed.run())
+    try:
+        await wait_until(lambda: feed.mode == "listen")
+        yield reader, butler, feed, broker
+    finally:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        await db.close()
+        await deprovision(pg_admin_dsn, butler.schema)
+        await deprovision(pg_admin_dsn, reader.schema, role=reader.role)
+
+
+async def wait_until(check: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+def session_events(broker: EventBroker, kind: str) -> list[str]:
+    _sub, replay, _resync = broker.subscribe(str(broker._next_id - 10_000))  # everything kept
+    broker.unsubscribe(_sub)
+    return [e.data["session_id"] for e in replay if e.type == kind]
+
+
+async def insert_sessions(dsn: str, count: int) -> list[str]:
+    conn = await asyncpg.connect(dsn)
+    ids = [uuid.uuid4() for _ in range(count)]
+    try:
+        async with conn.transaction():
+            for session_id in ids:
+                await conn.execute(
+                    "INSERT INTO sessions (session_id, butler_name, trigger_source, prompt, "
+                    "status) VALUES ($1, 'b', 't', 'p', 'running')",
+                    session_id,
+                )
+    finally:
+        await conn.close()
+    return [str(i) for i in ids]
+
+
+async def test_each_session_start_is_published_once(
+    pg_admin_dsn: str, setup: tuple[Credentials, Credentials, ChangeFeed, EventBroker]
+) -> None:
+    _reader, butler, _feed, broker = setup
+    ids = await insert_sessions(butler.dsn(pg_admin_dsn), 3)
+    await wait_until(lambda: set(ids) <= set(session_events(broker, "session_start")))
+    await asyncio.sleep(0.3)
+    assert sorted(session_events(broker, "session_start")) == sorted(ids)
+
+
+async def test_a_burst_past_the_hint_buffer_is_caught_up(
+    pg_admin_dsn: str,
+    setup: tuple[Credentials, Credentials, ChangeFeed, EventBroker],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _reader, butler, _feed, broker = setup
+    monkeypatch.setattr(feed_module, "MAX_PENDING", 5)
+    ids = await insert_sessions(butler.dsn(pg_admin_dsn), 40)
+    await wait_until(lambda: set(ids) <= set(session_events(broker, "session_start")))
+    assert len(session_events(broker, "session_start")) == 40
+
+
+async def test_without_listen_the_feed_polls_and_then_listens_again(
+    pg_admin_dsn: str, setup: tuple[Credentials, Credentials, ChangeFeed, EventBroker]
+) -> None:
+    reader, butler, feed, broker = setup
+    admin = await asyncpg.connect(pg_admin_dsn)
+    try:
+        # The pool's one connection stays; a new LISTEN connection is refused.
+        await admin.execute(f'ALTER ROLE "{reader.role}" CONNECTION LIMIT 1')
+        await admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = $1 AND usename = $2",
+            LISTEN_APPLICATION,
+            reader.role,
+        )
+        await wait_until(lambda: feed.mode == "poll")
+        ids = await insert_sessions(butler.dsn(pg_admin_dsn), 2)
+        await wait_until(lambda: set(ids) <= set(session_events(broker, "session_start")))
+        assert feed.mode == "poll", "these came by polling"
+        await admin.execute(f'ALTER ROLE "{reader.role}" CONNECTION LIMIT -1')
+        await wait_until(lambda: feed.mode == "listen")
+        more = await insert_sessions(butler.dsn(pg_admin_dsn), 1)
+        await wait_until(lambda: set(more) <= set(session_events(broker, "session_start")))
+    finally:
+        await admin.execute(f'ALTER ROLE "{reader.role}" CONNECTION LIMIT -1')
+        await admin.close()
+    assert len(session_events(broker, "session_start")) == 3

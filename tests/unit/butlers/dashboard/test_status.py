@@ -1,0 +1,25 @@
+"""A butler's status verdict, and grouping of error messages."""
+
+from __future__ import annotations
+
+from butlers.dashboard.monitor import ButlerHealth, _verdict
+from butlers.dashboard.routers.issues import normalize_error
+
+
+def test_missing_credentials_do_not_degrade_a_butler_other_failures_do() -> None:
+    credentials = {"name": "telegram", "status": "failed", "phase": "credentials", "error": "x"}
+    startup = {"name": "email", "status": "failed", "phase": "startup", "error": "boom"}
+    assert _verdict(200, ButlerHealth(modules=[credentials])) == ("ok", None)
+    status, reason = _verdict(200, ButlerHealth(modules=[credentials, startup]))
+    assert status == "degraded" and "email" in str(reason) and "telegram" not in str(reason)
+
+
+def test_not_ready_is_degraded_with_the_ready_detail() -> None:
+    health = ButlerHealth(ready={"status": "not_ready", "database": "unreachable: refused"})
+    assert _verdict(503, health) == ("degraded", "not ready (database: unreachable: refused)")
+
+
+def test_error_messages_group_without_ids_and_numbers() -> None:
+    a = normalize_error("session 0a1b2c3d-0000-4000-8000-000000000001 timed out after 30 s")
+    b = normalize_error("session 9f9f9f9f-1111-4111-8111-111111111111 timed out after 45 s")
+    assert a == b == "session … timed out after … s"
