@@ -5,14 +5,14 @@ Sessions and scheduled tasks publish `pg_notify('butlers_changes', ...)` hints
 triggers, so every write path publishes in the same transaction as the write.
 Sessions get the indexes the dashboard reads by: `trace_id` and a keyset order.
 
-Revision ID: core_0004
-Revises: core_0003
+Revision ID: core_0005
+Revises: core_0004
 """
 
 from alembic import op
 
-revision = "core_0004"
-down_revision = "core_0003"
+revision = "core_0005"
+down_revision = "core_0004"
 branch_labels = None
 depends_on = None
 

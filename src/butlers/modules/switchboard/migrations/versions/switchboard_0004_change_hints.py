@@ -1,13 +1,13 @@
 """Change hints for inbox messages (accepted, classified, done); trace lookups.
 
-Revision ID: switchboard_0002
-Revises: switchboard_0001
+Revision ID: switchboard_0004
+Revises: switchboard_0003
 """
 
 from alembic import op
 
-revision = "switchboard_0002"
-down_revision = "switchboard_0001"
+revision = "switchboard_0004"
+down_revision = "switchboard_0003"
 branch_labels = None
 depends_on = None
 
