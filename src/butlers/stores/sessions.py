@@ -134,8 +134,9 @@ class SessionStore:
         gone); returns how many were marked."""
         status = await self._pool.execute(
             "UPDATE sessions SET status = 'interrupted', completed_at = clock_timestamp(), "
-            "duration_ms = GREATEST(0, (extract(epoch FROM clock_timestamp() - created_at) "
-            "* 1000)::int), error = $1 "
+            # Clamped: a row left running for weeks must not fail the whole sweep.
+            "duration_ms = LEAST(2147483647, GREATEST(0, "
+            "extract(epoch FROM clock_timestamp() - created_at) * 1000))::int, error = $1 "
             "WHERE status = 'running' AND NOT (session_id = ANY($2::uuid[]))",
             reason,
             list(keep),

@@ -65,7 +65,7 @@ async def test_held_call_is_listed_evented_and_resumed_by_approval(
         assert approved.status_code == 200, approved.text
         decided = approved.json()["data"]
         assert (decided["status"], decided["reason"]) == ("approved", "cleanup")
-        assert str(decided["decided_by"]).startswith("dashboard:")
+        assert str(decided["decided_by"]).startswith("user:dashboard:")  # identity, then who
         assert await asyncio.wait_for(call, 10) == {"contact_id": contact_id, "deleted": True}
         await events.wait_for(
             lambda e: e.type == "approval_decided" and e.data["id"] == action["id"], after=mark

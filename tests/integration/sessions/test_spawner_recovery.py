@@ -138,3 +138,18 @@ async def test_a_key_recorded_by_a_dead_process_returns_its_interrupted_session(
     assert (result["success"], result["duplicate"]) == (False, True)
     assert result["error"] == INTERRUPTED
     assert len(await _sessions(app.context.pool, "route:dead")) == 1
+
+async def test_a_session_left_running_for_weeks_is_interrupted_too(make_app, llm_script: Script):
+    """Its duration no longer fits a 32-bit column: the sweep still runs (the butler starts)."""
+    app = await make_app()
+    old = uuid.uuid4()
+    await app.context.pool.execute(
+        "INSERT INTO sessions (session_id, butler_name, trigger_source, prompt, status, "
+        "created_at) VALUES ($1, 'health', 'trigger', 'lost', 'running', now() - interval '60 days')",
+        old,
+    )
+    assert await app.services.spawner.recover() == 1
+    row = await app.context.pool.fetchrow(
+        "SELECT status, duration_ms FROM sessions WHERE session_id = $1", old
+    )
+    assert (row["status"], row["duration_ms"]) == ("interrupted", 2147483647)
