@@ -20,6 +20,21 @@ CHANNEL = "butlers_changes"
 Emit = tuple[str, dict[str, Any], tuple[Any, ...]]  # event type, data, dedup key
 
 
+def with_start(emit: Emit, start_kind: str, start_status: str) -> list[Emit]:
+    """`emit`, preceded by the row's start event when the row is already past its start.
+
+    A hint carries only the id: by the time the row is re-read it may have moved on
+    (a message classified a millisecond after it was accepted). The start event is
+    derived from the row then (its status set to the start status); the feed's dedup
+    key drops it when the start was already seen.
+    """
+    kind, data, key = emit
+    if kind == start_kind:
+        return [emit]
+    start = (start_kind, {**data, "status": start_status}, (*key[:2], start_status))
+    return [start, emit]
+
+
 @dataclass(frozen=True)
 class ChangeSource:
     table: str
@@ -27,7 +42,7 @@ class ChangeSource:
     module: str | None  # only butlers enabling this module have the table
     columns: str
     poll_where: str  # rows changed since $1 (a timestamp); "" = the whole (small) table
-    to_event: Callable[[str, asyncpg.Record], Emit]
+    to_event: Callable[[str, asyncpg.Record], list[Emit]]
 
     def select_by_ids(self) -> str:
         return f"SELECT {self.columns} FROM {self.table} WHERE {self.id_column} = ANY($1::uuid[])"
@@ -37,35 +52,38 @@ class ChangeSource:
         return f"SELECT {self.columns} FROM {self.table}{where}"
 
 
-def _session(butler: str, row: asyncpg.Record) -> Emit:
+def _session(butler: str, row: asyncpg.Record) -> list[Emit]:
     data: dict[str, Any] = json_object(dict(row))
     data["butler"] = butler
     kind = "session_start" if row["status"] == "running" else "session_end"
-    return kind, data, ("sessions", str(row["session_id"]), row["status"])
+    emit = (kind, data, ("sessions", str(row["session_id"]), row["status"]))
+    return with_start(emit, "session_start", "running")
 
 
-def _approval(butler: str, row: asyncpg.Record) -> Emit:
+def _approval(butler: str, row: asyncpg.Record) -> list[Emit]:
     data: dict[str, Any] = json_object(dict(row))
     data["butler"] = butler
     kind = "approval_requested" if row["status"] == "pending" else "approval_decided"
-    return kind, data, ("approvals", str(row["id"]), row["status"])
+    emit = (kind, data, ("approvals", str(row["id"]), row["status"]))
+    return with_start(emit, "approval_requested", "pending")
 
 
-def _message(butler: str, row: asyncpg.Record) -> Emit:
+def _message(butler: str, row: asyncpg.Record) -> list[Emit]:
     data: dict[str, Any] = json_object(dict(row))
     data["butler"] = butler
     status = row["status"]
     kind = {"accepted": "message_accepted", "classified": "message_classified"}.get(
         status, "message_done"
     )
-    return kind, data, ("message_inbox", str(row["request_id"]), status)
+    emit = (kind, data, ("message_inbox", str(row["request_id"]), status))
+    return with_start(emit, "message_accepted", "accepted")
 
 
-def _schedule(butler: str, row: asyncpg.Record) -> Emit:
+def _schedule(butler: str, row: asyncpg.Record) -> list[Emit]:
     data: dict[str, Any] = json_object(dict(row))
     data["butler"] = butler
     data["deleted"] = False
-    return "schedule_changed", data, ("scheduled_tasks", str(row["id"]), row["updated_at"])
+    return [("schedule_changed", data, ("scheduled_tasks", str(row["id"]), row["updated_at"]))]
 
 
 def schedule_deleted(butler: str, schedule_id: str) -> Emit:

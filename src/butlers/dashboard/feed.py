@@ -170,10 +170,14 @@ class ChangeFeed:
         found = set()
         for row in rows:
             found.add(str(row[source.id_column]))
-            self._emit(source.to_event(butler, row))
+            self._emit_all(source.to_event(butler, row))
         for row_id in deleted - found:
             if source.table == "scheduled_tasks":
                 self._emit(schedule_deleted(butler, row_id))
+
+    def _emit_all(self, emits: list[Emit]) -> None:
+        for emit in emits:
+            self._emit(emit)
 
     def _emit(self, emit: Emit) -> None:
         kind, data, key = emit
@@ -213,7 +217,7 @@ class ChangeFeed:
                         await self._poll_schedules(info.name, conn, source, since is None)
                     elif since is not None:
                         for row in await conn.fetch(source.select_since(), since):
-                            self._emit(source.to_event(info.name, row))
+                            self._emit_all(source.to_event(info.name, row))
         except Exception as exc:
             reason = describe_failure(exc)
             if self._poll_errors.get(info.name) != reason:  # once per distinct failure
@@ -232,10 +236,11 @@ class ChangeFeed:
         self._schedules[butler] = current
         if first:
             for row in rows:  # the state at start-up is no change
-                self._seen[source.to_event(butler, row)[2]] = None
+                for _kind, _data, key in source.to_event(butler, row):
+                    self._seen[key] = None
             return
         for row in rows:
             if known.get(str(row["id"])) != row["updated_at"]:
-                self._emit(source.to_event(butler, row))
+                self._emit_all(source.to_event(butler, row))
         for gone in set(known) - set(current):
             self._emit(schedule_deleted(butler, gone))

@@ -22,6 +22,7 @@ from butlers.ecosystem.environment import base_environment
 from butlers.ecosystem.launcher import DashboardChild
 from butlers.ecosystem.state import DashboardInfo
 from butlers.errors import EcosystemError
+from butlers.redaction import SENSITIVE_KEY
 
 READY_TIMEOUT = 30.0
 
@@ -61,15 +62,16 @@ class DashboardProcess:
 
     def spawn(self, data_dir: Path, extra_env: dict[str, str], log_level: str) -> None:
         assert self.port is not None
-        # Like a butler's, the dashboard's environment is its own: the OS basics and the
-        # settings it reads, never the butlers' credentials.
+        # The dashboard's environment: the OS basics, the settings it reads, and the
+        # credential-named variables, whose values it must know to mask them in every
+        # response (it never uses them); not the rest of the supervisor's environment.
         inherited = {**os.environ, **extra_env}
         env = {
             **base_environment(inherited),
             **{
                 name: value
                 for name, value in inherited.items()
-                if name.startswith(DASHBOARD_VARIABLE_PREFIXES)
+                if name.startswith(DASHBOARD_VARIABLE_PREFIXES) or SENSITIVE_KEY.search(name)
             },
             "BUTLERS_DATA_DIR": str(data_dir),
             "BUTLERS_DASHBOARD_DSN": self.dsn,

@@ -165,7 +165,8 @@ def directory_of(handle: EcosystemHandle) -> StaticDirectory:
                 resource=resources[e.name],
             )
             for e in handle.endpoints.values()
-        ]
+        ],
+        mcp_token=handle.token,  # the user's token: writes go through the butlers' MCP
     )
 
 

@@ -139,6 +139,7 @@ async def test_a_key_recorded_by_a_dead_process_returns_its_interrupted_session(
     assert result["error"] == INTERRUPTED
     assert len(await _sessions(app.context.pool, "route:dead")) == 1
 
+
 async def test_a_session_left_running_for_weeks_is_interrupted_too(make_app, llm_script: Script):
     """Its duration no longer fits a 32-bit column: the sweep still runs (the butler starts)."""
     app = await make_app()
