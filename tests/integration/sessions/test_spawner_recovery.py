@@ -146,7 +146,8 @@ async def test_a_session_left_running_for_weeks_is_interrupted_too(make_app, llm
     old = uuid.uuid4()
     await app.context.pool.execute(
         "INSERT INTO sessions (session_id, butler_name, trigger_source, prompt, status, "
-        "created_at) VALUES ($1, 'health', 'trigger', 'lost', 'running', now() - interval '60 days')",
+        "created_at) "
+        "VALUES ($1, 'health', 'trigger', 'lost', 'running', now() - interval '60 days')",
         old,
     )
     assert await app.services.spawner.recover() == 1
