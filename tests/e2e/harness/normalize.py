@@ -36,7 +36,8 @@ LOCAL_PORT_RE = re.compile(r"\b(127\.0\.0\.1|localhost|0\.0\.0\.0|\[::1\]):\d{2,
 SCHEMA_PREFIX_RE = re.compile(r"\be2e_t[0-9a-f]{4,8}_")
 
 # Keys whose value is volatile as a whole: replaced by a fixed marker.
-VOLATILE_KEYS = {"duration_ms": "{DURATION_MS}"}
+# request_hash: a digest of the prompt and context, which holds fresh ids (request, route).
+VOLATILE_KEYS = {"duration_ms": "{DURATION_MS}", "request_hash": "{REQUEST_HASH}"}
 # Keys whose identifier values get a kind of their own (`{SESSION_ID_1}`).
 ID_KINDS = {
     "session_id": "SESSION_ID",
