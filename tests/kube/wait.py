@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
+
+from butlers.waiting import WaitTimeout as PollTimeout
+from butlers.waiting import wait_until as poll_until
 
 from .api import KubeApi, build_path
 
@@ -23,18 +24,14 @@ async def wait_until(
     timeout: float = 60.0,
     describe: Callable[[], Awaitable[Any]] | None = None,
 ) -> T:
-    """The first truthy value of `check()`; WaitTimeout after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result  # type: ignore[return-value]
-        if time.monotonic() > deadline:
-            detail = f"; last state: {await describe()}" if describe else ""
-            raise WaitTimeout(f"timed out after {timeout:g} s waiting for {what}{detail}")
-        await asyncio.sleep(POLL)
+    """The first truthy value of `check()`; WaitTimeout (with the last state, when
+    `describe` is given) after `timeout` seconds. The polling is `butlers.waiting`'s."""
+    try:
+        value: T = await poll_until(check, timeout=timeout, interval=POLL)
+    except PollTimeout:
+        detail = f"; last state: {await describe()}" if describe else ""
+        raise WaitTimeout(f"timed out after {timeout:g} s waiting for {what}{detail}") from None
+    return value
 
 
 def condition_status(obj: dict[str, Any] | None, kind: str) -> str | None:

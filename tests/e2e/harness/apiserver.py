@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from butlers.db.provision import deprovision
+from butlers.roster import is_switchboard
 from butlers.spec import schema_name
+from butlers_operator.auth import NAMESPACE_SECRET, USER_TOKEN_KEY
 from tests.kube.api import build_path
 from tests.kube.cluster import KubeCluster, kubelet_scratch, running_cluster
 from tests.kube.controlplane import unavailable_reason
@@ -31,7 +33,7 @@ from tests.kube.wait import condition_status, wait_until
 
 from . import userpath
 from .ecosystem import ButlerEndpoint, EcosystemHandle
-from .operator import SWITCHBOARD, wait_registered
+from .operator import wait_registered
 
 ADMIN_SECRET = "butlers-e2e-admin"
 BUTLER_CONTAINER = "butler"
@@ -171,17 +173,26 @@ async def _ecosystem(
             )
         schemas[:] = [e.schema for e in endpoints.values()]
         pods = ButlerPods(cluster, target.namespace)
+        # The tokens the operator made: the namespace's user token, each butler's own.
+        user_token = (await userpath.read_secret(target, NAMESPACE_SECRET))[USER_TOKEN_KEY]
+        butler_tokens = {
+            name: (await userpath.read_secret(target, f"{name}-auth"))["token"]
+            for name in endpoints
+        }
         handle = EcosystemHandle(
             backend="apiserver",
             endpoints=endpoints,
             admin_dsn=admin_dsn,
+            token=user_token,
+            butler_tokens=butler_tokens,
+            schema_prefix=schema_prefix,
             kill=pods.kill,
             restart=pods.restart,
             log_dir=cluster.log_dir(),
             span_dir=span_dir,
         )
         try:
-            switchboards = [r.name for r in resources if SWITCHBOARD in r.spec.modules]
+            switchboards = [r.name for r in resources if is_switchboard(r)]
             if switchboards:
                 # Each butler advertises its Service's cluster address, which the
                 # kubelet resolved to the service proxy: the harness's URLs too.
