@@ -87,13 +87,13 @@ class ApprovalsModule(Module):
                 if current is None:
                     raise ToolError(f"no approval {approval_id} on this butler")
                 raise ToolError(
-                    f"approval {approval_id} is {current['status']}, not pending"
-                    + (f" ({current['reason']})" if current.get("reason") else "")
+                    f"approval {approval_id} is {current.status}, not pending"
+                    + (f" ({current.reason})" if current.reason else "")
                     + "; only pending requests can be decided"
                 )
-            if row["status"] == "expired":
+            if row.status == "expired":
                 raise ToolError(
-                    f"approval {approval_id} expired at {row['expires_at'].isoformat()} "
+                    f"approval {approval_id} expired at {row.expires_at.isoformat()} "
                     "before this decision; nothing was done"
                 )
             log.info("approval %s %s by %s", approval_id, status, identity.label)

@@ -131,11 +131,12 @@ class ApprovalGate(Middleware):
             ) from None
         if status == "approved":
             return await call_next(context)
-        row = await self._store.get(approval_id) or {}
+        row = await self._store.get(approval_id)
         if status == "denied":
+            decided_by, reason = (row.decided_by, row.reason) if row else (None, None)
             raise ToolError(
-                f"{name} was denied (approval {approval_id}) by {row.get('decided_by')}"
-                + (f": {row['reason']}" if row.get("reason") else "")
+                f"{name} was denied (approval {approval_id}) by {decided_by}"
+                + (f": {reason}" if reason else "")
             )
         raise ToolError(
             f"{name} needed approval {approval_id}, which expired after {self._timeout:g} s "

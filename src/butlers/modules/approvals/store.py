@@ -1,17 +1,35 @@
 """The `approvals` table: requests, decisions, expiry."""
 
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import asyncpg
+from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected
+from butlers.stores.records import Record
 
-COLUMNS = (
-    "id, tool_name, tool_args, session_id, status, requested_at, expires_at, "
-    "decided_at, decided_by, reason"
-)
+
+@dataclass(frozen=True, slots=True)
+class Approval(Record):
+    """One request: the held call (arguments as recorded, secrets masked) and its fate."""
+
+    id: uuid.UUID
+    tool_name: str
+    tool_args: JsonValue
+    session_id: str | None
+    status: str  # pending | approved | denied | expired
+    requested_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None
+    decided_by: str | None
+    reason: str | None
+
+
+COLUMNS = Approval.columns()
 
 
 ORPHANED = "the butler restarted while the call was held; the call did not run"
@@ -75,7 +93,7 @@ class ApprovalStore:
 
     async def decide(
         self, approval_id: uuid.UUID, status: str, decided_by: str, reason: str | None
-    ) -> dict[str, Any] | None:
+    ) -> Approval | None:
         """Record a decision on a pending request still within its deadline; a pending
         request past it becomes `expired` instead. None when it was not pending."""
         row = await self._pool.fetchrow(
@@ -94,19 +112,19 @@ class ApprovalStore:
             decided_by,
             reason,
         )
-        return dict(row) if row else None
+        return Approval.from_row(row) if row else None
 
-    async def get(self, approval_id: uuid.UUID) -> dict[str, Any] | None:
+    async def get(self, approval_id: uuid.UUID) -> Approval | None:
         row = await self._pool.fetchrow(
             f"SELECT {COLUMNS} FROM approvals WHERE id = $1", approval_id
         )
-        return dict(row) if row else None
+        return Approval.from_row(row) if row else None
 
-    async def list(self, status: str | None, limit: int) -> list[dict[str, Any]]:
+    async def list(self, status: str | None, limit: int) -> list[Approval]:
         rows = await self._pool.fetch(
             f"SELECT {COLUMNS} FROM approvals WHERE ($1::text IS NULL OR status = $1) "
             "ORDER BY requested_at DESC LIMIT $2",
             status,
             limit,
         )
-        return [dict(row) for row in rows]
+        return [Approval.from_row(row) for row in rows]

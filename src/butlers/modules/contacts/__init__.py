@@ -15,12 +15,13 @@ from pydantic import Field, JsonValue
 from butlers.jsonutil import to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 from butlers.modules.contacts.store import ContactStore
+from butlers.stores.records import Record
 
 NAME = "contacts"
 Name = Annotated[str, Field(min_length=1, max_length=300)]
 
 
-def _found(row: dict[str, Any] | None, contact_id: uuid.UUID) -> JsonValue:
+def _found(row: Record | None, contact_id: uuid.UUID) -> JsonValue:
     if row is None:
         raise ToolError(f"no contact {contact_id}; find one with contact_search")
     return to_json(row)

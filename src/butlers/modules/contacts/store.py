@@ -1,15 +1,64 @@
-"""Queries over the contacts tables."""
+"""Queries over the contacts tables, returning typed records (their fields are the columns)."""
 
 import uuid
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
 import asyncpg
+from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected, like_contains
+from butlers.stores.records import Record
 
-CONTACT = "id, name, email, phone, birthday, details, created_at, updated_at"
+
+@dataclass(frozen=True, slots=True)
+class Contact(Record):
+    id: uuid.UUID
+    name: str
+    email: str | None
+    phone: str | None
+    birthday: date | None
+    details: JsonValue
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Note(Record):
+    id: uuid.UUID
+    contact_id: uuid.UUID
+    body: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Interaction(Record):
+    id: uuid.UUID
+    contact_id: uuid.UUID
+    kind: str
+    summary: str | None
+    occurred_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ContactDetail(Record):
+    """A contact with its notes and interactions, newest first (`contact_get`)."""
+
+    id: uuid.UUID
+    name: str
+    email: str | None
+    phone: str | None
+    birthday: date | None
+    details: JsonValue
+    created_at: datetime
+    updated_at: datetime
+    notes: tuple[Note, ...]
+    interactions: tuple[Interaction, ...]
+
+
+CONTACT = Contact.columns()
 EDITABLE = ("name", "email", "phone", "birthday", "details")
 
 
@@ -24,7 +73,7 @@ class ContactStore:
         phone: str | None,
         birthday: date | None,
         details: dict[str, Any],
-    ) -> dict[str, Any]:
+    ) -> Contact:
         row = await self._pool.fetchrow(
             f"INSERT INTO contacts (name, email, phone, birthday, details) "
             f"VALUES ($1, $2, $3, $4, $5::text::jsonb) RETURNING {CONTACT}",
@@ -34,9 +83,9 @@ class ContactStore:
             birthday,
             dumps(details),
         )
-        return dict(row)
+        return Contact.from_row(row)
 
-    async def update(self, contact_id: uuid.UUID, changes: dict[str, Any]) -> dict[str, Any] | None:
+    async def update(self, contact_id: uuid.UUID, changes: dict[str, Any]) -> Contact | None:
         sets: list[str] = []
         args: list[Any] = [contact_id]
         for column in EDITABLE:
@@ -49,9 +98,9 @@ class ContactStore:
             f"WHERE id = $1 RETURNING {CONTACT}",
             *args,
         )
-        return dict(row) if row else None
+        return Contact.from_row(row) if row else None
 
-    async def search(self, query: str, limit: int) -> list[dict[str, Any]]:
+    async def search(self, query: str, limit: int) -> list[Contact]:
         rows = await self._pool.fetch(
             f"SELECT {CONTACT} FROM contacts WHERE name ILIKE $1 ESCAPE '\\' "
             "OR email ILIKE $1 ESCAPE '\\' OR phone ILIKE $1 ESCAPE '\\' "
@@ -59,51 +108,54 @@ class ContactStore:
             like_contains(query),
             limit,
         )
-        return [dict(row) for row in rows]
+        return [Contact.from_row(row) for row in rows]
 
-    async def get(self, contact_id: uuid.UUID) -> dict[str, Any] | None:
+    async def get(self, contact_id: uuid.UUID) -> ContactDetail | None:
         async with self._pool.acquire() as conn:
             row = await conn.fetchrow(f"SELECT {CONTACT} FROM contacts WHERE id = $1", contact_id)
             if row is None:
                 return None
             notes = await conn.fetch(
-                "SELECT id, body, created_at FROM contact_notes WHERE contact_id = $1 "
+                f"SELECT {Note.columns()} FROM contact_notes WHERE contact_id = $1 "
                 "ORDER BY created_at DESC",
                 contact_id,
             )
             interactions = await conn.fetch(
-                "SELECT id, kind, summary, occurred_at FROM interactions WHERE contact_id = $1 "
+                f"SELECT {Interaction.columns()} FROM interactions WHERE contact_id = $1 "
                 "ORDER BY occurred_at DESC",
                 contact_id,
             )
-        return dict(row) | {
-            "notes": [dict(n) for n in notes],
-            "interactions": [dict(i) for i in interactions],
-        }
+        return ContactDetail.from_row(
+            {
+                **dict(row),
+                "notes": tuple(Note.from_row(n) for n in notes),
+                "interactions": tuple(Interaction.from_row(i) for i in interactions),
+            }
+        )
 
     async def delete(self, contact_id: uuid.UUID) -> bool:
         status = await self._pool.execute("DELETE FROM contacts WHERE id = $1", contact_id)
         return affected(status) > 0
 
-    async def add_note(self, contact_id: uuid.UUID, body: str) -> dict[str, Any] | None:
+    async def add_note(self, contact_id: uuid.UUID, body: str) -> Note | None:
         row = await self._pool.fetchrow(
             "INSERT INTO contact_notes (contact_id, body) SELECT id, $2 FROM contacts "
-            "WHERE id = $1 RETURNING id, contact_id, body, created_at",
+            f"WHERE id = $1 RETURNING {Note.columns()}",
             contact_id,
             body,
         )
-        return dict(row) if row else None
+        return Note.from_row(row) if row else None
 
     async def log_interaction(
         self, contact_id: uuid.UUID, kind: str, summary: str | None, occurred_at: datetime | None
-    ) -> dict[str, Any] | None:
+    ) -> Interaction | None:
         row = await self._pool.fetchrow(
             "INSERT INTO interactions (contact_id, kind, summary, occurred_at) "
             "SELECT id, $2, $3, COALESCE($4, clock_timestamp()) FROM contacts WHERE id = $1 "
-            "RETURNING id, contact_id, kind, summary, occurred_at",
+            f"RETURNING {Interaction.columns()}",
             contact_id,
             kind,
             summary,
             occurred_at,
         )
-        return dict(row) if row else None
+        return Interaction.from_row(row) if row else None

@@ -1,18 +1,70 @@
-"""Queries over the health tables."""
+"""Queries over the health tables, returning typed records (their fields are the columns)."""
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import asyncpg
+from pydantic import JsonValue
 
 from butlers.db.pool import dumps
+from butlers.stores.records import Record
 
-MEASUREMENT = "id, type, value, unit, measured_at, notes"
+
+@dataclass(frozen=True, slots=True)
+class Measurement(Record):
+    id: uuid.UUID
+    type: str
+    value: JsonValue
+    unit: str | None
+    measured_at: datetime
+    notes: str | None
 
 
-def _rows(rows: list[asyncpg.Record]) -> list[dict[str, Any]]:
-    return [dict(row) for row in rows]
+@dataclass(frozen=True, slots=True)
+class Medication(Record):
+    id: uuid.UUID
+    name: str
+    dosage: str | None
+    frequency: str | None
+    notes: str | None
+    active: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MedicationListed(Record):
+    """A medication with the time of its last dose (`medication_list`)."""
+
+    id: uuid.UUID
+    name: str
+    dosage: str | None
+    frequency: str | None
+    notes: str | None
+    active: bool
+    created_at: datetime
+    last_taken_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Dose(Record):
+    id: uuid.UUID
+    medication_id: uuid.UUID
+    taken_at: datetime
+    notes: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Symptom(Record):
+    id: uuid.UUID
+    name: str
+    severity: int | None
+    occurred_at: datetime
+    notes: str | None
+
+
+MEASUREMENT = Measurement.columns()
 
 
 class HealthStore:
@@ -26,7 +78,7 @@ class HealthStore:
         unit: str | None,
         measured_at: datetime | None,
         notes: str | None,
-    ) -> dict[str, Any]:
+    ) -> Measurement:
         row = await self._pool.fetchrow(
             f"INSERT INTO measurements (type, value, unit, measured_at, notes) "
             f"VALUES ($1, $2::text::jsonb, $3, COALESCE($4, clock_timestamp()), $5) "
@@ -37,28 +89,27 @@ class HealthStore:
             measured_at,
             notes,
         )
-        return dict(row)
+        return Measurement.from_row(row)
 
     async def measurements(
         self, type_: str | None, since: datetime | None, until: datetime | None, limit: int
-    ) -> list[dict[str, Any]]:
-        return _rows(
-            await self._pool.fetch(
-                f"SELECT {MEASUREMENT} FROM measurements "
-                "WHERE ($1::text IS NULL OR type = $1) "
-                "AND ($2::timestamptz IS NULL OR measured_at >= $2) "
-                "AND ($3::timestamptz IS NULL OR measured_at < $3) "
-                "ORDER BY measured_at DESC LIMIT $4",
-                type_,
-                since,
-                until,
-                limit,
-            )
+    ) -> list[Measurement]:
+        rows = await self._pool.fetch(
+            f"SELECT {MEASUREMENT} FROM measurements "
+            "WHERE ($1::text IS NULL OR type = $1) "
+            "AND ($2::timestamptz IS NULL OR measured_at >= $2) "
+            "AND ($3::timestamptz IS NULL OR measured_at < $3) "
+            "ORDER BY measured_at DESC LIMIT $4",
+            type_,
+            since,
+            until,
+            limit,
         )
+        return [Measurement.from_row(row) for row in rows]
 
     async def add_medication(
         self, name: str, dosage: str | None, frequency: str | None, notes: str | None
-    ) -> dict[str, Any]:
+    ) -> Medication:
         row = await self._pool.fetchrow(
             "INSERT INTO medications (name, dosage, frequency, notes) VALUES ($1, $2, $3, $4) "
             "ON CONFLICT (name) DO UPDATE SET dosage = EXCLUDED.dosage, "
@@ -69,22 +120,21 @@ class HealthStore:
             frequency,
             notes,
         )
-        return dict(row)
+        return Medication.from_row(row)
 
-    async def medications(self, active_only: bool) -> list[dict[str, Any]]:
-        return _rows(
-            await self._pool.fetch(
-                "SELECT m.id, m.name, m.dosage, m.frequency, m.notes, m.active, m.created_at, "
-                "max(d.taken_at) AS last_taken_at FROM medications m "
-                "LEFT JOIN medication_doses d ON d.medication_id = m.id "
-                "WHERE NOT $1 OR m.active GROUP BY m.id ORDER BY m.name",
-                active_only,
-            )
+    async def medications(self, active_only: bool) -> list[MedicationListed]:
+        rows = await self._pool.fetch(
+            "SELECT m.id, m.name, m.dosage, m.frequency, m.notes, m.active, m.created_at, "
+            "max(d.taken_at) AS last_taken_at FROM medications m "
+            "LEFT JOIN medication_doses d ON d.medication_id = m.id "
+            "WHERE NOT $1 OR m.active GROUP BY m.id ORDER BY m.name",
+            active_only,
         )
+        return [MedicationListed.from_row(row) for row in rows]
 
     async def log_dose(
         self, medication_id: uuid.UUID, taken_at: datetime | None, notes: str | None
-    ) -> dict[str, Any] | None:
+    ) -> Dose | None:
         row = await self._pool.fetchrow(
             "INSERT INTO medication_doses (medication_id, taken_at, notes) "
             "SELECT id, COALESCE($2, clock_timestamp()), $3 FROM medications WHERE id = $1 "
@@ -93,11 +143,11 @@ class HealthStore:
             taken_at,
             notes,
         )
-        return dict(row) if row else None
+        return Dose.from_row(row) if row else None
 
     async def log_symptom(
         self, name: str, severity: int | None, occurred_at: datetime | None, notes: str | None
-    ) -> dict[str, Any]:
+    ) -> Symptom:
         row = await self._pool.fetchrow(
             "INSERT INTO symptoms (name, severity, occurred_at, notes) "
             "VALUES ($1, $2, COALESCE($3, clock_timestamp()), $4) "
@@ -107,19 +157,16 @@ class HealthStore:
             occurred_at,
             notes,
         )
-        return dict(row)
+        return Symptom.from_row(row)
 
-    async def symptoms(
-        self, name: str | None, since: datetime | None, limit: int
-    ) -> list[dict[str, Any]]:
-        return _rows(
-            await self._pool.fetch(
-                "SELECT id, name, severity, occurred_at, notes FROM symptoms "
-                "WHERE ($1::text IS NULL OR name = $1) "
-                "AND ($2::timestamptz IS NULL OR occurred_at >= $2) "
-                "ORDER BY occurred_at DESC LIMIT $3",
-                name,
-                since,
-                limit,
-            )
+    async def symptoms(self, name: str | None, since: datetime | None, limit: int) -> list[Symptom]:
+        rows = await self._pool.fetch(
+            f"SELECT {Symptom.columns()} FROM symptoms "
+            "WHERE ($1::text IS NULL OR name = $1) "
+            "AND ($2::timestamptz IS NULL OR occurred_at >= $2) "
+            "ORDER BY occurred_at DESC LIMIT $3",
+            name,
+            since,
+            limit,
         )
+        return [Symptom.from_row(row) for row in rows]

@@ -9,6 +9,7 @@ row per message). The switchboard calls targets' `trigger` with its own token.
 import asyncio
 import contextlib
 import uuid
+from dataclasses import asdict
 from typing import Annotated
 
 from fastmcp import FastMCP
@@ -17,7 +18,7 @@ from pydantic import Field, JsonValue, ValidationError
 
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
-from butlers.jsonutil import to_json
+from butlers.jsonutil import json_object, to_json
 from butlers.mcp_clients import ClientCache
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.switchboard.pipeline import Pipeline
@@ -174,7 +175,8 @@ class SwitchboardModule(Module):
             message = await store.message(request_id)
             if message is None:
                 raise ToolError(f"no message with request_id {request_id}")
-            return to_json(message | {"routes": await store.routes(request_id, 100)})
+            routes = await store.routes(request_id, 100)
+            return json_object(asdict(message)) | {"routes": to_json(routes)}
 
 
 def _bearer(token: str | None) -> dict[str, str] | None:

@@ -15,7 +15,7 @@ from pydantic import JsonValue
 
 from butlers.core.spawner import Spawner
 from butlers.mcp_clients import ClientCache, EndpointUnavailable
-from butlers.modules.switchboard.store import SwitchboardStore
+from butlers.modules.switchboard.store import Claimed, SwitchboardStore
 from butlers.switchboard.classification import (
     ButlerProfile,
     Classification,
@@ -202,8 +202,8 @@ class Pipeline:
                 log.info(
                     "recovering message %s (%s, attempt %d)",
                     request_id,
-                    row["status"],
-                    row["attempts"],
+                    row.status,
+                    row.attempts,
                 )
                 self._spawn(request_id, self._resume(row))
                 resumed += 1
@@ -217,16 +217,16 @@ class Pipeline:
                 log.warning("inbox recovery sweep failed: %s: %s", exc.__class__.__name__, exc)
             await asyncio.sleep(self._recovery_interval)
 
-    async def _resume(self, row: dict[str, Any]) -> dict[str, Any]:
-        request_id: uuid.UUID = row["request_id"]
-        stored = row["classification"] or {}
-        if row["status"] == "accepted" or not stored.get("route_ids"):
-            if row["status"] != "accepted":  # classified before route ids were kept
+    async def _resume(self, row: Claimed) -> dict[str, JsonValue]:
+        request_id = row.request_id
+        stored: dict[str, Any] = row.classification if isinstance(row.classification, dict) else {}
+        if row.status == "accepted" or not stored.get("route_ids"):
+            if row.status != "accepted":  # classified before route ids were kept
                 reason = "its routes have no ids to deduplicate by; not dispatched again"
                 await self._store.give_up(request_id, reason)
                 log.warning("message %s failed: %s", request_id, reason)
                 return {}
-            return await self._process(request_id, row["text"], None, None)
+            return await self._process(request_id, row.text, None, None)
         classification = Classification(
             entries=tuple(RouteEntry(**entry) for entry in stored["entries"]),
             fallback=bool(stored.get("fallback")),
@@ -345,9 +345,9 @@ class Pipeline:
     async def _profiles(self) -> list[ButlerProfile]:
         rows = await self._store.registry(self._stale_after)
         return [
-            ButlerProfile(r["name"], r["description"], tuple(r["hints"] or ()))
+            ButlerProfile(r.name, r.description, tuple(str(h) for h in _list(r.hints)))
             for r in rows
-            if r["name"] != self._butler
+            if r.name != self._butler
         ]
 
     def _router(self, request_id: uuid.UUID | None) -> RouteOne:
@@ -386,17 +386,21 @@ class Pipeline:
 
     async def _url_of(self, butler: str) -> str:
         for row in await self._store.registry(self._stale_after):
-            if row["name"] == butler:
-                return str(row["url"])
+            if row.name == butler:
+                return row.url
         raise TargetUnavailable(f"butler {butler!r} is not registered with the switchboard")
 
 
-def _give_up_reason(row: dict[str, Any]) -> str | None:
-    if row["attempts"] > MAX_ATTEMPTS:
+def _list(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
+
+
+def _give_up_reason(row: Claimed) -> str | None:
+    if row.attempts > MAX_ATTEMPTS:
         return (
             f"given up after {MAX_ATTEMPTS} processing attempts (the switchboard or the "
             "database failed each time); see the switchboard's log"
         )
-    if row["age_seconds"] > MAX_AGE_SECONDS:
+    if row.age_seconds > MAX_AGE_SECONDS:
         return f"still unprocessed {MAX_AGE_SECONDS // 3600} h after it arrived"
     return None

@@ -10,13 +10,16 @@ up on is `failed` with an `error`.
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 import asyncpg
+from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected
+from butlers.stores.records import Record
 from butlers.switchboard.classification import RouteEntry
 from butlers.switchboard.dispatch import RouteOutcome, TriggerAnswer
 from butlers.switchboard.envelope import IngestEnvelopeV1
@@ -26,6 +29,63 @@ OPEN_STATUSES = ("accepted", "classified")
 
 class IdempotencyConflict(Exception):
     """An idempotency key this caller used before came back with different content."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed(Record):
+    """An open message claimed for one more processing attempt."""
+
+    request_id: uuid.UUID
+    status: str
+    text: str
+    classification: JsonValue
+    attempts: int
+    age_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Message(Record):
+    request_id: uuid.UUID
+    idempotency_key: str
+    channel: str
+    provider: str
+    sender: str
+    text: str
+    status: str
+    classification: JsonValue
+    trace_id: str | None
+    received_at: datetime
+    completed_at: datetime | None
+    attempts: int
+    error: str | None
+    submitted_by: str
+
+
+@dataclass(frozen=True, slots=True)
+class RouteLogged(Record):
+    route_id: uuid.UUID
+    request_id: uuid.UUID | None
+    butler: str
+    prompt: str
+    segment: str | None
+    status: str
+    session_id: uuid.UUID | None
+    error: str | None
+    duration_ms: int | None
+    trace_id: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Registration(Record):
+    name: str
+    description: str
+    url: str
+    hints: JsonValue
+    modules: JsonValue
+    registered_at: datetime
+    last_seen_at: datetime
+    alive: bool
 
 
 class SwitchboardStore:
@@ -135,7 +195,7 @@ class SwitchboardStore:
         )
         return [row["request_id"] for row in rows]
 
-    async def claim(self, request_id: uuid.UUID) -> dict[str, Any] | None:
+    async def claim(self, request_id: uuid.UUID) -> Claimed | None:
         """Count one more processing attempt of an open message; None when it is closed."""
         row = await self._pool.fetchrow(
             "UPDATE message_inbox SET attempts = attempts + 1, updated_at = clock_timestamp() "
@@ -145,7 +205,7 @@ class SwitchboardStore:
             request_id,
             list(OPEN_STATUSES),
         )
-        return None if row is None else dict(row)
+        return None if row is None else Claimed.from_row(row)
 
     async def route_outcomes(self, request_id: uuid.UUID) -> dict[uuid.UUID, RouteOutcome]:
         """The routes of a message that already have an outcome, by route id."""
@@ -170,15 +230,11 @@ class SwitchboardStore:
             for row in rows
         }
 
-    async def message(self, request_id: uuid.UUID) -> dict[str, Any] | None:
+    async def message(self, request_id: uuid.UUID) -> Message | None:
         row = await self._pool.fetchrow(
-            "SELECT request_id, idempotency_key, channel, provider, sender, text, status, "
-            "classification, trace_id, received_at, completed_at, attempts, error, "
-            "submitted_by "
-            "FROM message_inbox WHERE request_id = $1",
-            request_id,
+            f"SELECT {Message.columns()} FROM message_inbox WHERE request_id = $1", request_id
         )
-        return None if row is None else dict(row)
+        return None if row is None else Message.from_row(row)
 
     # -- routing ---------------------------------------------------------------------
 
@@ -234,15 +290,14 @@ class SwitchboardStore:
             duration_ms,
         )
 
-    async def routes(self, request_id: uuid.UUID | None, limit: int) -> list[dict[str, Any]]:
+    async def routes(self, request_id: uuid.UUID | None, limit: int) -> list[RouteLogged]:
         rows = await self._pool.fetch(
-            "SELECT route_id, request_id, butler, prompt, segment, status, session_id, error, "
-            "duration_ms, trace_id, created_at FROM routing_log "
+            f"SELECT {RouteLogged.columns()} FROM routing_log "
             "WHERE ($1::uuid IS NULL OR request_id = $1) ORDER BY created_at DESC LIMIT $2",
             request_id,
             limit,
         )
-        return [dict(r) for r in rows]
+        return [RouteLogged.from_row(r) for r in rows]
 
     # -- registry ----------------------------------------------------------------------
 
@@ -284,7 +339,7 @@ class SwitchboardStore:
         )
         return affected(status) > 0
 
-    async def registry(self, stale_after_seconds: float) -> list[dict[str, Any]]:
+    async def registry(self, stale_after_seconds: float) -> list[Registration]:
         rows = await self._pool.fetch(
             """
             SELECT name, description, url, hints, modules, registered_at, last_seen_at,
@@ -293,4 +348,4 @@ class SwitchboardStore:
             """,
             stale_after_seconds,
         )
-        return [dict(r) for r in rows]
+        return [Registration.from_row(r) for r in rows]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -10,11 +11,15 @@ import pytest
 from butlers.core.spawner import SpawnerResult
 from butlers.mcp_clients import ClientCache
 from butlers.modules.switchboard.pipeline import Pipeline
+from butlers.modules.switchboard.store import Registration
 
 
 class Registry:
-    async def registry(self, stale_after: float) -> list[dict[str, Any]]:
-        return [{"name": "health", "description": "Health", "hints": ["weight"]}]
+    async def registry(self, stale_after: float) -> list[Registration]:
+        now = datetime.now(UTC)
+        return [
+            Registration("health", "Health", "http://h/mcp", ["weight"], ["health"], now, now, True)
+        ]
 
 
 class Spawner:
