@@ -33,6 +33,7 @@ NEVER_IN_A_SESSION = {
     "trigger",
     "tick",
     "approval_decide",
+    "approval_expire_stale",
     "schedule_create",
     "schedule_update",
     "schedule_delete",

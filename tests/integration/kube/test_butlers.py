@@ -11,6 +11,7 @@ of the chart, under its own ServiceAccount, on the session's PostgreSQL.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from collections.abc import Mapping
@@ -20,7 +21,9 @@ import asyncpg
 import pytest
 import yaml
 from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 
+from butlers_operator.auth import NAMESPACE_SECRET, USER_TOKEN_KEY
 from tests.e2e.harness import userpath
 from tests.kube.api import KubeApi, build_path
 from tests.kube.cluster import KubeCluster
@@ -85,8 +88,12 @@ async def wait_ready(kube: KubeApi, namespace: str, name: str) -> dict[str, Any]
 
 
 async def call(kube_cluster: KubeCluster, namespace: str, name: str, tool: str, **args: Any) -> Any:
+    """`tool` over MCP with the user's token (from the namespace's auth Secret)."""
     address = await kube_cluster.wait_service(namespace, name, "mcp")
-    async with Client(f"http://{address}/mcp") as client:
+    secret = await kube_cluster.api().get(build_path("v1", "secrets", namespace, NAMESPACE_SECRET))
+    token = base64.b64decode(secret["data"][USER_TOKEN_KEY]).decode()
+    headers = {"Authorization": f"Bearer {token}"}
+    async with Client(StreamableHttpTransport(f"http://{address}/mcp", headers=headers)) as client:
         return (await client.call_tool(tool, args)).data
 
 
