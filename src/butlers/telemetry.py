@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -63,8 +64,38 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
+EXPORT_DELAY_MS = 100  # how long finished spans wait to be written, at most
+SPAN_TEXT_LIMIT = 40  # characters of a string argument a span keeps (an id fits)
+SPAN_ITEMS_LIMIT = 10  # items of a list or object argument a span keeps
+
+
+def span_arguments(value: Any, depth: int = 0) -> Any:
+    """`value` cut short for a span: strings to SPAN_TEXT_LIMIT characters (marked with
+    their length), lists and objects to SPAN_ITEMS_LIMIT items, nesting to 3 levels."""
+    if isinstance(value, str):
+        if len(value) <= SPAN_TEXT_LIMIT:
+            return value
+        return f"{value[:SPAN_TEXT_LIMIT]}…({len(value)} chars)"
+    if isinstance(value, Mapping):
+        if depth >= 3:
+            return f"…({len(value)} keys)"
+        items = list(value.items())
+        cut = {str(k): span_arguments(v, depth + 1) for k, v in items[:SPAN_ITEMS_LIMIT]}
+        if len(items) > SPAN_ITEMS_LIMIT:
+            cut["…"] = f"{len(items) - SPAN_ITEMS_LIMIT} more keys"
+        return cut
+    if isinstance(value, list | tuple):
+        if depth >= 3:
+            return f"…({len(value)} items)"
+        cut_list = [span_arguments(v, depth + 1) for v in value[:SPAN_ITEMS_LIMIT]]
+        if len(value) > SPAN_ITEMS_LIMIT:
+            cut_list.append(f"…{len(value) - SPAN_ITEMS_LIMIT} more items")
+        return cut_list
+    return value
+
+
 class JsonLinesSpanExporter(SpanExporter):
-    """Appends each finished span as one JSON line to a file."""
+    """Appends each finished span as one JSON line to a file only its owner can read."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -73,8 +104,11 @@ class JsonLinesSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         lines = "".join(json.dumps(span_to_dict(s), default=str) + "\n" for s in spans)
-        with self._lock, self._path.open("a") as fh:
-            fh.write(lines)
+        with self._lock:
+            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.fchmod(fd, 0o600)  # also when the file existed with a wider mode
+            with os.fdopen(fd, "a") as fh:
+                fh.write(lines)
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
@@ -125,7 +159,8 @@ def configure_tracing(
             endpoint += "/v1/traces"
         exporters.append((OTLPSpanExporter(endpoint=endpoint, timeout=10), True))
     if span_file:
-        exporters.append((JsonLinesSpanExporter(span_file), False))
+        # Batched: the file is written from the processor's thread, never the event loop.
+        exporters.append((JsonLinesSpanExporter(span_file), True))
     if exporter is not None:
         exporters.append((exporter, False))
     if not exporters:
@@ -133,7 +168,9 @@ def configure_tracing(
     provider = ButlersTracerProvider(resource=Resource.create({"service.name": service}))
     for item, batched in exporters:
         provider.add_span_processor(
-            BatchSpanProcessor(item) if batched else SimpleSpanProcessor(item)
+            BatchSpanProcessor(item, schedule_delay_millis=EXPORT_DELAY_MS)
+            if batched
+            else SimpleSpanProcessor(item)
         )
     trace.set_tracer_provider(provider)
     return provider
@@ -162,7 +199,9 @@ class ToolSpanMiddleware(Middleware):
             span.set_attribute("tool.name", name)
             span.set_attribute("tool.butler", self._butler)
             span.set_attribute("tool.module", self._modules(name) or "unknown")
-            args = self._redactor.arguments(name, arguments)
+            # Redacted by the butler's one policy, then cut short: spans are for tracing,
+            # not a second copy of messages and stored values.
+            args = span_arguments(self._redactor.arguments(name, arguments))
             span.set_attribute("tool.args", json.dumps(args, default=str, ensure_ascii=False))
             try:
                 result = await call_next(context)

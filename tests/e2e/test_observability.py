@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from butlers.testing.script_server import Script, call, step
+from butlers.waiting import wait_until
 from tests.support.spans import read_spans
 
 from .harness.ecosystem import EcosystemHandle
@@ -19,13 +21,38 @@ from .test_approvals import _contact, _decide, _pending_row
 from .test_switchboard_flow import classify_as, ingest
 
 
-def _spans(handle: EcosystemHandle) -> list[dict[str, Any]]:
-    if handle.span_dir is None:
+async def _spans(
+    handle: EcosystemHandle, ready: Callable[[list[dict[str, Any]]], bool]
+) -> list[dict[str, Any]]:
+    """Every span written so far, once `ready(spans)` holds (butlers write their span
+    files from a background exporter, a moment after each call)."""
+    span_dir = handle.span_dir
+    if span_dir is None:
         pytest.skip(f"backend {handle.backend!r} collects no spans")
-    spans: list[dict[str, Any]] = []
-    for path in sorted(handle.span_dir.glob("*.jsonl")):
-        spans += read_spans(path)
-    return spans
+
+    def written() -> list[dict[str, Any]] | None:
+        spans: list[dict[str, Any]] = []
+        for path in sorted(span_dir.glob("*.jsonl")):
+            spans += read_spans(path)
+        return spans if ready(spans) else None
+
+    found: list[dict[str, Any]] = await wait_until(
+        written, timeout=10, message="the expected spans were never written"
+    )
+    return found
+
+
+def _traced(name: str, message: dict[str, Any]) -> Callable[[list[dict[str, Any]]], bool]:
+    """Spans hold the message's route span and a span `name` of the same trace."""
+
+    def ready(spans: list[dict[str, Any]]) -> bool:
+        [route_id] = [r["route_id"] for r in message["routes"]]
+        routes = [s for s in spans if s["attributes"].get("route.id") == route_id]
+        return bool(routes) and any(
+            s["name"] == name and s["trace_id"] == routes[0]["trace_id"] for s in spans
+        )
+
+    return ready
 
 
 @pytest.fixture
@@ -51,7 +78,7 @@ def _route_span(spans: list[dict[str, Any]], message: dict[str, Any]) -> dict[st
 async def test_trace_context_crosses_from_switchboard_into_the_target(
     butler_ecosystem: EcosystemHandle, weight_message: dict[str, Any]
 ) -> None:
-    spans = _spans(butler_ecosystem)
+    spans = await _spans(butler_ecosystem, _traced("tool trigger", weight_message))
     route = _route_span(spans, weight_message)
     assert route["service"] == "switchboard"
     target = [s for s in spans if s["service"] == "health" and s["trace_id"] == route["trace_id"]]
@@ -63,7 +90,7 @@ async def test_trace_context_crosses_from_switchboard_into_the_target(
 async def test_tool_spans_carry_name_butler_module_args_status_and_duration(
     butler_ecosystem: EcosystemHandle, weight_message: dict[str, Any]
 ) -> None:
-    spans = _spans(butler_ecosystem)
+    spans = await _spans(butler_ecosystem, _traced("tool measurement_log", weight_message))
     route = _route_span(spans, weight_message)
     [span] = [
         s
@@ -163,7 +190,13 @@ async def test_sensitive_arguments_are_redacted_in_tool_spans(
     result = await butler_ecosystem.call("health", "trigger", {"prompt": "store my login"})
     assert result["success"] and not result["tool_calls"][0]["is_error"]
 
-    spans = _spans(butler_ecosystem)
+    def both(spans: list[dict[str, Any]]) -> bool:
+        args = [(s["name"], s["attributes"].get("tool.args", "")) for s in spans]
+        return any(n == "tool contact_update" and contact_id in a for n, a in args) and any(
+            n == "tool state_set" and "e2e-redacted-span" in a for n, a in args
+        )
+
+    spans = await _spans(butler_ecosystem, both)
     [updated] = [
         s
         for s in spans

@@ -102,3 +102,33 @@ def test_json_lines_exporter_writes_readable_spans(tmp_path: Path) -> None:
     inner, outer = read_spans(tmp_path / "s.jsonl")
     assert inner["parent_span_id"] == outer["span_id"]
     assert inner["trace_id"] == outer["trace_id"]
+    assert (tmp_path / "s.jsonl").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_span_file_left_readable_by_others_is_closed_to_them(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text("")
+    path.chmod(0o644)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(JsonLinesSpanExporter(path)))
+    with provider.get_tracer("t").start_as_current_span("one"):
+        pass
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+async def test_spans_keep_no_long_text_or_big_values() -> None:
+    mcp = FastMCP("health")
+
+    @mcp.tool
+    def note(text: str, items: list[int]) -> str:
+        return "ok"
+
+    mcp.add_middleware(ToolSpanMiddleware("health", {}.get, Redactor()))
+    message = "Dear diary, today my blood pressure was 150/95 and I felt dizzy all day."
+    async with Client(mcp) as client:
+        await client.call_tool("note", {"text": message, "items": list(range(50))})
+    [span] = _tool_spans()
+    args = json.loads(span.attributes["tool.args"])
+    assert message not in span.attributes["tool.args"]
+    assert args["text"] == f"{message[:40]}…({len(message)} chars)"
+    assert args["items"] == [*range(10), "…40 more items"]

@@ -6,7 +6,7 @@ where the contact is reached (email or phone). Both need the `approvals` module.
 
 import uuid
 from datetime import date, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
