@@ -10,12 +10,12 @@ import pytest
 from butlers.testing.script_server import Script, step
 from butlers.waiting import wait_until
 from tests.support.contracts import AUDIT_FIELDS
+from tests.support.raw_mcp import headers, rpc
 
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import APPROVAL_TIMEOUT_SECONDS
 from .harness.golden import flow_golden
 from .harness.normalize import Normalizer
-from .harness.raw_mcp import headers, rpc
 
 
 async def _contact(handle: EcosystemHandle, name: str) -> str:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import httpx2 as httpx
 import pytest
 
+from tests.support.raw_mcp import decode, headers, open_session, rpc
+
 from .harness.ecosystem import EcosystemHandle
-from .harness.raw_mcp import decode, headers, open_session, rpc
 
 
 def _base(eco: EcosystemHandle, name: str) -> str:

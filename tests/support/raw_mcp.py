@@ -1,7 +1,9 @@
-"""A bare MCP client over streamable HTTP: sends the JSON-RPC text it is given.
+"""MCP over plain HTTP requests: what an attacker's script or a browser would send.
 
-Real clients clean their input (FastMCP's turns `NaN` into `null`); an attacker's
-need not. This one opens a session with the 2025 handshake and posts raw bodies.
+Real clients clean their input (FastMCP's turns `NaN` into `null`) and hide status
+codes and headers; these helpers do neither. `RawMcpSession` opens a session with the
+2025 handshake and posts raw bodies; the functions build the pieces for tests that
+want to see each response.
 """
 
 from __future__ import annotations
@@ -11,11 +13,57 @@ from typing import Any
 
 import httpx2 as httpx
 
-PROTOCOL = "2025-06-18"
+PROTOCOL_VERSION = "2025-06-18"
 ACCEPT = "application/json, text/event-stream"
 
 
+def rpc(method: str, params: dict[str, Any] | None = None, ident: int = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params or {}}
+
+
+def headers(
+    token: str | None = None, session_id: str | None = None, **extra: str
+) -> dict[str, str]:
+    values = {"Accept": ACCEPT, "Content-Type": "application/json"}
+    if token:
+        values["Authorization"] = f"Bearer {token}"
+    if session_id:
+        values["Mcp-Session-Id"] = session_id
+        values["MCP-Protocol-Version"] = PROTOCOL_VERSION
+    return values | extra
+
+
+def decode(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a response, whether plain JSON or one SSE event."""
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        text = data[-1] if data else "{}"
+    return dict(json.loads(text or "{}"))
+
+
+async def open_session(http: httpx.AsyncClient, url: str, token: str | None) -> str:
+    """initialize + initialized with `token`; the new MCP session's id."""
+    init = rpc(
+        "initialize",
+        {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    )
+    response = await http.post(url, json=init, headers=headers(token))
+    response.raise_for_status()
+    session_id = response.headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    done = await http.post(url, json=note, headers=headers(token, session_id))
+    done.raise_for_status()
+    return session_id
+
+
 class RawMcpSession:
+    """One MCP session over `client` (which carries any token in its own headers)."""
+
     def __init__(self, url: str, client: httpx.AsyncClient) -> None:
         self.url = url
         self._client = client
@@ -23,29 +71,7 @@ class RawMcpSession:
         self._ids = 0
 
     async def open(self) -> None:
-        response = await self.post_json(
-            {
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": PROTOCOL,
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"},
-                },
-            }
-        )
-        assert response.status_code == 200, response.text
-        self.session_id = response.headers["mcp-session-id"]
-        await self.post_text('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-
-    async def post_json(self, message: dict[str, Any]) -> httpx.Response:
-        self._ids += 1
-        return await self.post_text(json.dumps({"jsonrpc": "2.0", "id": self._ids, **message}))
-
-    async def post_text(self, body: str) -> httpx.Response:
-        headers = {"content-type": "application/json", "accept": ACCEPT}
-        if self.session_id:
-            headers |= {"mcp-session-id": self.session_id, "mcp-protocol-version": PROTOCOL}
-        return await self._client.post(self.url, content=body.encode(), headers=headers)
+        self.session_id = await open_session(self._client, self.url, None)
 
     async def call_tool(self, name: str, arguments_json: str) -> dict[str, Any]:
         """`tools/call` with the arguments exactly as written; the JSON-RPC answer."""
@@ -54,14 +80,7 @@ class RawMcpSession:
             f'{{"jsonrpc": "2.0", "id": {self._ids}, "method": "tools/call", '
             f'"params": {{"name": {json.dumps(name)}, "arguments": {arguments_json}}}}}'
         )
-        return answer(await self.post_text(body))
-
-
-def answer(response: httpx.Response) -> dict[str, Any]:
-    """The JSON-RPC message of a response, whether plain JSON or one SSE event."""
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        for line in response.text.splitlines():
-            if line.startswith("data:") and line[5:].strip():
-                return dict(json.loads(line[5:]))
-        raise AssertionError(f"no event in {response.text!r}")
-    return dict(response.json())
+        response = await self._client.post(
+            self.url, content=body.encode(), headers=headers(None, self.session_id)
+        )
+        return decode(response)
