@@ -1,10 +1,9 @@
 """Serving the built web UI (a single-page app) from a directory, mounted last.
 
-The UI build (`frontend/`, Vite) writes into `src/butlers/dashboard/static/` by
-default (`BUTLERS_DASHBOARD_STATIC_DIR` overrides). Files are looked up per
-request, so building the UI while the dashboard runs is enough; any other path
-gets `index.html` (client-side routes). Until a build exists, every page says so
-and how to build it.
+A built UI goes into `src/butlers/dashboard/static/` by default
+(`BUTLERS_DASHBOARD_STATIC_DIR` overrides). Files are looked up per request; any
+other path gets `index.html` (client-side routes). No UI ships yet (the React
+frontend of issue 13 is not written): every page then says so and points at the API.
 """
 
 from __future__ import annotations
@@ -23,8 +22,10 @@ NOT_BUILT = """<!doctype html>
 </head><body><main><h1>The dashboard UI is not built</h1>
 <p>The API is running (see <a href="/api/health">/api/health</a>), but there is no
 built web UI in <code>{directory}</code>.</p>
-<p>Build it with <code>python3 dev.py ui</code> (or <code>npm run build</code> in
-<code>frontend/</code>), then reload this page.</p></main></body></html>
+<p>No web UI ships with this version yet. The HTTP API is complete: its routes are listed
+in <code>docs/dashboard/routes.md</code> and described by <a href="/api/openapi.json">the
+OpenAPI schema</a>; a built single-page app placed in that directory is served here.</p>
+</main></body></html>
 """
 
 
