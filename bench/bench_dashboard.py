@@ -31,9 +31,8 @@ from typing import Any
 import asyncpg
 import httpx2 as httpx
 import yaml
-from fastmcp import Client
 
-from _common import ROOT, ecosystem, summary
+from _common import ROOT, ecosystem, summary, user_client
 from butlers.dashboard.pagination import encode_cursor
 from butlers.dashboard.routers.overview import STATS
 from butlers.dashboard.routers.sessions import SUMMARY
@@ -132,9 +131,9 @@ async def seed(admin_dsn: str, schemas: dict[str, str]) -> None:
         board = schemas["switchboard"]
         await conn.execute(
             f'INSERT INTO "{board}".message_inbox (request_id, idempotency_key, channel, '
-            "provider, sender, text, envelope, status, trace_id, completed_at) VALUES "
-            "($1, 'bench', 'telegram', 'telegram', 'u', 'weight and milk', '{}', "
-            "'dispatched', $2, now())",
+            "provider, sender, text, envelope, status, trace_id, completed_at, submitted_by) "
+            "VALUES ($1, 'bench', 'telegram', 'telegram', 'u', 'weight and milk', '{}', "
+            "'dispatched', $2, now(), 'user')",
             REQUEST,
             TRACE,
         )
@@ -291,10 +290,12 @@ async def sse_latency(
 
 
 async def approval_latency(
-    client: httpx.AsyncClient, url: str, pool: asyncpg.Pool
+    client: httpx.AsyncClient, mcp_client: Any, pool: asyncpg.Pool
 ) -> tuple[float, float]:
+    """`mcp_client()`: a new MCP client of the butler with the user's token."""
+
     async def one(decide: Any) -> float:
-        async with Client(url, timeout=60) as mcp:
+        async with mcp_client() as mcp:
             contact = (await mcp.call_tool("contact_add", {"name": "Bench"})).data
             held = asyncio.create_task(
                 mcp.call_tool("contact_delete", {"contact_id": contact["id"]})
@@ -317,7 +318,7 @@ async def approval_latency(
         response = await client.post(f"/api/approvals/actions/{approval_id}/approve")
         assert response.status_code == 200, response.text
 
-    decider = Client(url, timeout=60)  # a persistent client, as the dashboard keeps one
+    decider = mcp_client()  # a persistent client, as the dashboard keeps one
 
     async def direct(approval_id: str) -> None:
         arguments = {"approval_id": approval_id, "decision": "approved", "decided_by": "b"}
@@ -401,7 +402,7 @@ async def main() -> None:
             measured = await reads(client, raw, schemas)
             sse, notify = await sse_latency(client, general, eco.database.admin_dsn)
             approve, direct = await approval_latency(
-                client, eco.butlers["relationship"].url, relationship
+                client, lambda: user_client(eco, "relationship"), relationship
             )
         assert eco.dashboard.process is not None
         rss, anon = rss_mb(eco.dashboard.process.pid)
