@@ -3,7 +3,7 @@
 export function money(value: number | null | undefined, unpriced: number | null = 0): string {
   unpriced = unpriced ?? 0;
   if (value === null || value === undefined) return unpriced > 0 ? "unpriced" : "—";
-  const text = value < 0.01 && value > 0 ? `$${value.toFixed(4)}` : `$${value.toFixed(2)}`;
+  const text = value < 1 && value > 0 ? `$${value.toFixed(4)}` : `$${value.toFixed(2)}`;
   return unpriced > 0 ? `${text} + ${unpriced} unpriced` : text;
 }
 
