@@ -4,7 +4,7 @@ import { NavLink, Route, Routes } from "react-router-dom";
 import { loginUrl } from "./api/client";
 import { ErrorBox } from "./components/DataState";
 import { useApprovalActions, useAuthStatus } from "./hooks/useApi";
-import { useLive } from "./hooks/useLiveEvents";
+import { LiveEventsProvider, useLive } from "./hooks/useLiveEvents";
 import { ApprovalsPage } from "./pages/Approvals";
 import { AuditPage } from "./pages/Audit";
 import { ButlerPage } from "./pages/Butler";
@@ -64,7 +64,9 @@ export function App() {
     if (needsLogin) window.location.assign(loginUrl());
   }, [needsLogin]);
   if (needsLogin) return <p role="status">Signing in…</p>;
+  if (auth.isLoading) return <p role="status">Loading…</p>;
   return (
+    <LiveEventsProvider>
     <div className="app">
       <header className="top">
         <span className="brand">Butlers</span>
@@ -102,6 +104,7 @@ export function App() {
         </Routes>
       </main>
     </div>
+    </LiveEventsProvider>
   );
 }
 

@@ -4,7 +4,6 @@ import { createRoot } from "react-dom/client";
 import { BrowserRouter } from "react-router-dom";
 
 import { App } from "./App";
-import { LiveEventsProvider } from "./hooks/useLiveEvents";
 import { createQueryClient } from "./lib/query-client";
 import "./styles.css";
 
@@ -15,9 +14,7 @@ createRoot(root).render(
   <StrictMode>
     <QueryClientProvider client={createQueryClient()}>
       <BrowserRouter>
-        <LiveEventsProvider>
-          <App />
-        </LiveEventsProvider>
+        <App />
       </BrowserRouter>
     </QueryClientProvider>
   </StrictMode>,
