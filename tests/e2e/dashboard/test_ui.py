@@ -102,8 +102,10 @@ class Watcher:
             self.problems.append(f"request left the origin: {request.url}")
 
     def _failed(self, request: Any) -> None:
-        # Leaving a page aborts its event stream: that is the browser, not a failure.
-        if request.url.endswith("/api/events") and "ERR_ABORTED" in (request.failure or ""):
+        # Leaving a page aborts its event stream (and an icon still loading): that is the
+        # browser navigating, not a failure.
+        navigated = request.url.endswith(("/api/events", "/favicon.svg"))
+        if navigated and "ERR_ABORTED" in (request.failure or ""):
             return
         self.problems.append(f"request failed: {request.method} {request.url} {request.failure}")
 
