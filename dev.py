@@ -134,14 +134,14 @@ def ensure_browser() -> None:
         return
     print("installing Chromium for the browser tests (apt-get install chromium)", flush=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    quiet = {"env": env, "stdout": subprocess.DEVNULL}
     # The downloaded packages are kept with the other caches (~/.cache/butlers/apt).
     archives = CACHE / "apt"
     (archives / "partial").mkdir(parents=True, exist_ok=True)
     install = ["apt-get", "install", "-y", "-qq", "-o", f"Dir::Cache::Archives={archives}"]
-    if subprocess.run([*install, "chromium"], **quiet).returncode:
-        subprocess.run(["apt-get", "update", "-qq"], **quiet)
-        subprocess.run([*install, "chromium"], **quiet)
+    quiet = subprocess.DEVNULL
+    if subprocess.run([*install, "chromium"], env=env, stdout=quiet).returncode:
+        subprocess.run(["apt-get", "update", "-qq"], env=env, stdout=quiet)
+        subprocess.run([*install, "chromium"], env=env, stdout=quiet)
 
 
 def run(*args: str, pythonpath: Path | None = None) -> int:
