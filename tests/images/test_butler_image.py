@@ -125,3 +125,22 @@ def test_images_hold_only_what_their_process_needs(
         images[image].tag, "-c", probe, timeout=60,
     )  # fmt: skip
     assert result.stdout.split() == []
+
+
+def test_the_butler_image_carries_the_web_ui_built_in_its_ui_stage(
+    images: dict[str, Built],
+) -> None:
+    """The dashboard runs from the butler image; its UI was built by the image's UI stage
+    (the build context never holds a built UI: .dockerignore leaves it out)."""
+    probe = (
+        "import pathlib, butlers.dashboard.static as s; d = s.DEFAULT_STATIC_DIR; "
+        "print((d / 'index.html').read_text()[:200]); "
+        "print(len(list((d / 'assets').glob('*.js'))))"
+    )
+    result = docker(
+        "run", "--rm", "--read-only", "--network", "none", "--entrypoint", "python",
+        images["butler"].tag, "-c", probe, timeout=60,
+    )  # fmt: skip
+    index, scripts = result.stdout.rsplit("\n", 2)[:2]
+    assert "<title>Butlers dashboard</title>" in index
+    assert int(scripts) >= 1
