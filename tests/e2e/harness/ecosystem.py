@@ -58,6 +58,8 @@ class EcosystemHandle:
     pid: Callable[[str], int | None] = lambda _name: None
     # The dashboard over this ecosystem (its root URL, ending in "/"); None: not running.
     dashboard_url: str | None = None
+    # Its bearer token (None: it runs without one, on loopback).
+    dashboard_token: str | None = field(default=None, repr=False)
     # The dashboard role's DSN and its own schema (to run more dashboards in tests).
     dashboard_dsn: str | None = None
     dashboard_schema: str | None = None
