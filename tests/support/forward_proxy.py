@@ -48,8 +48,13 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     except (ConnectionError, OSError):
         pass
     finally:
-        with contextlib.suppress(Exception):
-            writer.close()
+        await _close(writer)
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(writer.wait_closed(), CONNECT_TIMEOUT)
 
 
 class ForwardProxy:
@@ -93,11 +98,11 @@ class ForwardProxy:
                 upload.cancel()
                 with contextlib.suppress(BaseException):
                     await upload
+                await _close(upstream_writer)
         except (asyncio.IncompleteReadError, TimeoutError, ValueError, ConnectionError):
             pass
         finally:
-            with contextlib.suppress(Exception):
-                writer.close()
+            await _close(writer)
             self._tasks.discard(task)  # type: ignore[arg-type]
 
     async def start(self) -> None:

@@ -26,6 +26,7 @@ from butlers.db.provision import deprovision
 from butlers.roster import is_switchboard
 from butlers.spec import schema_name
 from butlers_operator.auth import NAMESPACE_SECRET, USER_TOKEN_KEY
+from butlers_operator.target import build_schema_name
 from tests.kube.api import build_path
 from tests.kube.cluster import KubeCluster, kubelet_scratch, running_cluster
 from tests.kube.controlplane import unavailable_reason
@@ -217,6 +218,17 @@ async def _ecosystem(
             dashboard_dsn=dashboard_db["dsn"],
             dashboard_schema=dashboard_db["schema"],
         )
+
+        async def apply_butler(manifest: dict[str, Any]) -> None:
+            await userpath.apply(target, [manifest])
+
+        async def delete_butler(name: str) -> None:
+            await userpath.run(
+                userpath.build_kubectl(target, "delete", "butler", name, "--wait=true")
+            )
+            await deprovision(admin_dsn, build_schema_name(target.namespace, name, schema_prefix))
+
+        handle.apply_butler, handle.delete_butler = apply_butler, delete_butler
         try:
             switchboards = [r.name for r in resources if is_switchboard(r)]
             if switchboards:

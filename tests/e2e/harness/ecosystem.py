@@ -66,6 +66,10 @@ class EcosystemHandle:
     # Kill and restart the dashboard (None: this backend cannot).
     kill_dashboard: Callable[[], Awaitable[None]] | None = None
     restart_dashboard: Callable[[], Awaitable[None]] | None = None
+    # Create and delete a Butler resource in the ecosystem's namespace (None: this backend
+    # has no cluster); the deletion also drops the Butler's schema.
+    apply_butler: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+    delete_butler: Callable[[str], Awaitable[None]] | None = None
     clients: ClientCache = field(init=False)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

@@ -98,6 +98,11 @@ class FakeCluster:
             if response.status >= 300:
                 raise OperatorBackendError(f"POST {path}: {await response.text()}")
 
+    async def delete(self, path: str) -> None:
+        async with self.session.delete(path) as response:
+            if response.status >= 300 and response.status != 404:
+                raise OperatorBackendError(f"DELETE {path}: {await response.text()}")
+
     async def items(self, group_version: str, plural: str) -> list[dict[str, Any]]:
         prefix = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
         async with self.session.get(f"{prefix}/namespaces/{self.namespace}/{plural}") as response:
@@ -347,6 +352,15 @@ async def operator_ecosystem(
                     kill_dashboard=dashboard.kill,
                     restart_dashboard=dashboard.restart,
                 )
+
+                async def apply_butler(manifest: dict[str, Any]) -> None:
+                    await cluster.create(butlers_path, build_butler_object(manifest, NAMESPACE))
+
+                async def delete_butler(name: str) -> None:
+                    await cluster.delete(f"{butlers_path}/{name}")
+                    await deprovision(admin_dsn, build_schema_name(NAMESPACE, name, schema_prefix))
+
+                handle.apply_butler, handle.delete_butler = apply_butler, delete_butler
                 try:
                     # The pods are up: report it as a cluster would; the operator turns
                     # that into Ready on every Butler.
