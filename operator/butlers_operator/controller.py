@@ -28,7 +28,6 @@ from butlers_operator.reconcile import (
     assess,
     find_switchboard_url,
     now_text,
-    read_admin_dsn,
     reconcile_butler,
 )
 from butlers_operator.settings import OperatorSettings
@@ -67,7 +66,7 @@ class Controller:
         self._warned: dict[Key, tuple[str, str, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         # The dashboard's database role (when the chart enables the dashboard).
-        self.dashboard = DashboardDatabase(kube, settings, lambda: read_admin_dsn(kube, settings))
+        self.dashboard = DashboardDatabase(kube, settings)
 
     def start(self) -> None:
         """Start-up work in the background: the dashboard's role, so it starts without Butlers."""

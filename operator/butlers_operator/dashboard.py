@@ -3,8 +3,9 @@
 With `BUTLERS_OPERATOR_DASHBOARD_SECRET` (the chart sets it when the dashboard is
 enabled) the operator makes sure the dashboard's login role (`<prefix>butlers_dashboard`)
 and its own schema (`<prefix>dashboard`) exist, with the same `butlers.db.provision.ensure`
-as `butlers up`, and writes their credentials to that Secret in its own namespace, where
-the dashboard's Deployment reads them. It does so at start-up (so the dashboard can start
+as `butlers up`, and writes their credentials to that Secret in the dashboard's namespace
+(`BUTLERS_OPERATOR_DASHBOARD_NAMESPACE`, default its own), where the dashboard's
+Deployment reads them. It does so at start-up (so the dashboard can start
 before any Butler exists) and before reconciling a Butler (so the butler's migration,
 which grants the role read access to its schema, finds the role). A role that logs in
 with the stored password is left alone; the admin is contacted only to repair.
@@ -19,13 +20,13 @@ import asyncio
 import base64
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from butlers.db.provision import Credentials, ensure
 from butlers.db.readers import dashboard_role, dashboard_schema
 from butlers.errors import DatabaseError
 from butlers_operator.kube import KubeClient, KubeError, build_object_path
+from butlers_operator.reconcile import ensure_namespace_auth, read_admin_dsn
 from butlers_operator.render import build_butler_dsn
 from butlers_operator.settings import OperatorSettings
 
@@ -36,6 +37,11 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "butlers-operator"}
 def build_dashboard_names(settings: OperatorSettings) -> tuple[str, str]:
     """(role, schema) of the dashboard for this operator's schema prefix."""
     return dashboard_role(settings.schema_prefix), dashboard_schema(settings.schema_prefix)
+
+
+def dashboard_namespace(settings: OperatorSettings) -> str:
+    """Where the dashboard runs (and reads its Secret): the chart says, else the operator's."""
+    return settings.dashboard_namespace or settings.operator_namespace
 
 
 def render_dashboard_secret(
@@ -53,7 +59,7 @@ def render_dashboard_secret(
         "kind": "Secret",
         "metadata": {
             "name": settings.dashboard_secret,
-            "namespace": settings.operator_namespace,
+            "namespace": dashboard_namespace(settings),
             "labels": dict(MANAGED_BY),
         },
         "type": "Opaque",
@@ -90,17 +96,12 @@ async def ensure_dashboard_database(
 
 
 class DashboardDatabase:
-    """`ensure_dashboard_database` at most once per `resync_seconds`, one pass at a time."""
+    """`ensure_dashboard_database` (and the namespace's auth Secret) at most once per
+    `resync_seconds`, one pass at a time."""
 
-    def __init__(
-        self,
-        kube: KubeClient,
-        settings: OperatorSettings,
-        admin_dsn: Callable[[], Awaitable[str]],
-    ) -> None:
+    def __init__(self, kube: KubeClient, settings: OperatorSettings) -> None:
         self.kube = kube
         self.settings = settings
-        self._admin_dsn = admin_dsn
         self._lock = asyncio.Lock()
         self._checked_at: float | None = None
 
@@ -117,8 +118,11 @@ class DashboardDatabase:
             )
             if fresh:
                 return
-            admin_dsn = await self._admin_dsn()
+            admin_dsn = await read_admin_dsn(self.kube, self.settings)
             await ensure_dashboard_database(self.kube, self.settings, admin_dsn)
+            # The namespace's user token, which the dashboard's pod reads: there before the
+            # first Butler, so the dashboard starts in an empty namespace too.
+            await ensure_namespace_auth(self.kube, dashboard_namespace(self.settings), None)
             self._checked_at = time.monotonic()
 
     async def ensure_until_done(self) -> None:

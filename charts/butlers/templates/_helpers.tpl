@@ -72,6 +72,15 @@ one, generated only where the renderer can see the cluster (a `helm install`); e
 {{- printf "%s-dashboard" .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The namespace whose Butlers the dashboard shows (it runs there). */}}
+{{- define "butlers.dashboardNamespace" -}}
+{{- $namespace := .Values.dashboard.namespace | default .Release.Namespace -}}
+{{- if and (ne .Values.watch.mode "cluster") (not (has $namespace (splitList "," (include "butlers.namespaces" .)))) -}}
+{{- fail (printf "dashboard.namespace %s is not watched by the operator: add it to watch.namespaces" $namespace) -}}
+{{- end -}}
+{{- $namespace -}}
+{{- end -}}
+
 {{- define "butlers.dashboardSelector" -}}
 app.kubernetes.io/name: butlers-dashboard
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -93,7 +102,7 @@ only where the renderer can see the cluster (a `helm install`/`upgrade`); elsewh
 token at every render would log everyone out and restart the dashboard at every sync.
 */}}
 {{- define "butlers.dashboardToken" -}}
-{{- $secret := lookup "v1" "Secret" .Release.Namespace (include "butlers.dashboardName" .) -}}
+{{- $secret := lookup "v1" "Secret" (include "butlers.dashboardNamespace" .) (include "butlers.dashboardName" .) -}}
 {{- if .Values.dashboard.token -}}
 {{- .Values.dashboard.token -}}
 {{- else if and $secret $secret.data (index $secret.data "token") -}}

@@ -38,6 +38,9 @@ async def test_the_operator_provisions_the_dashboard_role_before_any_butler(  # 
     settings = make_settings(dashboard_secret=SECRET, operator_namespace=NAMESPACE)
     async with running_operator(settings):
         secret = await eventually(lambda: cluster.get(SECRET_PATH), "the dashboard's Secret")
+        # The namespace's user token, which the dashboard's pod reads, exists already too.
+        auth = f"/api/v1/namespaces/{NAMESPACE}/secrets/butlers-auth"
+        assert _values(await eventually(lambda: cluster.get(auth), "butlers-auth"))["user-token"]
     values = _values(secret)
     assert values["role"] == dashboard_role(schema_prefix)
     assert values["schema"] == dashboard_schema(schema_prefix)

@@ -350,6 +350,27 @@ def test_the_dashboard_token_is_given_kept_or_refused_offline() -> None:
         chart.validate_schema({"dashboard": {"token": "short"}})
 
 
+def test_the_dashboard_shows_a_watched_namespace_and_runs_there() -> None:
+    values = SCENARIOS["several-namespaces"] | {
+        "dashboard": {"token": DASHBOARD_TOKEN, "namespace": "home"}
+    }
+    documents = _render(CHART, values)
+    dashboard = [
+        d
+        for d in documents
+        if d["metadata"].get("labels", {}).get("app.kubernetes.io/name") == "butlers-dashboard"
+    ]
+    assert {d["metadata"]["namespace"] for d in dashboard} == {"home"}
+    container = _dashboard(documents, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["dashboard", "--kube", "home"]
+    assert _settings(documents).dashboard_namespace == "home"
+    unwatched = SCENARIOS["namespaced"] | {
+        "dashboard": {"token": DASHBOARD_TOKEN, "namespace": "x"}
+    }
+    with pytest.raises(helm.HelmError, match="dashboard.namespace x is not watched"):
+        _render(CHART, unwatched)
+
+
 def test_the_dashboard_can_be_turned_off() -> None:
     values = SCENARIOS["namespaced"] | {"dashboard": {"enabled": False}}
     documents = _render(CHART, values)
