@@ -78,7 +78,9 @@ async def ensure_dashboard_database(
     """The dashboard's role and schema verified (or provisioned), its Secret up to date."""
     assert settings.dashboard_secret is not None
     role, schema = build_dashboard_names(settings)
-    path = build_object_path("v1", "Secret", settings.operator_namespace, settings.dashboard_secret)
+    path = build_object_path(
+        "v1", "Secret", dashboard_namespace(settings), settings.dashboard_secret
+    )
     stored = await kube.get(path)
     credentials = await ensure(admin_dsn, schema, role=role, password=_decode(stored, "password"))
     dsn = build_butler_dsn(credentials, admin_dsn, settings.butler_database_host)

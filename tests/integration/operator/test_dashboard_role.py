@@ -35,7 +35,7 @@ async def dashboard_cleanup(operator_admin_dsn: str, schema_prefix: str) -> Asyn
 async def test_the_operator_provisions_the_dashboard_role_before_any_butler(  # type: ignore[no-untyped-def]
     cluster, make_settings, schema_prefix, dashboard_cleanup
 ) -> None:
-    settings = make_settings(dashboard_secret=SECRET, operator_namespace=NAMESPACE)
+    settings = make_settings(dashboard_secret=SECRET, dashboard_namespace=NAMESPACE)
     async with running_operator(settings):
         secret = await eventually(lambda: cluster.get(SECRET_PATH), "the dashboard's Secret")
         # The namespace's user token, which the dashboard's pod reads, exists already too.
@@ -57,12 +57,13 @@ async def test_the_operator_provisions_the_dashboard_role_before_any_butler(  # 
         await cluster.create_butler("health")
         await eventually(lambda: cluster.owned("health", "Deployment"), "the Deployment")
     assert _values(await cluster.get(SECRET_PATH) or {}) == values
+    assert await fetch(values["dsn"], "SELECT current_schema()") == values["schema"]
 
 
 async def test_a_butler_migrated_as_rendered_grants_the_dashboard_reads_only(  # type: ignore[no-untyped-def]
     cluster, make_settings, operator_admin_dsn, schema_prefix, dashboard_cleanup
 ) -> None:
-    settings = make_settings(dashboard_secret=SECRET, operator_namespace=NAMESPACE)
+    settings = make_settings(dashboard_secret=SECRET, dashboard_namespace=NAMESPACE)
     async with running_operator(settings):
         await cluster.create_butler("health")
         deployment = await eventually(
@@ -95,7 +96,7 @@ async def test_a_butler_migrated_as_rendered_grants_the_dashboard_reads_only(  #
 async def test_without_a_dashboard_no_role_is_made_and_butlers_name_none(  # type: ignore[no-untyped-def]
     cluster, make_settings, operator_admin_dsn, schema_prefix
 ) -> None:
-    async with running_operator(make_settings(operator_namespace=NAMESPACE)):
+    async with running_operator(make_settings()):
         await cluster.create_butler("health")
         deployment = await eventually(
             lambda: cluster.owned("health", "Deployment"), "the Deployment"
