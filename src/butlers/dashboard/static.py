@@ -2,8 +2,8 @@
 
 A built UI goes into `src/butlers/dashboard/static/` by default
 (`BUTLERS_DASHBOARD_STATIC_DIR` overrides). Files are looked up per request; any
-other path gets `index.html` (client-side routes). No UI ships yet (the React
-frontend of issue 13 is not written): every page then says so and points at the API.
+other path gets `index.html` (client-side routes). `dev.py` builds the UI from `frontend/`;
+where it is not built, every page says so and points at the API.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ NOT_BUILT = """<!doctype html>
 </head><body><main><h1>The dashboard UI is not built</h1>
 <p>The API is running (see <a href="/api/health">/api/health</a>), but there is no
 built web UI in <code>{directory}</code>.</p>
-<p>No web UI ships with this version yet. The HTTP API is complete: its routes are listed
+<p>Build it with <code>python3 dev.py setup</code> (or <code>npm ci &amp;&amp; npm run
+build</code> in <code>frontend/</code>). The HTTP API works without it: its routes are listed
 in <code>docs/dashboard/routes.md</code> and described by <a href="/api/openapi.json">the
-OpenAPI schema</a>; a built single-page app placed in that directory is served here.</p>
+OpenAPI schema</a>.</p>
 </main></body></html>
 """
 

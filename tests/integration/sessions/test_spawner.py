@@ -175,3 +175,30 @@ async def test_sensitive_arguments_are_masked_in_session_rows_as_in_spans(
     assert "hunter2-correct-horse" not in str(row) and "hunter2-correct-horse" not in str(result)
     # Redaction is of the record only: the tool itself got the real value.
     assert await app.call("state_get", {"key": "login"}) == login
+
+
+async def test_tool_less_sessions_run_beside_the_butlers_other_sessions(
+    make_app, llm_script: Script
+):
+    # A session with tools holds the baton for 0.6 s; three classifications (no tool at
+    # all) do not wait for it, nor for each other.
+    llm_script.route("health", step("with tools", delay=0.6), when="tools")
+    llm_script.route("health", *[step("[]", delay=0.4) for _ in range(3)])
+    app = await make_app()
+    spawner = app.built.services.spawner
+    start = asyncio.get_running_loop().time()
+    working = asyncio.create_task(spawner.trigger("the one with tools"))
+    await asyncio.sleep(0.05)
+    classified = await asyncio.gather(
+        *(spawner.trigger(f"classify {i}", tools=False) for i in range(3))
+    )
+    elapsed = asyncio.get_running_loop().time() - start
+    assert all(r.success for r in classified)
+    assert elapsed < 0.9  # serial would be at least 0.6 + 3 x 0.4
+    assert (await working).success
+    rows = await app.context.pool.fetch(
+        "SELECT created_at, completed_at FROM sessions ORDER BY created_at"
+    )
+    assert len(rows) == 4
+    overlapping = [a["completed_at"] > b["created_at"] for a, b in pairwise(rows)]
+    assert any(overlapping)

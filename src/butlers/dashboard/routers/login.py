@@ -20,7 +20,8 @@ MAX_FORM_BYTES = 8192
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Butlers dashboard: sign in</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" type="image/svg+xml" href="/favicon.svg"></head>
 <body><main><h1>Butlers dashboard</h1>{message}
 <form method="post" action="/login">
 <label for="token">Dashboard token</label>

@@ -1,0 +1,120 @@
+import { useEffect } from "react";
+import { NavLink, Route, Routes } from "react-router-dom";
+
+import { loginUrl } from "./api/client";
+import { ErrorBox } from "./components/DataState";
+import { useApprovalActions, useAuthStatus } from "./hooks/useApi";
+import { LiveEventsProvider, useLive } from "./hooks/useLiveEvents";
+import { ApprovalsPage } from "./pages/Approvals";
+import { AuditPage } from "./pages/Audit";
+import { ButlerPage } from "./pages/Butler";
+import { CostsPage } from "./pages/Costs";
+import { IssuesPage } from "./pages/Issues";
+import { NotificationsPage } from "./pages/Notifications";
+import { OverviewPage } from "./pages/Overview";
+import { SearchPage } from "./pages/Search";
+import { SessionPage } from "./pages/Session";
+import { SessionsPage } from "./pages/Sessions";
+import { TracePage } from "./pages/Trace";
+import { TracesPage } from "./pages/Traces";
+
+const LINKS: [string, string][] = [
+  ["/", "Overview"],
+  ["/sessions", "Sessions"],
+  ["/traces", "Traces"],
+  ["/approvals", "Approvals"],
+  ["/costs", "Costs"],
+  ["/issues", "Issues"],
+  ["/notifications", "Notifications"],
+  ["/audit", "Audit log"],
+  ["/search", "Search"],
+];
+
+function PendingBadge() {
+  const pending = useApprovalActions({ limit: 1 });
+  const count = pending.data?.meta.total ?? 0;
+  if (!count) return null;
+  return (
+    <span className="count-badge" aria-label={`${count} pending approvals`}>
+      {count}
+    </span>
+  );
+}
+
+function Connection() {
+  const { connection } = useLive();
+  const text = {
+    connecting: "connecting…",
+    live: "live",
+    reconnecting: "reconnecting…",
+    unsupported: "no live updates",
+  }[connection];
+  return (
+    <span className={`connection conn-${connection}`} role="status" aria-label={`Live updates: ${text}`}>
+      <span aria-hidden="true">{connection === "live" ? "● " : "○ "}</span>
+      {text}
+    </span>
+  );
+}
+
+export function App() {
+  const auth = useAuthStatus();
+  const needsLogin = auth.data && auth.data.data.token_required && !auth.data.data.authenticated;
+  useEffect(() => {
+    if (needsLogin) window.location.assign(loginUrl());
+  }, [needsLogin]);
+  if (needsLogin) return <p role="status">Signing in…</p>;
+  if (auth.isLoading) return <p role="status">Loading…</p>;
+  return (
+    <LiveEventsProvider>
+    <div className="app">
+      <header className="top">
+        <span className="brand">Butlers</span>
+        <nav aria-label="Main">
+          <ul>
+            {LINKS.map(([to, label]) => (
+              <li key={to}>
+                <NavLink to={to} end={to === "/"}>
+                  {label}
+                  {to === "/approvals" ? <PendingBadge /> : null}
+                </NavLink>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <Connection />
+      </header>
+      <main>
+        {auth.error ? <ErrorBox error={auth.error} /> : null}
+        <Routes>
+          <Route path="/" element={<OverviewPage />} />
+          <Route path="/butlers/:name" element={<ButlerPage />} />
+          <Route path="/butlers/:name/:tab" element={<ButlerPage />} />
+          <Route path="/butlers/:name/sessions/:id" element={<SessionPage />} />
+          <Route path="/sessions" element={<SessionsPage />} />
+          <Route path="/traces" element={<TracesPage />} />
+          <Route path="/traces/:id" element={<TracePage />} />
+          <Route path="/approvals" element={<ApprovalsPage />} />
+          <Route path="/costs" element={<CostsPage />} />
+          <Route path="/issues" element={<IssuesPage />} />
+          <Route path="/notifications" element={<NotificationsPage />} />
+          <Route path="/audit" element={<AuditPage />} />
+          <Route path="/search" element={<SearchPage />} />
+          <Route path="*" element={<NotFound />} />
+        </Routes>
+      </main>
+    </div>
+    </LiveEventsProvider>
+  );
+}
+
+function NotFound() {
+  return (
+    <section>
+      <h1>Page not found</h1>
+      <p>
+        There is no page here. <NavLink to="/">Back to the overview</NavLink>.
+      </p>
+    </section>
+  );
+}

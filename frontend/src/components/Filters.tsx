@@ -1,0 +1,66 @@
+import type { ChangeEvent } from "react";
+
+import { REFRESH_CHOICES, type RefreshSeconds } from "../hooks/useAutoRefresh";
+
+export function Select({
+  label,
+  value,
+  options,
+  onChange,
+}: {
+  label: string;
+  value: string;
+  options: (string | [string, string])[];
+  onChange: (value: string) => void;
+}) {
+  return (
+    <label className="field">
+      <span>{label}</span>
+      <select value={value} onChange={(e: ChangeEvent<HTMLSelectElement>) => onChange(e.target.value)}>
+        <option value="">all</option>
+        {options.map((o) => {
+          const [v, text] = typeof o === "string" ? [o, o] : o;
+          return (
+            <option key={v} value={v}>
+              {text}
+            </option>
+          );
+        })}
+      </select>
+    </label>
+  );
+}
+
+export function AutoRefreshControl({
+  seconds,
+  paused,
+  setSeconds,
+  toggle,
+}: {
+  seconds: RefreshSeconds;
+  paused: boolean;
+  setSeconds: (s: RefreshSeconds) => void;
+  toggle: () => void;
+}) {
+  return (
+    <div className="refresh" role="group" aria-label="Auto-refresh">
+      <label className="field">
+        <span>Refresh every</span>
+        <select
+          value={seconds}
+          onChange={(e) => setSeconds(Number(e.target.value) as RefreshSeconds)}
+          disabled={paused}
+        >
+          {REFRESH_CHOICES.map((c) => (
+            <option key={c} value={c}>
+              {c} s
+            </option>
+          ))}
+        </select>
+      </label>
+      <button type="button" onClick={toggle} aria-pressed={paused}>
+        {paused ? "Resume auto-refresh" : "Pause auto-refresh"}
+      </button>
+    </div>
+  );
+}

@@ -1,0 +1,45 @@
+// A status is always text plus a symbol, never colour alone.
+
+const TONES: Record<string, { tone: string; symbol: string }> = {
+  ok: { tone: "good", symbol: "●" },
+  healthy: { tone: "good", symbol: "●" },
+  success: { tone: "good", symbol: "✓" },
+  completed: { tone: "good", symbol: "✓" },
+  done: { tone: "good", symbol: "✓" },
+  approved: { tone: "good", symbol: "✓" },
+  executed: { tone: "good", symbol: "✓" },
+  sent: { tone: "good", symbol: "✓" },
+  routed: { tone: "good", symbol: "✓" },
+  active: { tone: "good", symbol: "●" },
+  enabled: { tone: "good", symbol: "●" },
+  running: { tone: "info", symbol: "◐" },
+  pending: { tone: "warn", symbol: "◔" },
+  accepted: { tone: "info", symbol: "◔" },
+  classified: { tone: "info", symbol: "◑" },
+  degraded: { tone: "warn", symbol: "▲" },
+  warning: { tone: "warn", symbol: "▲" },
+  interrupted: { tone: "warn", symbol: "▲" },
+  expired: { tone: "muted", symbol: "○" },
+  disabled: { tone: "muted", symbol: "○" },
+  paused: { tone: "muted", symbol: "○" },
+  down: { tone: "bad", symbol: "✕" },
+  failed: { tone: "bad", symbol: "✕" },
+  error: { tone: "bad", symbol: "✕" },
+  rejected: { tone: "bad", symbol: "✕" },
+  denied: { tone: "bad", symbol: "✕" },
+  timeout: { tone: "bad", symbol: "✕" },
+};
+
+export function toneOf(status: string): string {
+  return TONES[status.toLowerCase()]?.tone ?? "muted";
+}
+
+export function StatusBadge({ status, label }: { status: string; label?: string }) {
+  const entry = TONES[status.toLowerCase()] ?? { tone: "muted", symbol: "•" };
+  return (
+    <span className={`badge tone-${entry.tone}`} data-status={status}>
+      <span aria-hidden="true">{entry.symbol} </span>
+      {label ?? status}
+    </span>
+  );
+}

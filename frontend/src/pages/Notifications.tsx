@@ -1,0 +1,72 @@
+import { useState } from "react";
+
+import { DataState, FailedButlers } from "../components/DataState";
+import { Select } from "../components/Filters";
+import { Pager } from "../components/Pager";
+import { StatusBadge } from "../components/Status";
+import { useNotifications, useNotificationStats } from "../hooks/useApi";
+import { ago, when } from "../lib/format";
+
+const LIMIT = 25;
+
+export function NotificationsPage() {
+  const [status, setStatus] = useState("");
+  const [channel, setChannel] = useState("");
+  const [offset, setOffset] = useState(0);
+  const stats = useNotificationStats();
+  const list = useNotifications({ status, channel, offset, limit: LIMIT });
+  const st = stats.data?.data;
+  return (
+    <section>
+      <h1>Notifications</h1>
+      <p className="muted">What the messenger delivered (or failed to).</p>
+      <DataState loading={stats.isLoading} error={stats.error}>
+        {st ? (
+          <dl className="totals" aria-label="Delivery totals">
+            <div><dt>Total</dt><dd>{st.total}</dd></div>
+            <div><dt>Sent</dt><dd>{st.sent}</dd></div>
+            <div><dt>Failed</dt><dd>{st.failed}</dd></div>
+            <div><dt>Last 24 h</dt><dd>{st.last_24h}</dd></div>
+            <div><dt>Failed 24 h</dt><dd>{st.failed_24h}</dd></div>
+            <div><dt>Last failure</dt><dd>{st.last_failure ? `${st.last_failure} (${ago(st.last_failure_at)})` : "none"}</dd></div>
+          </dl>
+        ) : null}
+      </DataState>
+      <div className="toolbar">
+        <Select label="Status" value={status} options={["sent", "failed"]} onChange={(v) => { setStatus(v); setOffset(0); }} />
+        <Select label="Channel" value={channel} options={Object.keys(st?.by_channel ?? {})} onChange={(v) => { setChannel(v); setOffset(0); }} />
+      </div>
+      <DataState loading={list.isLoading} error={list.error} empty={list.data?.data.length === 0} emptyText="No deliveries.">
+        <FailedButlers names={list.data?.meta.failed_butlers} />
+        <table className="table" aria-label="Deliveries">
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">Butler</th>
+              <th scope="col">Channel</th>
+              <th scope="col">Recipient</th>
+              <th scope="col">Subject / body</th>
+              <th scope="col">Status</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data?.data.map((n) => (
+              <tr key={n.id}>
+                <td>{when(n.created_at)}</td>
+                <td>{n.butler}</td>
+                <td>{n.channel}</td>
+                <td>{n.recipient ?? "—"}</td>
+                <td className="prompt">{n.subject ? <strong>{n.subject}: </strong> : null}{n.body}</td>
+                <td>
+                  <StatusBadge status={n.status} />
+                  {n.error ? <span className="muted"> {n.error}</span> : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <Pager offset={offset} limit={LIMIT} total={list.data?.meta.total} hasMore={list.data?.meta.has_more ?? false} onChange={setOffset} label="deliveries" />
+      </DataState>
+    </section>
+  );
+}

@@ -1,0 +1,105 @@
+import { Link, useParams } from "react-router-dom";
+
+import type { SessionDetail, ToolCallRecord } from "../api/types";
+import { DataState } from "../components/DataState";
+import { StatusBadge } from "../components/Status";
+import { useSession } from "../hooks/useApi";
+import { duration, json, money, tokens, when } from "../lib/format";
+
+function ToolTimeline({ session }: { session: SessionDetail }) {
+  const calls = session.tool_calls;
+  if (!calls.length) return <p className="muted">This session called no tools.</p>;
+  const start = Date.parse(session.started_at);
+  return (
+    <ol className="tool-timeline" aria-label="Tool calls">
+      {calls.map((call: ToolCallRecord, i) => {
+        const offset = call.started_at ? Date.parse(call.started_at) - start : null;
+        return (
+          <li key={i} className={call.is_error ? "tool tool-error" : "tool tool-ok"} data-tool={call.name}>
+            <header>
+              <StatusBadge status={call.is_error ? "error" : "ok"} label={call.is_error ? "failed" : "ok"} />{" "}
+              <strong className="mono">{call.name}</strong>{" "}
+              <span className="muted">
+                {offset !== null ? `at +${duration(offset)}` : ""} {call.duration_ms != null ? `took ${duration(call.duration_ms)}` : ""}
+              </span>
+            </header>
+            <details>
+              <summary>Arguments and result</summary>
+              <h4>Arguments (sensitive values redacted)</h4>
+              <pre>{json(call.arguments)}</pre>
+              <h4>Result</h4>
+              <pre>{json(call.result)}</pre>
+            </details>
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
+
+export function SessionPage() {
+  const { name, id } = useParams();
+  const session = useSession(name, id);
+  const s = session.data?.data;
+  return (
+    <section>
+      <p>
+        <Link to={`/butlers/${encodeURIComponent(name ?? "")}`}>← {name}</Link>
+      </p>
+      <h1>Session {id?.slice(0, 8)}</h1>
+      <DataState loading={session.isLoading} error={session.error}>
+        {s ? (
+          <>
+            <dl className="facts">
+              <div><dt>Butler</dt><dd>{s.butler}</dd></div>
+              <div><dt>Status</dt><dd><StatusBadge status={s.status} /></dd></div>
+              <div><dt>Trigger</dt><dd>{s.trigger_source}</dd></div>
+              <div><dt>Started</dt><dd>{when(s.started_at)}</dd></div>
+              <div><dt>Duration</dt><dd>{duration(s.duration_ms)}</dd></div>
+              <div><dt>Model</dt><dd>{s.model ?? "—"}</dd></div>
+              <div><dt>Tokens</dt><dd>{tokens(s.input_tokens)} in / {tokens(s.output_tokens)} out</dd></div>
+              <div><dt>Cost</dt><dd>{s.priced ? money(s.cost_usd) : "unpriced (no price for this model)"}</dd></div>
+              <div>
+                <dt>Trace</dt>
+                <dd>
+                  {s.trace_id ? (
+                    <Link to={`/traces/${encodeURIComponent(s.trace_id)}`} className="mono">
+                      {s.trace_id}
+                    </Link>
+                  ) : (
+                    "—"
+                  )}
+                </dd>
+              </div>
+            </dl>
+            <h2>Prompt</h2>
+            <pre className="prompt-block">{s.prompt}</pre>
+            {s.error ? (
+              <>
+                <h2>Error</h2>
+                <pre className="error-box">{s.error}</pre>
+              </>
+            ) : null}
+            <h2>Output</h2>
+            <pre className="prompt-block">{s.output ?? "(none)"}</pre>
+            <h2>Tool calls ({s.tool_call_count})</h2>
+            <ToolTimeline session={s} />
+            {s.approvals.length ? (
+              <>
+                <h2>Approvals</h2>
+                <ul>
+                  {s.approvals.map((a) => (
+                    <li key={a.id}>
+                      <span className="mono">{a.tool_name}</span> <StatusBadge status={a.status} />{" "}
+                      {a.decided_by ? `by ${a.decided_by}` : ""} {a.reason ? `: ${a.reason}` : ""}
+                    </li>
+                  ))}
+                </ul>
+              </>
+            ) : null}
+          </>
+        ) : null}
+      </DataState>
+    </section>
+  );
+}

@@ -1,0 +1,393 @@
+"""The web UI in a real browser (headless Chromium driven by Playwright) over the
+ecosystem's own dashboard: pages update live, writes go through, and no page logs a
+console error, fails a request or sends one off the dashboard's origin. Screenshots go
+to `.tmp/screenshots/`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import uuid
+from collections.abc import AsyncIterator
+from decimal import Decimal
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2 as httpx
+import pytest
+
+from butlers.switchboard.envelope import build_envelope
+from butlers.testing.script_server import Script, call, step
+
+from ..conftest import ROOT
+from ..harness.ecosystem import EcosystemHandle
+from .conftest import extra_dashboard
+
+SHOTS = ROOT / ".tmp" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+PAGES = [
+    ("/", "Overview"),
+    ("/sessions", "Sessions"),
+    ("/traces", "Traces"),
+    ("/approvals", "Approvals"),
+    ("/costs", "Costs"),
+    ("/issues", "Issues"),
+    ("/notifications", "Notifications"),
+    ("/audit", "Audit log"),
+    ("/search", "Search"),
+    ("/butlers/general", "general"),
+    ("/butlers/general/state", "general"),
+    ("/butlers/general/schedules", "general"),
+    ("/butlers/general/tools", "general"),
+    ("/butlers/general/tables", "general"),
+    ("/butlers/general/config", "general"),
+    ("/butlers/general/logs", "general"),
+    ("/butlers/general/actions", "general"),
+]
+WAIT_MS = 10_000
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        pytest.skip(
+            "Chromium is not installed: `python3 dev.py test` installs the Debian `chromium` "
+            "package when run as root; otherwise `apt-get install chromium`"
+        )
+    return found
+
+
+@pytest.fixture(scope="session")
+async def browser() -> AsyncIterator[Any]:
+    executable = _chromium()
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        pytest.skip("the playwright package is missing: `python3 dev.py setup` installs it")
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        await launched.close()
+
+
+class Watcher:
+    """What a page did wrong: console errors, failed or refused requests, other origins."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+        self.problems: list[str] = []
+
+    def attach(self, page: Any) -> None:
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        page.on("request", self._request)
+        page.on("requestfailed", self._failed)
+        page.on("response", self._response)
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.problems.append(f"console error: {message.text}")
+
+    def _request(self, request: Any) -> None:
+        parts = urlsplit(request.url)
+        if parts.scheme in ("http", "https") and f"{parts.scheme}://{parts.netloc}" != self.origin:
+            self.problems.append(f"request left the origin: {request.url}")
+
+    def _failed(self, request: Any) -> None:
+        # Leaving a page aborts its event stream (and an icon still loading): that is the
+        # browser navigating, not a failure.
+        navigated = request.url.endswith(("/api/events", "/favicon.svg"))
+        if navigated and "ERR_ABORTED" in (request.failure or ""):
+            return
+        self.problems.append(f"request failed: {request.method} {request.url} {request.failure}")
+
+    def _response(self, response: Any) -> None:
+        if response.status >= 400:
+            method = response.request.method
+            self.problems.append(f"HTTP {response.status}: {method} {response.url}")
+
+
+@pytest.fixture
+async def ui(
+    browser: Any, butler_ecosystem: EcosystemHandle, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[Any, Watcher]]:
+    if butler_ecosystem.dashboard_url is None:
+        pytest.skip(f"the {butler_ecosystem.backend} backend runs no dashboard")
+    base = butler_ecosystem.dashboard_url.rstrip("/")
+    context = await browser.new_context(base_url=base, viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    watcher = Watcher(base)
+    watcher.attach(page)
+    page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+    try:
+        yield page, watcher
+    finally:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+        await page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        await context.close()
+
+
+async def _open(page: Any, path: str) -> None:
+    await page.goto(path)
+    await page.get_by_role("heading", level=1).first.wait_for()
+
+
+def _shot(name: str) -> str:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    return str(SHOTS / f"{name}.png")
+
+
+async def _unnamed_controls(page: Any) -> list[str]:
+    """Buttons, links, inputs and selects without an accessible name."""
+    return list(
+        await page.evaluate(
+            """() => [...document.querySelectorAll('button, a[href], input, select, textarea')]
+            .filter(el => {
+                const label = el.getAttribute('aria-label') || el.getAttribute('title')
+                    || (el.labels && [...el.labels].map(l => l.textContent).join(' '))
+                    || (el.tagName === 'INPUT' ? '' : el.textContent);
+                return !(label && label.trim());
+            })
+            .map(el => el.outerHTML.slice(0, 120))"""
+        )
+    )
+
+
+async def test_every_page_renders_without_errors_and_names_its_controls(
+    ui: tuple[Any, Watcher],
+) -> None:
+    page, watcher = ui
+    for path, heading in PAGES:
+        await _open(page, path)
+        title = await page.get_by_role("heading", level=1).first.text_content()
+        assert heading in (title or ""), (path, title)
+        await page.wait_for_load_state("networkidle")
+        assert await page.locator("[role=alert]").count() == 0, (
+            path,
+            await page.locator("[role=alert]").all_text_contents(),
+        )
+        assert await _unnamed_controls(page) == [], path
+        await page.screenshot(path=_shot("page" + path.replace("/", "_")), full_page=True)
+    assert watcher.problems == []
+
+
+async def test_overview_shows_healthy_butlers_and_a_killed_one_goes_down_live(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle
+) -> None:
+    page, watcher = ui
+    await _open(page, "/")
+    names = butler_ecosystem.names
+    for name in names:
+        card = page.locator(f"article[data-butler='{name}']")
+        await card.locator(".badge[data-status='ok']").wait_for()
+    assert await page.locator("article[data-butler]").count() == len(names)
+    await page.get_by_role("status", name="Live updates: live").wait_for()
+    await butler_ecosystem.kill("general")
+    try:
+        card = page.locator("article[data-butler='general']")
+        # No reload: the butler_status event makes the overview stale.
+        await card.locator(".badge[data-status='down']").wait_for(timeout=20_000)
+        assert (await card.locator(".badge").text_content() or "").strip().endswith("down")
+        assert await card.locator(".reason").text_content()
+        await page.get_by_text(re.compile(r"general is down")).first.wait_for()
+        await page.screenshot(path=_shot("overview_general_down"), full_page=True)
+    finally:
+        await butler_ecosystem.restart("general")
+    await page.locator("article[data-butler='general'] .badge[data-status='ok']").wait_for(
+        timeout=30_000
+    )
+    # The dead butler's failed reads are the test's doing, not the UI's.
+    watcher.problems = [p for p in watcher.problems if "/api/" not in p]
+    assert watcher.problems == []
+
+
+async def test_a_sent_message_appears_live_with_its_tool_calls_cost_and_trace(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    page, watcher = ui
+    marker = f"weight {uuid.uuid4().hex[:6]}"
+    llm_script.route(
+        "switchboard",
+        step(json.dumps([{"butler": "health", "prompt": f"Log {marker}", "segment": marker}])),
+    )
+    llm_script.route(
+        "health",
+        step(tool_calls=[call("measurement_log", type="weight", value=80.5, unit="kg")]),
+        step("Logged 80.5 kg."),
+    )
+    await _open(page, "/sessions")
+    await page.get_by_label("Butler").select_option("health")
+    await page.get_by_role("status", name="Live updates: live").wait_for()
+    envelope = build_envelope(
+        f"Log my {marker}", channel="telegram", provider="telegram", sender="ui-test"
+    )
+    result = await butler_ecosystem.call(
+        "switchboard", "ingest_v1", {"envelope": envelope.model_dump(mode="json"), "wait": True}
+    )
+    assert result["fanout_status"] == "completed", result
+    row = page.locator("tr[data-session]", has_text=f"Log {marker}")
+    await row.wait_for()  # appeared without a reload (session events)
+    session_id = await row.get_attribute("data-session")
+    pool = await butler_ecosystem.pool("health")
+    await pool.execute(
+        "UPDATE sessions SET cost_usd = $2, model = 'priced-model' WHERE session_id = $1::uuid",
+        session_id,
+        Decimal("0.0123"),
+    )
+    await row.get_by_role("link").click()
+    await page.get_by_role("heading", name=re.compile("^Session")).wait_for()
+    tool = page.locator("li[data-tool='measurement_log']")
+    await tool.wait_for()
+    assert "ok" in (await tool.locator(".badge").text_content() or "")
+    await page.get_by_text("$0.0123").wait_for()
+    await page.get_by_text(f"Log {marker}", exact=True).wait_for()
+    await page.screenshot(path=_shot("session_detail"), full_page=True)
+    await page.locator("dt:text-is('Trace') + dd a").click()
+    await page.get_by_role("table", name="Trace waterfall").wait_for()
+    switchboard_rows = page.locator("tr[data-butler='switchboard']")
+    health_session = page.locator("tr[data-kind='session'][data-butler='health']")
+    await health_session.wait_for()
+    assert await switchboard_rows.count() >= 1
+    assert await page.locator("tr[data-kind='tool_call']", has_text="measurement_log").count() == 1
+    await page.screenshot(path=_shot("trace_waterfall"), full_page=True)
+    assert watcher.problems == []
+
+
+async def test_approving_a_held_call_from_the_ui_resumes_it(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle
+) -> None:
+    page, watcher = ui
+    contact = await butler_ecosystem.call("relationship", "contact_add", {"name": "UI Held"})
+    contact_id = str(contact["id"])
+    await _open(page, "/approvals")
+    held = asyncio.create_task(
+        butler_ecosystem.call("relationship", "contact_delete", {"contact_id": contact_id})
+    )
+    try:
+        item = page.locator("li.approval", has_text=contact_id)
+        await item.wait_for()  # listed live (approval_requested event), no reload
+        await page.locator("a .count-badge").wait_for()  # the nav's live badge
+        assert "left" in (await item.locator(".countdown").text_content() or "")
+        await item.get_by_label(re.compile("^Reason for")).fill("tidy up")
+        await page.screenshot(path=_shot("approvals_pending"), full_page=True)
+        await item.get_by_role("button", name=re.compile("^Approve")).click()
+        assert await asyncio.wait_for(held, 15) == {"contact_id": contact_id, "deleted": True}
+        await item.wait_for(state="detached")
+        history = page.get_by_role("table", name="Decided approvals")
+        await history.locator("tr", has_text="tidy up").wait_for()
+    finally:
+        if not held.done():
+            held.cancel()
+    assert watcher.problems == []
+
+
+async def test_state_create_edit_and_delete_from_the_ui(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle, dashboard: httpx.AsyncClient
+) -> None:
+    page, watcher = ui
+    key = f"ui/{uuid.uuid4().hex[:6]}/naïve"
+    await _open(page, "/butlers/general/state")
+    await page.get_by_role("button", name="New entry").click()
+    form = page.get_by_role("form", name="New state entry")
+    await form.get_by_label("Key").fill(key)
+    await form.get_by_label("Value (JSON)").fill('{"kept": null, "list": [1, "ü"]}')
+    await form.get_by_role("button", name="Save").click()
+    row = page.locator(f"tr[data-key='{key}']")
+    await row.wait_for()
+    value = {"kept": None, "list": [1, "ü"]}
+    assert await butler_ecosystem.call("general", "state_get", {"key": key}) == value
+    await row.get_by_role("button", name=f"Edit {key}").click()
+    edit = page.get_by_role("form", name=f"Edit {key}")
+    await edit.get_by_label("Value (JSON)").fill("{broken")
+    await edit.get_by_role("button", name="Save").click()
+    await edit.get_by_role("alert").wait_for()  # refused before anything is sent
+    assert await butler_ecosystem.call("general", "state_get", {"key": key}) == value
+    await edit.get_by_label("Value (JSON)").fill("2")
+    await edit.get_by_role("button", name="Save").click()
+    await row.locator("pre", has_text="2").wait_for()
+    assert await butler_ecosystem.call("general", "state_get", {"key": key}) == 2
+    await row.get_by_role("button", name=f"Delete {key}").click()  # the confirm is accepted
+    await row.wait_for(state="detached")
+    missing = await dashboard.get(f"/api/butlers/general/state/{key}")
+    assert missing.status_code == 404
+    assert watcher.problems == []
+
+
+async def test_schedule_create_toggle_and_delete_from_the_ui(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle
+) -> None:
+    page, watcher = ui
+    name = f"ui-{uuid.uuid4().hex[:6]}"
+    await _open(page, "/butlers/general/schedules")
+    await page.get_by_role("button", name="New schedule").click()
+    form = page.get_by_role("form", name="New schedule")
+    await form.get_by_label("Name").fill(name)
+    await form.get_by_label("Cron").fill("15 7 * * 1")
+    await form.get_by_label("Prompt").fill("Weekly review from the UI")
+    await form.get_by_role("button", name="Create schedule").click()
+    row = page.locator(f"tr[data-schedule='{name}']")
+    await row.locator(".badge[data-status='enabled']").wait_for()
+
+    async def over_mcp() -> dict[str, Any] | None:
+        listed = await butler_ecosystem.call("general", "schedule_list")
+        return next((s for s in listed if s["name"] == name), None)
+
+    created = await over_mcp()
+    assert created and created["cron"] == "15 7 * * 1" and created["enabled"] is True
+    await row.get_by_role("button", name=f"Disable {name}").click()
+    await row.locator(".badge[data-status='disabled']").wait_for()
+    assert (await over_mcp() or {}).get("enabled") is False
+    await row.get_by_role("button", name=f"Delete {name}").click()
+    await row.wait_for(state="detached")
+    assert await over_mcp() is None
+    assert watcher.problems == []
+
+
+async def test_with_a_token_the_ui_signs_in_and_its_writes_carry_the_cookie(
+    browser: Any, butler_ecosystem: EcosystemHandle
+) -> None:
+    token = "ui-" + uuid.uuid4().hex  # a dashboard of its own, in token mode
+    async with extra_dashboard(butler_ecosystem, token=token) as (url, _):
+        base = url.rstrip("/")
+        context = await browser.new_context(base_url=base)
+        page = await context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        watcher = Watcher(base)
+        watcher.attach(page)
+        try:
+            await page.goto("/butlers/general/state")
+            await page.wait_for_url(re.compile(r"/login\?next="))  # the SPA sent us to sign in
+            await page.get_by_label("Dashboard token").fill("not-the-token-at-all")
+            await page.get_by_role("button", name="Sign in").click()
+            await page.get_by_role("alert").wait_for()
+            await page.get_by_label("Dashboard token").fill(token)
+            await page.get_by_role("button", name="Sign in").click()
+            await page.wait_for_url(re.compile(r"/butlers/general/state$"))
+            cookie = next(c for c in await context.cookies() if "session" in c["name"])
+            assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+            assert token not in cookie["value"]
+            key = f"ui-token/{uuid.uuid4().hex[:6]}"
+            await page.get_by_role("button", name="New entry").click()
+            form = page.get_by_role("form", name="New state entry")
+            await form.get_by_label("Key").fill(key)
+            await form.get_by_label("Value (JSON)").fill("true")
+            await form.get_by_role("button", name="Save").click()
+            await page.locator(f"tr[data-key='{key}']").wait_for()
+            assert await butler_ecosystem.call("general", "state_get", {"key": key}) is True
+        finally:
+            await context.close()
+    # The one 401 is the login page refusing the wrong token: the UI itself asked
+    # /api/auth/status first and made no call that was bound to be refused.
+    refused = [p for p in watcher.problems if "401" in p]
+    assert all("/login" in p or "status of 401" in p for p in refused), refused
+    assert [p for p in watcher.problems if p not in refused] == []
