@@ -19,8 +19,10 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from butlers.errors import DatabaseError
 from butlers.spec import FULL_API_VERSION, KIND
-from butlers_operator.kube import KubeClient, build_object_path
+from butlers_operator.dashboard import DashboardDatabase
+from butlers_operator.kube import KubeClient, KubeError, build_object_path
 from butlers_operator.reconcile import (
     Outcome,
     assess,
@@ -63,6 +65,21 @@ class Controller:
         # The last problem reported per Butler (a hiccup leaves no trace in its status).
         self._warned: dict[Key, tuple[str, str, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        # The dashboard's database role (when the chart enables the dashboard).
+        self.dashboard = DashboardDatabase(kube, settings)
+
+    def start(self) -> None:
+        """Start-up work in the background: the dashboard's role, so it starts without Butlers."""
+        if self.dashboard.enabled:
+            self._spawn(self.dashboard.ensure_until_done())
+
+    async def _ensure_dashboard_role(self) -> None:
+        """Before a butler migrates, the role it grants reads to must exist; a failure here
+        is the dashboard's problem, never the butler's."""
+        try:
+            await self.dashboard.ensure()
+        except (DatabaseError, KubeError, OSError) as exc:
+            log.warning("the dashboard's database role is not ready: %s", exc)
 
     async def reconcile(self, body: Mapping[str, Any]) -> Outcome | None:
         """One pass for the Butler (its latest version); None when it is gone or going."""
@@ -71,6 +88,7 @@ class Controller:
             fresh = await self.kube.get(_butler_path(*key))
             if fresh is None or fresh["metadata"].get("deletionTimestamp"):
                 return None
+            await self._ensure_dashboard_role()
             outcome = await reconcile_butler(self.kube, self.settings, fresh)
             await self._write_status(fresh, outcome.status)
             self._report(fresh, outcome)

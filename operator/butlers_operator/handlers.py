@@ -98,6 +98,7 @@ def build_registry(
         kube = KubeClient(lambda: resolve_connection(settings, kopf_settings, logger))
         controller = Controller(kube, settings, events)
         memo["kube"], memo["controller"] = kube, controller
+        controller.start()
         memo["resync"] = asyncio.create_task(controller.resync_forever(), name="resync")
 
     @kopf.on.cleanup(registry=registry, id="stop-controller")

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 
 from butlers.db.provision import Credentials
+from butlers.db.readers import dashboard_role
 from butlers.spec import FULL_API_VERSION, KIND, EnvVarSpec
 from butlers_operator.auth import AuthInputs, build_auth_env, render_auth_secret
 from butlers_operator.netpol import render_network_policy
@@ -210,6 +211,15 @@ def uses_claude_code(target: ButlerTarget) -> bool:
     return target.spec.runtime.adapter == "claude-code"
 
 
+def build_migrate_env(target: ButlerTarget, settings: OperatorSettings) -> list[dict[str, Any]]:
+    """The migrate container's: its own role, and the dashboard's role to grant reads to."""
+    env = build_butler_env(target, settings, None)[:2]
+    if settings.dashboard_secret:
+        role = dashboard_role(settings.schema_prefix)
+        env.append({"name": "BUTLERS_DASHBOARD_ROLE", "value": role})
+    return env
+
+
 def build_butler_env(
     target: ButlerTarget, settings: OperatorSettings, switchboard_url: str | None
 ) -> list[dict[str, Any]]:
@@ -329,7 +339,7 @@ def render_deployment(
         "imagePullPolicy": settings.image_pull_policy,
         "command": ["butlers"],
         "args": ["migrate", "--spec", SPEC_PATH],
-        "env": build_butler_env(target, settings, None)[:2],
+        "env": build_migrate_env(target, settings),
         "resources": DEFAULT_RESOURCES,
         "securityContext": security,
         "volumeMounts": mounts,

@@ -140,6 +140,10 @@ class OperatorSettings:
     butler_env_secret: str | None = None
     # An OTLP/HTTP endpoint every butler exports spans to (BUTLERS_OTLP_ENDPOINT).
     otlp_endpoint: str | None = None
+    # The Secret that receives the dashboard's database credentials, in the dashboard's
+    # namespace (default: the operator's); None: no dashboard, no dashboard role.
+    dashboard_secret: str | None = None
+    dashboard_namespace: str | None = None
     network_policy: NetworkPolicySettings = field(default_factory=NetworkPolicySettings)
     pod_defaults: PodDefaults = field(default_factory=PodDefaults)
     # Reconciliation: drift correction interval and retry backoff.
@@ -183,6 +187,8 @@ class OperatorSettings:
             image_has_claude_code=_truthy(get("BUTLERS_OPERATOR_IMAGE_HAS_CLAUDE_CODE")),
             butler_env_secret=get("BUTLERS_OPERATOR_BUTLER_ENV_SECRET") or None,
             otlp_endpoint=get("BUTLERS_OPERATOR_OTLP_ENDPOINT") or None,
+            dashboard_secret=get("BUTLERS_OPERATOR_DASHBOARD_SECRET") or None,
+            dashboard_namespace=get("BUTLERS_OPERATOR_DASHBOARD_NAMESPACE") or None,
             network_policy=_json_model(
                 env, "BUTLERS_OPERATOR_NETWORK_POLICY", NetworkPolicySettings
             ),

@@ -67,3 +67,54 @@ one, generated only where the renderer can see the cluster (a `helm install`); e
 {{- $all := prepend .Values.watch.namespaces .Release.Namespace | uniq -}}
 {{- join "," $all -}}
 {{- end -}}
+
+{{- define "butlers.dashboardName" -}}
+{{- printf "%s-dashboard" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The namespace whose Butlers the dashboard shows (it runs there). */}}
+{{- define "butlers.dashboardNamespace" -}}
+{{- $namespace := .Values.dashboard.namespace | default .Release.Namespace -}}
+{{- if and (ne .Values.watch.mode "cluster") (not (has $namespace (splitList "," (include "butlers.namespaces" .)))) -}}
+{{- fail (printf "dashboard.namespace %s is not watched by the operator: add it to watch.namespaces" $namespace) -}}
+{{- end -}}
+{{- $namespace -}}
+{{- end -}}
+
+{{- define "butlers.dashboardSelector" -}}
+app.kubernetes.io/name: butlers-dashboard
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The Secret where the operator writes the dashboard's database credentials. */}}
+{{- define "butlers.dashboardDatabaseSecret" -}}
+{{- printf "%s-db" (include "butlers.dashboardName" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The dashboard's token Secret: the user's, or the one the chart keeps. */}}
+{{- define "butlers.dashboardTokenSecret" -}}
+{{- .Values.dashboard.existingSecret | default (include "butlers.dashboardName" .) -}}
+{{- end -}}
+
+{{/*
+The dashboard's token: given, else the one kept in the cluster, else a new one, generated
+only where the renderer can see the cluster (a `helm install`/`upgrade`); elsewhere a new
+token at every render would log everyone out and restart the dashboard at every sync.
+*/}}
+{{- define "butlers.dashboardToken" -}}
+{{- $secret := lookup "v1" "Secret" (include "butlers.dashboardNamespace" .) (include "butlers.dashboardName" .) -}}
+{{- if .Values.dashboard.token -}}
+{{- .Values.dashboard.token -}}
+{{- else if and $secret $secret.data (index $secret.data "token") -}}
+{{- index $secret.data "token" | b64dec -}}
+{{- else if lookup "v1" "Namespace" "" "kube-system" -}}
+{{- randAlphaNum 48 -}}
+{{- else -}}
+{{- fail "dashboard.enabled: set dashboard.token or dashboard.existingSecret (or dashboard.enabled=false); rendered without access to the cluster (helm template, Argo CD) the chart cannot see the token it generated, and a new one at every render would restart the dashboard and log everyone out" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The PostgreSQL ports the dashboard may reach: the values', else the usual one. */}}
+{{- define "butlers.databasePorts" -}}
+{{- toJson (.Values.networkPolicy.database.ports | default (list 5432)) -}}
+{{- end -}}

@@ -33,8 +33,10 @@ async def dashboard(butler_ecosystem: EcosystemHandle) -> AsyncIterator[httpx.As
     """A client of the ecosystem's own dashboard (mutations carry the CSRF header)."""
     if butler_ecosystem.dashboard_url is None:
         pytest.skip(f"the {butler_ecosystem.backend} backend runs no dashboard")
+    token = butler_ecosystem.dashboard_token
+    headers = CSRF | ({"Authorization": f"Bearer {token}"} if token else {})
     async with httpx.AsyncClient(
-        base_url=butler_ecosystem.dashboard_url, headers=CSRF, timeout=60
+        base_url=butler_ecosystem.dashboard_url, headers=headers, timeout=60
     ) as client:
         yield client
 

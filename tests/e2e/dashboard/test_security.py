@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime
 
 import httpx2 as httpx
+import pytest
 
 from butlers.dashboard.inventory import api_routes
 
@@ -120,8 +121,10 @@ async def test_token_mode_needs_a_bearer_or_a_session_cookie(
 
 
 async def test_without_a_token_only_loopback_host_names_are_answered(
-    dashboard: httpx.AsyncClient,
+    dashboard: httpx.AsyncClient, butler_ecosystem: EcosystemHandle
 ) -> None:
+    if butler_ecosystem.dashboard_token:
+        pytest.skip("this backend's dashboard runs with a token (the chart always sets one)")
     rebinding = await dashboard.get("/api/butlers", headers={"Host": f"{uuid.uuid4().hex}.example"})
     assert rebinding.status_code == 400
     local = await dashboard.get("/api/butlers", headers={"Host": "localhost"})

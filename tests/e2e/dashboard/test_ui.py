@@ -65,8 +65,18 @@ def _chromium() -> str:
     return found
 
 
+# The web UI is the same files over the same API on every backend; the cluster backends
+# run the API suite over the chart's dashboard, the browser tests run once, on local.
+UI_BACKEND = "local"
+
+
 @pytest.fixture(scope="session")
-async def browser() -> AsyncIterator[Any]:
+async def browser(butler_ecosystem: EcosystemHandle) -> AsyncIterator[Any]:
+    if butler_ecosystem.backend != UI_BACKEND:
+        pytest.skip(
+            f"the browser tests run on the {UI_BACKEND} backend only (the UI does not depend "
+            "on how the butlers were started)"
+        )
     executable = _chromium()
     try:
         from playwright.async_api import async_playwright

@@ -26,12 +26,15 @@ from butlers.db.provision import deprovision
 from butlers.roster import is_switchboard
 from butlers.spec import schema_name
 from butlers_operator.auth import NAMESPACE_SECRET, USER_TOKEN_KEY
+from butlers_operator.target import build_schema_name
 from tests.kube.api import build_path
 from tests.kube.cluster import KubeCluster, kubelet_scratch, running_cluster
 from tests.kube.controlplane import unavailable_reason
 from tests.kube.wait import condition_status, wait_until
+from tests.support.forward_proxy import forward_proxy
 
 from . import userpath
+from .dashboard_chart import build_dashboard_env
 from .ecosystem import ButlerEndpoint, EcosystemHandle
 from .operator import wait_registered
 
@@ -39,17 +42,26 @@ ADMIN_SECRET = "butlers-e2e-admin"
 BUTLER_CONTAINER = "butler"
 BUTLER_LABEL = "butlers.dev/butler"
 RESTART_TIMEOUT = 90.0
+# The chart's dashboard (release `butlers`): its Deployment, Service and token Secret.
+DASHBOARD = "butlers-dashboard"
+DASHBOARD_TIMEOUT = 60.0
 
 __all__ = ["apiserver_ecosystem", "unavailable_reason"]
 
 
-def build_chart_values(schema_prefix: str) -> dict[str, Any]:
-    """The operator chart for one session: the session's database, the e2e env Secret."""
-    return {
+def build_chart_values(
+    schema_prefix: str, dashboard_env: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """The operator chart for one session: the session's database, the e2e env Secret,
+    and the dashboard's extra environment (its token is the one the chart generates)."""
+    values: dict[str, Any] = {
         "butlerEnvSecret": userpath.ENV_SECRET,
         "database": {"adminSecret": {"name": ADMIN_SECRET}, "schemaPrefix": schema_prefix},
         "resyncSeconds": 5,
     }
+    if dashboard_env:
+        values["dashboard"] = {"env": dashboard_env}
+    return values
 
 
 class ButlerPods:
@@ -145,14 +157,21 @@ async def _ecosystem(
     if span_dir is not None:
         # Pods write their span files there (kept writable in their read-only root).
         span_dir.mkdir(parents=True, exist_ok=True)
-    async with running_cluster(
-        root / "cluster", writable_paths=[str(span_dir)] if span_dir else []
-    ) as cluster:
+    async with (
+        running_cluster(
+            root / "cluster", writable_paths=[str(span_dir)] if span_dir else []
+        ) as cluster,
+        # Cluster DNS for the dashboard, which learns Service URLs from the API at run time.
+        forward_proxy(
+            lambda host, port: cluster.proxy.lookup(target.namespace, host, port)
+        ) as proxy,
+    ):
         target = userpath.Cluster(namespace=target.namespace, kubeconfig=cluster.kubeconfig)
         admin = userpath.build_secret(ADMIN_SECRET, target.namespace, {"dsn": admin_dsn})
+        dashboard_env = build_dashboard_env(proxy.url, [cluster.plane.address])
         resources = await userpath.install(
             target,
-            values=build_chart_values(schema_prefix),
+            values=build_chart_values(schema_prefix, dashboard_env),
             env=env,
             roster_dir=roster_dir,
             extra=[admin],
@@ -179,6 +198,10 @@ async def _ecosystem(
             name: (await userpath.read_secret(target, f"{name}-auth"))["token"]
             for name in endpoints
         }
+        dashboard_address = await cluster.wait_service(
+            target.namespace, DASHBOARD, "http", DASHBOARD_TIMEOUT
+        )
+        dashboard_db = await userpath.read_secret(target, f"{DASHBOARD}-db")
         handle = EcosystemHandle(
             backend="apiserver",
             endpoints=endpoints,
@@ -190,7 +213,22 @@ async def _ecosystem(
             restart=pods.restart,
             log_dir=cluster.log_dir(),
             span_dir=span_dir,
+            dashboard_url=f"http://{dashboard_address}/",
+            dashboard_token=(await userpath.read_secret(target, DASHBOARD))["token"],
+            dashboard_dsn=dashboard_db["dsn"],
+            dashboard_schema=dashboard_db["schema"],
         )
+
+        async def apply_butler(manifest: dict[str, Any]) -> None:
+            await userpath.apply(target, [manifest])
+
+        async def delete_butler(name: str) -> None:
+            await userpath.run(
+                userpath.build_kubectl(target, "delete", "butler", name, "--wait=true")
+            )
+            await deprovision(admin_dsn, build_schema_name(target.namespace, name, schema_prefix))
+
+        handle.apply_butler, handle.delete_butler = apply_butler, delete_butler
         try:
             switchboards = [r.name for r in resources if is_switchboard(r)]
             if switchboards:

@@ -58,12 +58,18 @@ class EcosystemHandle:
     pid: Callable[[str], int | None] = lambda _name: None
     # The dashboard over this ecosystem (its root URL, ending in "/"); None: not running.
     dashboard_url: str | None = None
+    # Its bearer token (None: it runs without one, on loopback).
+    dashboard_token: str | None = field(default=None, repr=False)
     # The dashboard role's DSN and its own schema (to run more dashboards in tests).
     dashboard_dsn: str | None = None
     dashboard_schema: str | None = None
     # Kill and restart the dashboard (None: this backend cannot).
     kill_dashboard: Callable[[], Awaitable[None]] | None = None
     restart_dashboard: Callable[[], Awaitable[None]] | None = None
+    # Create and delete a Butler resource in the ecosystem's namespace (None: this backend
+    # has no cluster); the deletion also drops the Butler's schema.
+    apply_butler: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+    delete_butler: Callable[[str], Awaitable[None]] | None = None
     clients: ClientCache = field(init=False)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import secrets
 import shutil
 import subprocess
 import sys
@@ -167,6 +168,8 @@ def build_chart_values(
         "butlerImage": {"repository": f"{target.registry}/butler", "tag": target.tag},
         "butlerEnvSecret": ENV_SECRET,
         "postgres": {"enabled": True, "password": postgres_password},
+        # Given for the same reason as the password (a generated one needs `lookup`).
+        "dashboard": {"token": secrets.token_urlsafe(24)},
         "database": {"schemaPrefix": schema_prefix},
         "resyncSeconds": 5,
     }

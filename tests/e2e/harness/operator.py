@@ -24,16 +24,24 @@ import kmock
 from kopf.testing import KopfRunner
 
 from butlers.db.provision import deprovision
+from butlers.db.readers import dashboard_role, dashboard_schema
 from butlers.roster import is_switchboard, load_roster
 from butlers.waiting import wait_until
 from butlers_operator.auth import NAMESPACE_SECRET, USER_TOKEN_KEY
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.target import build_schema_name
+from tests.support.forward_proxy import forward_proxy
 from tests.support.kube_emulator import declare_cluster
 
+from .dashboard_chart import (
+    build_dashboard_env,
+    find_dashboard,
+    new_dashboard_token,
+    render_chart,
+)
 from .ecosystem import ButlerEndpoint, EcosystemHandle
-from .pods import LocalPods
+from .pods import LocalPod, LocalPods
 
 BUTLERS = "butlers.dev/v1alpha1/butlers"
 NAMESPACE = "butlers-e2e"
@@ -89,6 +97,11 @@ class FakeCluster:
         async with self.session.post(path, json=document) as response:
             if response.status >= 300:
                 raise OperatorBackendError(f"POST {path}: {await response.text()}")
+
+    async def delete(self, path: str) -> None:
+        async with self.session.delete(path) as response:
+            if response.status >= 300 and response.status != 404:
+                raise OperatorBackendError(f"DELETE {path}: {await response.text()}")
 
     async def items(self, group_version: str, plural: str) -> list[dict[str, Any]]:
         prefix = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
@@ -184,6 +197,24 @@ async def start_pods(cluster: FakeCluster, pods: LocalPods) -> dict[str, ButlerE
     }
 
 
+async def start_dashboard(
+    cluster: FakeCluster, pods: LocalPods, deployment: Mapping[str, Any]
+) -> LocalPod:
+    """The chart's dashboard Deployment as a local pod (after the operator wrote its Secrets)."""
+    secrets = {s["metadata"]["name"]: s for s in await cluster.items("v1", "secrets")}
+    maps = {m["metadata"]["name"]: m for m in await cluster.items("v1", "configmaps")}
+    pod = pods.add(deployment, secrets, maps)
+    await pod.run_init()
+    await pod.start()
+    return pod
+
+
+async def read_secret(cluster: FakeCluster, name: str) -> dict[str, str]:
+    secrets = {s["metadata"]["name"]: s for s in await cluster.items("v1", "secrets")}
+    data = (secrets.get(name) or {}).get("data") or {}
+    return {k: base64.b64decode(v).decode() for k, v in data.items()}
+
+
 async def read_tokens(cluster: FakeCluster, names: list[str]) -> tuple[str, dict[str, str]]:
     """The user's token and each butler's own, from the Secrets the operator made."""
     secrets = {s["metadata"]["name"]: s for s in await cluster.items("v1", "secrets")}
@@ -239,14 +270,36 @@ async def operator_ecosystem(
     schemas = [build_schema_name(NAMESPACE, r.name, schema_prefix) for r in resources]
     pods = LocalPods(data_dir)
     butlers_path = f"/apis/{BUTLERS.rsplit('/', 1)[0]}/namespaces/{NAMESPACE}/butlers"
-    async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator):
+    async with (
+        kmock.KubernetesEmulator() as emulator,
+        kmock.Server(emulator),
+        # Cluster DNS for the dashboard: Service names → the local pods serving them.
+        forward_proxy(lambda host, port: pods.hosts.get(f"{host}:{port}")) as proxy,
+    ):
         declare_cluster(emulator, NAMESPACE)
         url = str(emulator.url).rstrip("/")
+        # The chart, rendered as `helm install` would into the butlers' namespace: the
+        # dashboard's Deployment and token, and the Secret the operator fills for it.
+        chart = find_dashboard(
+            render_chart(
+                NAMESPACE,
+                {
+                    "database": {"adminSecret": {"name": "admin"}, "schemaPrefix": schema_prefix},
+                    "butlerEnvSecret": ENV_SECRET,
+                    "dashboard": {
+                        "token": new_dashboard_token(),
+                        "env": build_dashboard_env(proxy.url, ["127.0.0.1", "localhost"], url),
+                    },
+                },
+            )
+        )
         settings = OperatorSettings(
             namespaces=(NAMESPACE,),
+            operator_namespace=NAMESPACE,
             admin_dsn=admin_dsn,
             schema_prefix=schema_prefix,
             butler_env_secret=ENV_SECRET,
+            dashboard_secret=chart.database_secret,
             kube_server=url,
             resync_seconds=30.0,
             retry_base_seconds=0.2,
@@ -262,6 +315,9 @@ async def operator_ecosystem(
                     f"/api/v1/namespaces/{NAMESPACE}/secrets",
                     build_env_secret(NAMESPACE, extra_env or {}),
                 )
+                token_secret = dict(chart.token_secret)
+                token_secret["metadata"] = {**token_secret["metadata"], "resourceVersion": "1"}
+                await cluster.create(f"/api/v1/namespaces/{NAMESPACE}/secrets", token_secret)
                 # The switchboard first, so every other butler's first rendering names it
                 # (otherwise they would only pick it up at the next resync).
                 for resource in sorted(resources, key=lambda r: not is_switchboard(r)):
@@ -272,6 +328,8 @@ async def operator_ecosystem(
                 switchboards = [r.name for r in resources if is_switchboard(r)]
                 endpoints = await start_pods(cluster, pods)
                 user_token, butler_tokens = await read_tokens(cluster, list(endpoints))
+                dashboard = await start_dashboard(cluster, pods, chart.deployment)
+                database = await read_secret(cluster, chart.database_secret)
                 handle = EcosystemHandle(
                     backend="operator",
                     endpoints=endpoints,
@@ -287,7 +345,22 @@ async def operator_ecosystem(
                     span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])
                     if extra_env and extra_env.get("BUTLERS_SPAN_DIR")
                     else None,
+                    dashboard_url=f"{dashboard.base_url}/",
+                    dashboard_token=chart.token,
+                    dashboard_dsn=database["dsn"],
+                    dashboard_schema=database["schema"],
+                    kill_dashboard=dashboard.kill,
+                    restart_dashboard=dashboard.restart,
                 )
+
+                async def apply_butler(manifest: dict[str, Any]) -> None:
+                    await cluster.create(butlers_path, build_butler_object(manifest, NAMESPACE))
+
+                async def delete_butler(name: str) -> None:
+                    await cluster.delete(f"{butlers_path}/{name}")
+                    await deprovision(admin_dsn, build_schema_name(NAMESPACE, name, schema_prefix))
+
+                handle.apply_butler, handle.delete_butler = apply_butler, delete_butler
                 try:
                     # The pods are up: report it as a cluster would; the operator turns
                     # that into Ready on every Butler.
@@ -305,3 +378,6 @@ async def operator_ecosystem(
             if not keep_schemas:
                 for schema in schemas:
                     await deprovision(admin_dsn, schema)
+                await deprovision(
+                    admin_dsn, dashboard_schema(schema_prefix), role=dashboard_role(schema_prefix)
+                )

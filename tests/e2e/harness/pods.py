@@ -47,9 +47,12 @@ def build_host_env(port: int) -> dict[str, str]:
     env = {key: os.environ[key] for key in HOST_ENV if key in os.environ}
     env["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
     env["PYTHONUNBUFFERED"] = "1"
-    # Listen where the Service mapping points, and exit with this test process.
+    # Listen where the Service mapping points (the butler image runs a butler or the
+    # dashboard), and exit with this test process.
     env["BUTLERS_HOST"] = "127.0.0.1"
     env["BUTLERS_PORT"] = str(port)
+    env["BUTLERS_DASHBOARD_HOST"] = "127.0.0.1"
+    env["BUTLERS_DASHBOARD_PORT"] = str(port)
     env["BUTLERS_PARENT_PID"] = str(os.getpid())
     return env
 

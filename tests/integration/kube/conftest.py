@@ -95,6 +95,8 @@ async def install_operator(
         "database": {"adminSecret": {"name": ADMIN_SECRET}, "schemaPrefix": schema_prefix},
         "watch": {"mode": "namespaced", "namespaces": list(watch)},
         "resyncSeconds": 5,
+        # These tests are about the operator; the dashboard runs in the e2e apiserver lane.
+        "dashboard": {"enabled": False},
         **(values or {}),
     }
     await userpath.install_operator(cluster, chart_values)

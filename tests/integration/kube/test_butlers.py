@@ -421,6 +421,7 @@ async def test_the_operators_role_grants_exactly_what_it_uses(
             },
             "resyncSeconds": 5,
             "networkPolicy": {"enabled": False},
+            "dashboard": {"enabled": False},
         },
     )
     await wait_until(

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from butlers.roster import parse_butler
+from butlers.settings import DashboardSettings
 from butlers_operator import crd
 from butlers_operator.settings import OperatorSettings
 
@@ -18,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "butlers"
 CRDS_CHART = ROOT / "charts" / "butlers-crds"
 NAMESPACE = "butlers-system"
+# Rendered here without a cluster, the chart cannot keep a generated token: give one.
+DASHBOARD_TOKEN = "dashboard-token-0123456789"
 
 
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -45,6 +48,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "butlerPod": {"imagePullSecrets": ["regcred"], "priorityClassName": "butlers"},
     },
 }
+for _values in SCENARIOS.values():
+    _values.setdefault("dashboard", {"token": DASHBOARD_TOKEN})
 
 
 def _render(chart: Path, values: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -90,7 +95,11 @@ def test_every_rendered_manifest_is_valid(values: dict[str, Any], k8s_validate) 
 
 def test_namespaced_mode_grants_a_role_in_each_watched_namespace() -> None:
     documents = _render(CHART, SCENARIOS["several-namespaces"])
-    roles = sorted(d["metadata"]["namespace"] for d in documents if d["kind"] == "Role")
+    roles = sorted(
+        d["metadata"]["namespace"]
+        for d in documents
+        if d["kind"] == "Role" and d["metadata"]["name"].endswith("-operator")
+    )
     assert roles == ["butlers-system", "home", "work"]
     assert not [d for d in documents if d["kind"].startswith("Cluster")]
     env = _operator_env(documents)
@@ -99,7 +108,7 @@ def test_namespaced_mode_grants_a_role_in_each_watched_namespace() -> None:
 
 def test_cluster_mode_grants_a_cluster_role() -> None:
     documents = _render(CHART, SCENARIOS["cluster"])
-    kinds = {d["kind"] for d in documents}
+    kinds = {d["kind"] for d in documents if d["metadata"]["name"].endswith("-operator")}
     assert {"ClusterRole", "ClusterRoleBinding"} <= kinds and "Role" not in kinds
     assert _operator_env(documents)["BUTLERS_OPERATOR_CLUSTER_WIDE"] == "true"
 
@@ -116,20 +125,25 @@ def test_dev_postgres_has_a_volume_claim_and_feeds_the_operator() -> None:
 
 def test_dev_postgres_password_survives_reinstall_and_renders_without_a_cluster() -> None:
     documents = _render(CHART, SCENARIOS["dev-postgres"])
-    secret = next(d for d in documents if d["kind"] == "Secret")
+    secret = next(
+        d for d in documents if d["kind"] == "Secret" and "postgres" in d["metadata"]["name"]
+    )
     # Kept on uninstall like the volume, so a reinstall finds (and reuses) it.
     assert secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
     # Rendered without cluster access (helm template, Argo CD), a generated password would
     # change at every render: the chart refuses and says what to set.
     with pytest.raises(helm.HelmError, match=r"postgres\.password or postgres\.existingSecret"):
-        _render(CHART, {"postgres": {"enabled": True}})
+        _render(CHART, {"postgres": {"enabled": True}, "dashboard": {"token": DASHBOARD_TOKEN}})
 
 
 def test_dev_postgres_dsn_escapes_the_password() -> None:
     from urllib.parse import unquote, urlsplit
 
     password = "p@ss w+rd/:%?#"
-    documents = _render(CHART, {"postgres": {"enabled": True, "password": password}})
+    documents = _render(
+        CHART,
+        {"postgres": {"enabled": True, "password": password}, "dashboard": {"enabled": False}},
+    )
     secret = next(d for d in documents if d["kind"] == "Secret")
     dsn = base64.b64decode(secret["data"]["dsn"]).decode()
     parts = urlsplit(dsn)
@@ -143,7 +157,9 @@ def test_dev_postgres_dsn_escapes_the_password() -> None:
 
 def test_an_existing_password_secret_is_used_as_is() -> None:
     documents = _render(CHART, SCENARIOS["dev-postgres-existing-secret"])
-    assert not [d for d in documents if d["kind"] == "Secret"]
+    assert not [
+        d for d in documents if d["kind"] == "Secret" and "postgres" in d["metadata"]["name"]
+    ]
     settings = _settings(documents)
     assert settings.admin_secret == "pg-pw"
     assert settings.admin_defaults == {
@@ -193,7 +209,11 @@ def test_with_dev_postgres_butlers_reach_it_by_pod_selector() -> None:
 @pytest.mark.parametrize("scenario", ["namespaced", "cluster"])
 def test_rbac_grants_what_the_operator_uses_and_no_secret_listing(scenario: str) -> None:
     documents = _render(CHART, SCENARIOS[scenario])
-    role = next(d for d in documents if d["kind"] in {"Role", "ClusterRole"})
+    role = next(
+        d
+        for d in documents
+        if d["kind"] in {"Role", "ClusterRole"} and d["metadata"]["name"].endswith("-operator")
+    )
     verbs: dict[str, set[str]] = {}
     for rule in role["rules"]:
         for resource in rule["resources"]:
@@ -208,7 +228,7 @@ def test_rbac_grants_what_the_operator_uses_and_no_secret_listing(scenario: str)
 
 
 def test_butler_env_secret_reaches_the_operator() -> None:
-    values = {"database": {"adminSecret": {"name": "pg-admin"}}, "butlerEnvSecret": "site-env"}
+    values = SCENARIOS["namespaced"] | {"butlerEnvSecret": "site-env"}
     assert _operator_env(_render(CHART, values))["BUTLERS_OPERATOR_BUTLER_ENV_SECRET"] == "site-env"
     assert "BUTLERS_OPERATOR_BUTLER_ENV_SECRET" not in _operator_env(
         _render(CHART, SCENARIOS["namespaced"])
@@ -224,6 +244,142 @@ def test_values_schema_rejects_an_unknown_watch_mode() -> None:
     chart = helm.Chart.load(CHART)
     with pytest.raises(helm.HelmValuesError, match="mode"):
         chart.validate_schema({"watch": {"mode": "everywhere"}})
+
+
+def _dashboard(documents: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    return next(
+        d
+        for d in documents
+        if d["kind"] == kind
+        and d["metadata"]["labels"]["app.kubernetes.io/name"] == "butlers-dashboard"
+    )
+
+
+def _dashboard_env(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    container = _dashboard(documents, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+def test_the_dashboard_runs_over_the_release_namespace_with_the_operators_role() -> None:
+    documents = _render(CHART, SCENARIOS["namespaced"])
+    deployment = _dashboard(documents, "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] + container["args"] == ["butlers", "dashboard", "--kube", NAMESPACE]
+    env = _dashboard_env(documents)
+    # The operator writes the dashboard's database credentials where the dashboard reads them.
+    secret = _settings(documents).dashboard_secret
+    assert env["BUTLERS_DASHBOARD_DSN"] == {"secretKeyRef": {"name": secret, "key": "dsn"}}
+    assert env["BUTLERS_DASHBOARD_SCHEMA"] == {"secretKeyRef": {"name": secret, "key": "schema"}}
+    # Writes go through the butlers' MCP with the namespace's user token.
+    assert env["BUTLERS_DASHBOARD_MCP_TOKEN"] == {
+        "secretKeyRef": {"name": "butlers-auth", "key": "user-token"}
+    }
+    token = _dashboard(documents, "Secret")
+    assert env["BUTLERS_DASHBOARD_TOKEN"] == {
+        "secretKeyRef": {"name": token["metadata"]["name"], "key": "token"}
+    }
+    assert base64.b64decode(token["data"]["token"]).decode() == DASHBOARD_TOKEN
+    # What `butlers dashboard` builds from that environment: listening off loopback is
+    # allowed because the token is set.
+    values = {k: v for k, v in env.items() if isinstance(v, str)}
+    values |= {
+        "BUTLERS_DASHBOARD_TOKEN": DASHBOARD_TOKEN,
+        "BUTLERS_DASHBOARD_DSN": "postgresql://x",
+    }
+    settings = DashboardSettings.from_env(values, kube_namespace=NAMESPACE)
+    assert (settings.host, settings.port) == ("0.0.0.0", 40200)
+    service = _dashboard(documents, "Service")
+    assert service["spec"]["ports"][0]["targetPort"] == "dashboard"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/api/health"
+
+
+def test_the_dashboard_may_only_read_butlers() -> None:
+    documents = _render(CHART, SCENARIOS["namespaced"])
+    role = _dashboard(documents, "Role")
+    assert role["rules"] == [
+        {"apiGroups": ["butlers.dev"], "resources": ["butlers"], "verbs": ["get", "list", "watch"]}
+    ]
+    binding = _dashboard(documents, "RoleBinding")
+    account = _dashboard(documents, "ServiceAccount")
+    pod = _dashboard(documents, "Deployment")["spec"]["template"]["spec"]
+    assert binding["subjects"][0]["name"] == account["metadata"]["name"]
+    assert pod["serviceAccountName"] == account["metadata"]["name"]
+
+
+def test_the_dashboard_network_policy_names_each_flow() -> None:
+    documents = _render(CHART, SCENARIOS["dev-postgres"])
+    policy = _dashboard(documents, "NetworkPolicy")["spec"]
+    assert policy["ingress"] == [{"ports": [{"port": "dashboard", "protocol": "TCP"}]}]
+    egress = policy["egress"]
+    ports = [sorted(p["port"] for p in rule.get("ports", [])) for rule in egress]
+    assert [53, 53] in ports  # DNS
+    assert [443, 6443] in ports  # the API server
+    database = next(r for r in egress if [p["port"] for p in r.get("ports", [])] == [5432])
+    assert any(
+        peer.get("podSelector", {}).get("matchLabels", {}).get("app.kubernetes.io/name")
+        == "butlers-postgres"
+        for peer in database["to"]
+    )
+    butlers = next(r for r in egress if "ports" not in r)
+    assert butlers["to"] == [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "butler"}}}]
+    # The butlers' own policies admit pods with the dashboard's label.
+    labels = _dashboard(documents, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert OperatorSettings().network_policy.dashboard_labels.items() <= labels.items()
+    restricted = SCENARIOS["namespaced"] | {
+        "dashboard": {
+            "token": DASHBOARD_TOKEN,
+            "networkPolicy": {"ingressFrom": [{"podSelector": {"matchLabels": {"x": "y"}}}]},
+        }
+    }
+    policy = _dashboard(_render(CHART, restricted), "NetworkPolicy")["spec"]
+    assert policy["ingress"][0]["from"] == [{"podSelector": {"matchLabels": {"x": "y"}}}]
+
+
+def test_the_dashboard_token_is_given_kept_or_refused_offline() -> None:
+    existing = SCENARIOS["namespaced"] | {"dashboard": {"existingSecret": "my-token"}}
+    documents = _render(CHART, existing)
+    assert not [d for d in documents if d["kind"] == "Secret"]
+    assert _dashboard_env(documents)["BUTLERS_DASHBOARD_TOKEN"] == {
+        "secretKeyRef": {"name": "my-token", "key": "token"}
+    }
+    # Rendered without the cluster a generated token would change at every render.
+    with pytest.raises(helm.HelmError, match=r"dashboard\.token or dashboard\.existingSecret"):
+        _render(CHART, {"database": {"adminSecret": {"name": "pg-admin"}}})
+    chart = helm.Chart.load(CHART)
+    with pytest.raises(helm.HelmValuesError, match="token"):
+        chart.validate_schema({"dashboard": {"token": "short"}})
+
+
+def test_the_dashboard_shows_a_watched_namespace_and_runs_there() -> None:
+    values = SCENARIOS["several-namespaces"] | {
+        "dashboard": {"token": DASHBOARD_TOKEN, "namespace": "home"}
+    }
+    documents = _render(CHART, values)
+    dashboard = [
+        d
+        for d in documents
+        if d["metadata"].get("labels", {}).get("app.kubernetes.io/name") == "butlers-dashboard"
+    ]
+    assert {d["metadata"]["namespace"] for d in dashboard} == {"home"}
+    container = _dashboard(documents, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["dashboard", "--kube", "home"]
+    assert _settings(documents).dashboard_namespace == "home"
+    unwatched = SCENARIOS["namespaced"] | {
+        "dashboard": {"token": DASHBOARD_TOKEN, "namespace": "x"}
+    }
+    with pytest.raises(helm.HelmError, match="dashboard.namespace x is not watched"):
+        _render(CHART, unwatched)
+
+
+def test_the_dashboard_can_be_turned_off() -> None:
+    values = SCENARIOS["namespaced"] | {"dashboard": {"enabled": False}}
+    documents = _render(CHART, values)
+    assert not [
+        d
+        for d in documents
+        if d["metadata"].get("labels", {}).get("app.kubernetes.io/name") == "butlers-dashboard"
+    ]
+    assert _settings(documents).dashboard_secret is None
 
 
 def _settings(documents: list[dict[str, Any]]) -> OperatorSettings:

@@ -23,6 +23,13 @@ BUTLERS_NS = "home"
 CHART_VALUES: dict[str, Any] = {
     "watch": {"namespaces": [BUTLERS_NS]},
     "postgres": {"enabled": True, "password": "dev-pw"},
+    # The dashboard beside the butlers it shows, with its own NetworkPolicy.
+    # (Its API server egress narrowed to the server's address: by default any address.)
+    "dashboard": {
+        "token": "dashboard-token-0123456789",
+        "namespace": BUTLERS_NS,
+        "networkPolicy": {"apiServer": {"cidrs": ["172.18.0.2/32"]}},
+    },
     "otlp": {"endpoint": "http://otel.observability.svc:4318"},
     "networkPolicy": {
         "model": {"cidrs": ["203.0.113.0/24", "2001:db8::/32"], "ports": [443]},
@@ -99,9 +106,6 @@ def flows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         pod = pod_from_deployment(deployment, f"10.244.0.{index + 10}")
         pods[pod.name.removeprefix("butlers-")] = pod
     extra = [
-        Endpoint(
-            "dashboard", "10.244.1.2", BUTLERS_NS, {"app.kubernetes.io/name": "butlers-dashboard"}
-        ),
         Endpoint("intruder", "10.244.1.3", "default", {"app.kubernetes.io/name": "butler"}),
         Endpoint("neighbour", "10.244.1.4", BUTLERS_NS, {"app": "something-else"}),
         Endpoint("kube-dns", "10.96.0.10", "kube-system", {"k8s-app": "kube-dns"}),
@@ -113,9 +117,10 @@ def flows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "model": Endpoint("model", "203.0.113.10"),
         "model6": Endpoint("model6", "2001:db8::10"),
         "managed-db": Endpoint("managed-db", "10.50.0.5"),
+        "api-server": Endpoint("api-server", "172.18.0.2"),
         "smtp": Endpoint("smtp", "198.51.100.7"),
     }
-    policies = [d for d in objects if d["kind"] == "NetworkPolicy"]
+    policies = [d for d in [*objects, *chart] if d["kind"] == "NetworkPolicy"]
     return {"pods": pods | outside, "policies": policies, "objects": objects}
 
 
@@ -138,6 +143,10 @@ REQUIRED = [
     ("messenger", "smtp", 993, "the email module's IMAP port"),
     ("dashboard", "health", 40103, "the dashboard reads every butler"),
     ("operator", "health", 40103, "the operator reaches every butler"),
+    ("dashboard", "switchboard", 40100, "the dashboard reads every butler"),
+    ("dashboard", "postgres", 5432, "the dashboard reads by SQL"),
+    ("dashboard", "api-server", 6443, "the dashboard lists Butlers"),
+    ("neighbour", "dashboard", 40200, "people reach the dashboard"),
 ]
 FORBIDDEN = [
     ("health", "general", 40101, "one butler may not call another"),
@@ -151,6 +160,10 @@ FORBIDDEN = [
     ("health", "smtp", 465, "SMTP only for butlers with the email module"),
     ("messenger", "smtp", 25, "only the configured SMTP port"),
     ("switchboard", "vllm", 9000, "only the in-cluster model's port"),
+    ("dashboard", "model", 443, "the dashboard calls no model"),
+    ("dashboard", "vllm", 8000, "the dashboard calls no model"),
+    ("dashboard", "postgres", 22, "only PostgreSQL's port"),
+    ("neighbour", "dashboard", 22, "only the dashboard's port"),
 ]
 
 
@@ -181,10 +194,11 @@ def test_forbidden_flow_is_denied(
     assert not _model(flows, ipblock_matches_pods=True).allowed(pods[source], pods[target], port)
 
 
-def test_dns_is_allowed_over_udp_and_tcp(flows: dict[str, Any]) -> None:
+@pytest.mark.parametrize("source", ["health", "dashboard"])
+def test_dns_is_allowed_over_udp_and_tcp(flows: dict[str, Any], source: str) -> None:
     pods, model = flows["pods"], _model(flows)
-    assert model.allowed(pods["health"], pods["kube-dns"], 53, "UDP")
-    assert model.allowed(pods["health"], pods["kube-dns"], 53, "TCP")
+    assert model.allowed(pods[source], pods["kube-dns"], 53, "UDP")
+    assert model.allowed(pods[source], pods["kube-dns"], 53, "TCP")
 
 
 def test_the_render_command_prints_every_object_of_every_butler(flows: dict[str, Any]) -> None:
