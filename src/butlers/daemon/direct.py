@@ -52,7 +52,13 @@ from mcp.shared.inbound import (
     classify_inbound_request,
     validate_mcp_param_headers,
 )
-from mcp_types import CallToolResult, TextContent
+from mcp_types import (
+    DEFAULT_NEGOTIATED_VERSION,
+    SERVER_INFO_META_KEY,
+    CallToolResult,
+    TextContent,
+)
+from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from opentelemetry import context as otel_context
 
@@ -83,7 +89,7 @@ SessionsOf = Callable[[], StreamableHTTPSessionManager | None]
 
 
 class _Plan:
-    __slots__ = ("arguments", "era", "meta", "name", "request_id", "session_id")
+    __slots__ = ("arguments", "meta", "name", "request_id", "session_id", "version")
 
     def __init__(
         self,
@@ -92,13 +98,14 @@ class _Plan:
         arguments: dict[str, Any],
         meta: dict[str, Any] | None,
         session_id: str | None,
+        version: str,
     ) -> None:
         self.request_id = request_id
         self.name = name
         self.arguments = arguments
         self.meta = meta
         self.session_id = session_id
-        self.era = "2025" if session_id else "2026"
+        self.version = version
 
 
 class DirectToolCalls:
@@ -190,12 +197,29 @@ class DirectToolCalls:
                 self._schema(name), arguments, headers
             ):
                 return None
-            return _Plan(request_id, name, arguments, meta, None)
+            return _Plan(request_id, name, arguments, meta, None, version)
         if session_id is None or (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS):
             return None
         if not self._session_is_live(scope, session_id):
             return None
-        return _Plan(request_id, name, arguments, meta, session_id)
+        return _Plan(
+            request_id, name, arguments, meta, session_id, version or DEFAULT_NEGOTIATED_VERSION
+        )
+
+    def _for_version(self, version: str, result: dict[str, Any]) -> dict[str, Any]:
+        """The result as the SDK's runner shapes it for the protocol version: the
+        version's fields only; at 2026-07-28 `resultType` and the server's `_meta` stamp."""
+        shaped = serialize_server_result("tools/call", version, result)
+        if version in MODERN_PROTOCOL_VERSIONS:
+            if shaped.get("resultType") is None:
+                shaped["resultType"] = "complete"
+            meta = shaped.get("_meta")
+            stamp = self.mcp._mcp_server.server_info_stamp
+            if meta is None:
+                shaped["_meta"] = {SERVER_INFO_META_KEY: stamp}
+            elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
+                shaped["_meta"] = {**meta, SERVER_INFO_META_KEY: stamp}
+        return shaped
 
     def _schema(self, name: str) -> Any:
         lookup = self.mcp._mcp_server.get_tool_input_schema
@@ -315,6 +339,7 @@ class DirectToolCalls:
                 shaped = _tool_error(str(exc))
             else:
                 shaped = _shape(result.to_mcp_result())
+            shaped = self._for_version(plan.version, shaped)
             return {"jsonrpc": "2.0", "id": plan.request_id, "result": shaped}
         except Exception:
             log.exception("tools/call %s failed outside the tool", plan.name)
