@@ -10,7 +10,11 @@ from urllib.parse import urlsplit
 class BareHttp:
     def __init__(self, url: str, headers: dict[str, str], body: bytes) -> None:
         parts = urlsplit(url)
-        self.host, self.port, self.path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path
+        self.host, self.port, self.path = (
+            parts.hostname or "127.0.0.1",
+            parts.port or 80,
+            parts.path,
+        )
         lines = [f"POST {self.path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
         lines += [f"{k}: {v}" for k, v in headers.items()]
         lines += [f"Content-Length: {len(body)}", "", ""]

@@ -50,7 +50,9 @@ def _call_body(ident: int, meta: dict[str, object] | None = None) -> bytes:
     params: dict[str, object] = {"name": "state_get", "arguments": {"key": "bench"}}
     if meta is not None:
         params["_meta"] = meta
-    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}).encode()
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+    ).encode()
 
 
 async def _open_session(url: str, token: str) -> str:
@@ -89,19 +91,21 @@ async def _wait_port(port: int, deadline: float = 20.0) -> None:
             await asyncio.sleep(0.05)
 
 
-def _lean_client(token: str) -> tuple[Callable[[str], Awaitable[object]], Callable[[], Awaitable[None]]]:
+def _lean_client(
+    token: str,
+) -> tuple[Callable[[str], Awaitable[object]], Callable[[], Awaitable[None]]]:
     """(call, close) of our own lean client: the consolidated one when it exists."""
     try:
-        from butlers.mcp_client import McpClient  # type: ignore[import-not-found, unused-ignore]
+        from butlers.mcp_clients import McpClient
 
-        lean = McpClient(headers={"Authorization": f"Bearer {token}"})
+        lean = McpClient({"Authorization": f"Bearer {token}"})
 
         async def call(url: str) -> object:
             return await lean.call_tool(url, "state_get", {"key": "bench"})
 
         return call, lean.aclose
-    except ImportError:
-        from butlers.dashboard.mcp_http import McpHttpClient
+    except ImportError:  # before the one client (the baseline): the dashboard's
+        from butlers.dashboard.mcp_http import McpHttpClient  # type: ignore[import-not-found]
 
         old = McpHttpClient({"Authorization": f"Bearer {token}"})
 
@@ -119,7 +123,7 @@ async def main() -> None:
         url = butler.url
         auth = {"Authorization": f"Bearer {token}"}
         port = free_port()
-        floor_proc = subprocess.Popen(
+        floor_proc = subprocess.Popen(  # noqa: ASYNC220 (started once, before timing)
             [sys.executable, str(HERE / "_floor_server.py"), butler.dsn, butler.schema, str(port)],
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
@@ -210,7 +214,10 @@ def _report(medians: dict[str, list[float]]) -> None:
         f"tools/call state_get: butler vs transport floor, interleaved, n={N} x {REPEATS} "
         f"repeats (median of repeat medians, spread min-max)"
     )
-    print(f"{'configuration':<20} {'p50 ms':>8} {'spread':>15} {'/floor':>7} {'spread':>13} {'client ms':>10}")
+    print(
+        f"{'configuration':<20} {'p50 ms':>8} {'spread':>15} {'/floor':>7} {'spread':>13} "
+        f"{'client ms':>10}"
+    )
     for name, values in medians.items():
         ratios = [v / f for v, f in zip(values, floor, strict=True)]
         line = (

@@ -42,7 +42,7 @@ from typing import Any
 import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError
-from fastmcp.server.dependencies import _serving_client_tool_call
+from fastmcp.server.dependencies import _client_tool_call, _ClientToolCall
 from fastmcp.telemetry import extract_trace_context
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -148,12 +148,13 @@ class DirectToolCalls:
             return
         identity = scope.get(SCOPE_KEY)
         assert isinstance(identity, Identity)  # AuthGate let it through only with one
+        answer: dict[str, Any] | None
         if plan.session_id is not None:
             answer = await self._in_session(plan, identity)
         else:
             answer = await self._stateless(plan, identity, receive)
-            if answer is None:
-                return  # the client went away: a 2026 request is not answered then
+        if answer is None:
+            return  # the client went away: a 2026 request is not answered then
         self.answered += 1
         await _send_json(send, answer, plan.session_id)
 
@@ -198,7 +199,9 @@ class DirectToolCalls:
             ):
                 return None
             return _Plan(request_id, name, arguments, meta, None, version)
-        if session_id is None or (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS):
+        if session_id is None or (
+            version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+        ):
             return None
         if not self._session_is_live(scope, session_id):
             return None
@@ -327,12 +330,12 @@ class DirectToolCalls:
         """`FastMCP.call_tool` as FastMCP's own `tools/call` handler runs it."""
         who = current_identity.set(identity)
         session = current_mcp_session.set(plan.session_id)
+        client_call = _client_tool_call.set(_ClientToolCall())  # as FastMCP's handler sets it
         parent = extract_trace_context(plan.meta) if plan.meta else None
         attached = otel_context.attach(parent) if parent is not None else None
         try:
             try:
-                with _serving_client_tool_call():
-                    result = await self.caller.call(plan.name, plan.arguments)
+                result = await self.caller.call(plan.name, plan.arguments)
             except (DisabledError, NotFoundError):
                 shaped = _tool_error(f"Unknown tool: {plan.name!r}")
             except FastMCPError as exc:
@@ -345,6 +348,7 @@ class DirectToolCalls:
             log.exception("tools/call %s failed outside the tool", plan.name)
             return _error(plan.request_id, INTERNAL_ERROR, "Internal error")
         finally:
+            _client_tool_call.reset(client_call)
             if attached is not None:
                 otel_context.detach(attached)
             current_mcp_session.reset(session)

@@ -32,7 +32,9 @@ def build_http_app(
 ) -> Starlette:
     """`direct_calls=False` leaves every request to the SDK (tests compare the two)."""
     streamable = mcp.http_app(path="/mcp", session_idle_timeout=session_idle_timeout)
-    endpoint = next(r.endpoint for r in streamable.routes if getattr(r, "path", "") == "/mcp")
+    endpoint = next(
+        r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp"
+    )
     sse = mcp.http_app(path="/sse", transport="sse")
 
     async def health(_request: Request) -> JSONResponse:

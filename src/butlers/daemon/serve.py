@@ -8,8 +8,8 @@ import os
 import signal
 import socket
 import sys
-from pathlib import Path
 from collections.abc import Coroutine
+from pathlib import Path
 from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
