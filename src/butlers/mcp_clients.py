@@ -5,7 +5,8 @@ Standard MCP over streamable HTTP (the 2025-11-25 session protocol: `initialize`
 then requests carrying `Mcp-Session-Id`), spoken directly as JSON-RPC over
 `http1.Http1Pool`: keep-alive connections, the request written and its answer (JSON,
 or an event stream) read in the caller's task. No MCP SDK or FastMCP import (the
-dashboard runs without them), no task per client or per call.
+dashboard runs without them), no task per client or per call. A tool call carries
+the caller's trace context in `_meta` (`traceparent`, as FastMCP's client sends it).
 
 One `McpClient` serves any number of endpoints, keeping one MCP session per URL,
 opened on first use. Retries never run a call twice: a call the server never saw
@@ -25,6 +26,8 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from opentelemetry import propagate
 
 from butlers import jsoncodec
 from butlers.http1 import Http1Pool, HttpFailure, HttpResponse, HttpTransport
@@ -134,7 +137,12 @@ class McpClient:
     ) -> ToolResult:
         """Call a tool; an error answer raises `ToolFailed` (or is returned, with
         `raise_on_error=False`). Tool errors are never retried."""
-        params = {"name": name, "arguments": dict(arguments or {})}
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)  # the caller's trace continues in the butler
+        meta = {k: v for k, v in carrier.items() if k in ("traceparent", "tracestate")}
+        if meta:
+            params["_meta"] = meta
         answer = await self.request(
             url, "tools/call", params, idempotent=idempotent, timeout=timeout
         )

@@ -181,3 +181,33 @@ async def test_a_session_is_not_used_with_another_credential() -> None:
         response = await http.post(url, json=body, headers=headers)
         assert response.status_code == 404
         assert _direct_path(app).answered == 0
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN_VERSION])
+async def test_the_official_sdk_client_is_answered_directly(mode: str) -> None:
+    from mcp.client.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        _serving(direct=True) as (url, app),
+        httpx.AsyncClient(timeout=10, headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,  # type: ignore[arg-type]
+    ):
+        result = await client.call_tool("echo", {"text": "ab", "times": 2})
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert client.protocol_version == (SESSION_VERSION if mode == "legacy" else mode)
+        assert _direct_path(app).answered == 1
+    assert not result.is_error and result.structured_content == {"text": "abab"}
+    assert {"echo", "words", "refuse", "broken"} <= names
+
+
+async def test_the_fastmcp_client_is_answered_directly() -> None:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    async with _serving(direct=True) as (url, app):
+        transport = StreamableHttpTransport(url, headers={"Authorization": f"Bearer {TOKEN}"})
+        async with Client(transport, timeout=10) as client:
+            result = await client.call_tool("words", {"text": "one two"})
+        assert _direct_path(app).answered == 1
+    assert result.data == ["one", "two"]

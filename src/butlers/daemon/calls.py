@@ -75,6 +75,11 @@ class ToolCaller:
     def install(self, tools: Sequence[Tool]) -> None:
         self._tools = {tool.name: tool for tool in tools if not _takes_context(tool)}
 
+    def silent(self, name: str) -> bool:
+        """The tool runs from the table: it takes no `Context`, so it can send the client
+        nothing during the call (no progress, no log messages, no requests)."""
+        return name in self._tools
+
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """The tool's result; errors raise as from `FastMCP.call_tool` (`ToolError`,
         `NotFoundError`, ...)."""

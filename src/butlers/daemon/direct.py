@@ -6,7 +6,7 @@ a millisecond per call before any tool runs. `DirectToolCalls` answers the plain
 itself, with one JSON body, and hands everything else to the SDK unchanged:
 
 - what it answers: `POST /mcp` with one JSON-RPC `tools/call` request (name, arguments,
-  `_meta` without a progress token) from a client that accepts JSON, either in a live
+  `_meta`) from a client that accepts JSON, either in a live
   2025 session (`Mcp-Session-Id` known to the SDK and opened by the same credential)
   or as a stateless 2026-07-28 request whose envelope and headers the SDK's own
   validator accepts;
@@ -20,10 +20,12 @@ itself, with one JSON body, and hands everything else to the SDK unchanged:
   timer is suspended while it runs) and can be cancelled by `notifications/cancelled`
   (answered `-32800`, as the SDK answers); a 2026 call is cancelled when its client
   closes the connection (the 2026 rule).
-- what it gives up, and hands to the SDK instead: progress notifications and a tool's
-  log messages to the client during a call (a call carrying a progress token goes to
-  the SDK), server-to-client requests (sampling, elicitation: no butler tool makes
-  them), resumable streams (no butler has an event store). Batches, unknown headers
+- what it gives up: messages from server to client during the call. A tool of the
+  table (`calls.ToolCaller`) takes no FastMCP `Context`, so it cannot report progress,
+  log to the client, sample or elicit anyway: a progress token or log level a client
+  sends (FastMCP's client sends both on every call) asks for nothing it could get. A
+  call with a progress token to any other tool goes to the SDK, which streams. No
+  butler has an event store, so no resumable stream is lost. Batches, unknown headers
   (`Mcp-Param-*`), continuation rounds, tasks and every error case also go to the SDK,
   which answers them as it always did.
 
@@ -184,8 +186,10 @@ class DirectToolCalls:
             arguments = {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
             return None
-        if meta is not None and (not isinstance(meta, dict) or "progressToken" in meta):
+        if meta is not None and not isinstance(meta, dict):
             return None
+        if meta and "progressToken" in meta and not self.caller.silent(name):
+            return None  # the tool may report progress: the SDK streams it
         version = headers.get("mcp-protocol-version")
         session_id = headers.get("mcp-session-id")
         if version in MODERN_PROTOCOL_VERSIONS:

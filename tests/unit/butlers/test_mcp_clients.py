@@ -139,3 +139,16 @@ def test_results_without_structured_content_are_parsed_from_text() -> None:
     assert decode_result(plain).data == "hello"
     error = {"content": [{"type": "text", "text": "nope"}], "isError": True}
     assert (decode_result(error).is_error, decode_result(error).text) == (True, "nope")
+
+
+async def test_a_call_carries_the_callers_trace_context(server: FakeServer) -> None:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    tracer = TracerProvider().get_tracer("t")
+    with tracer.start_as_current_span("route") as span:
+        await _client(server).call_tool(URL, "status", {})
+    trace_id = format(span.get_span_context().trace_id, "032x")
+    meta = server.requests[-1]["body"]["params"]["_meta"]
+    assert meta["traceparent"].split("-")[1] == trace_id
+    assert trace.get_current_span().get_span_context().is_valid is False

@@ -168,7 +168,8 @@ class SwitchboardModule(Module):
 
         @mcp.tool(meta=meta, annotations=read)
         async def switchboard_stats() -> JsonValue:
-            """MCP clients opened so far and cached now, and messages being processed."""
+            """MCP sessions opened so far and kept now (`mcp_clients_*`), and messages being
+            processed."""
             return pipeline.stats()
 
         @mcp.tool(meta=meta, annotations=read)
