@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -333,7 +334,9 @@ class DirectToolCalls:
     async def _run(self, plan: _Plan, identity: Identity) -> dict[str, Any]:
         """`FastMCP.call_tool` as FastMCP's own `tools/call` handler runs it."""
         who = current_identity.set(identity)
-        session = current_mcp_session.set(plan.session_id)
+        # A 2026 request is its own connection: a fresh id, as FastMCP's `Context.session_id`
+        # gives it (the approval gate records it for direct callers).
+        session = current_mcp_session.set(plan.session_id or uuid.uuid4().hex)
         client_call = _client_tool_call.set(_ClientToolCall())  # as FastMCP's handler sets it
         parent = extract_trace_context(plan.meta) if plan.meta else None
         attached = otel_context.attach(parent) if parent is not None else None
