@@ -22,11 +22,12 @@ import inspect
 import logging
 import weakref
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import FastMCPError, ToolError, ValidationError
-from fastmcp.server.middleware import MiddlewareContext
+from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 from fastmcp.utilities.exceptions import get_http_status_code, is_timeout_error
@@ -71,6 +72,8 @@ class ToolCaller:
     def __init__(self, mcp: FastMCP) -> None:
         self._mcp = mcp
         self._tools: dict[str, Tool] = {}
+        self._hooks_key: tuple[int, ...] = ()
+        self._hooks_list: list[Any] | None = None
 
     def install(self, tools: Sequence[Tool]) -> None:
         self._tools = {tool.name: tool for tool in tools if not _takes_context(tool)}
@@ -92,8 +95,37 @@ class ToolCaller:
             method="tools/call",
             fastmcp_context=None,
         )
-        result: ToolResult = await self._mcp._run_middleware(context, self._invoke)
+        hooks = self._hooks()
+        if hooks is None:  # a middleware hooks more than `on_call_tool`: FastMCP's runner
+            result: ToolResult = await self._mcp._run_middleware(context, self._invoke)
+            return result
+        chain: Any = self._invoke
+        for hook in reversed(hooks):
+            chain = partial(hook, call_next=chain)
+        result = await chain(context)
         return result
+
+    def _hooks(self) -> list[Any] | None:
+        """The middlewares' `on_call_tool` hooks, outermost first, when that is all a
+        `tools/call` runs of them (FastMCP's dispatcher calls `on_message` and
+        `on_request` too, which do nothing unless overridden); remembered per list."""
+        middleware = self._mcp.middleware
+        key = tuple(id(m) for m in middleware)
+        if key != self._hooks_key:
+            hooks: list[Any] | None = []
+            for mw in middleware:
+                kind = type(mw)
+                if any(
+                    getattr(kind, attr) is not getattr(Middleware, attr)
+                    for attr in ("__call__", "_dispatch_handler", "on_message", "on_request")
+                ):
+                    hooks = None
+                    break
+                if kind.on_call_tool is not Middleware.on_call_tool:
+                    assert hooks is not None
+                    hooks.append(mw.on_call_tool)
+            self._hooks_key, self._hooks_list = key, hooks
+        return self._hooks_list
 
     async def _invoke(self, context: MiddlewareContext[Any]) -> ToolResult:
         name = context.message.name
