@@ -182,12 +182,40 @@ async def main() -> None:
                     if isinstance(answer, bytes) and b'"error"' in answer:
                         raise RuntimeError(f"{name}: {answer[:300]!r}")
                 medians = await _measure(configs)
+                assert butler.process is not None
+                cpu = {
+                    "floor / bare": await _cpu_per_call(floor_proc.pid, floor.call),
+                    "butler / bare 2025": await _cpu_per_call(
+                        butler.process.pid, bare_session.call
+                    ),
+                    "butler / bare 2026": await _cpu_per_call(butler.process.pid, bare_modern.call),
+                }
         finally:
             for close in closers:
                 await close()
             floor_proc.terminate()
             floor_proc.wait(10)
     _report(medians)
+    print(
+        "server CPU per call (user+system of the serving process, one client at a time): "
+        + ", ".join(
+            f"{name} {us:.0f} us ({us / cpu['floor / bare']:.2f}x)" for name, us in cpu.items()
+        )
+    )
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _cpu_per_call(pid: int, call: Callable[[], Awaitable[object]]) -> float:
+    """Microseconds of the server's CPU per call (clock ticks: needs many calls)."""
+    calls = max(N * 5, 2000)
+    before = _cpu_seconds(pid)
+    for _ in range(calls):
+        await call()
+    return (_cpu_seconds(pid) - before) / calls * 1e6
 
 
 async def _measure(configs: dict[str, Callable[[], Awaitable[object]]]) -> dict[str, list[float]]:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import uuid
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -125,6 +125,7 @@ class DirectToolCalls:
         self._in_flight: dict[tuple[str, int | str], asyncio.Task[Any]] = {}
         self.answered = 0  # how many calls took this path (tests read it)
         self._annotations: dict[str, tuple[Any, bool]] = {}
+        self._stamp: Any = None
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
@@ -222,7 +223,9 @@ class DirectToolCalls:
             if shaped.get("resultType") is None:
                 shaped["resultType"] = "complete"
             meta = shaped.get("_meta")
-            stamp = self.mcp._mcp_server.server_info_stamp
+            if self._stamp is None:  # the SDK copies it per answer; ours is only encoded
+                self._stamp = self.mcp._mcp_server.server_info_stamp
+            stamp = self._stamp
             if meta is None:
                 shaped["_meta"] = {SERVER_INFO_META_KEY: stamp}
             elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
@@ -336,7 +339,7 @@ class DirectToolCalls:
         who = current_identity.set(identity)
         # A 2026 request is its own connection: a fresh id, as FastMCP's `Context.session_id`
         # gives it (the approval gate records it for direct callers).
-        session = current_mcp_session.set(plan.session_id or uuid.uuid4().hex)
+        session = current_mcp_session.set(plan.session_id or os.urandom(16).hex())
         client_call = _client_tool_call.set(_ClientToolCall())  # as FastMCP's handler sets it
         parent = extract_trace_context(plan.meta) if plan.meta else None
         attached = otel_context.attach(parent) if parent is not None else None
