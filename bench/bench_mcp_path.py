@@ -181,6 +181,10 @@ async def main() -> None:
                         answer = await fn()
                     if isinstance(answer, bytes) and b'"error"' in answer:
                         raise RuntimeError(f"{name}: {answer[:300]!r}")
+                if os.environ.get("BENCH_MCP_PIDS"):  # for a profiler: who serves what
+                    assert butler.process is not None
+                    pids = f"butler {butler.process.pid}\nfloor {floor_proc.pid}\n"
+                    Path(os.environ["BENCH_MCP_PIDS"]).write_text(pids)
                 medians = await _measure(configs)
                 assert butler.process is not None
                 cpu = {
