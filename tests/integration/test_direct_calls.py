@@ -50,7 +50,26 @@ def _server() -> FastMCP:
     async def broken() -> str:
         raise RuntimeError("a bug")
 
+    @mcp.tool
+    async def slow() -> str:
+        SLOW.started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            SLOW.cancelled.set()
+            raise
+        return "done"
+
     return mcp
+
+
+class _Slow:
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+
+SLOW = _Slow()
 
 
 @contextlib.asynccontextmanager
@@ -211,3 +230,61 @@ async def test_the_fastmcp_client_is_answered_directly() -> None:
             result = await client.call_tool("words", {"text": "one two"})
         assert _direct_path(app).answered == 1
     assert result.data == ["one", "two"]
+
+
+async def test_a_session_call_is_cancelled_by_the_clients_notification() -> None:
+    SLOW.__init__()
+    async with _serving(direct=True) as (url, app), httpx.AsyncClient(timeout=10) as http:
+        session = await _open(http, url, TOKEN)
+        headers = {
+            "Accept": ACCEPT,
+            "Authorization": f"Bearer {TOKEN}",
+            "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": SESSION_VERSION,
+        }
+        body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow"}}
+        call = asyncio.create_task(http.post(url, json=body, headers=headers))
+        await asyncio.wait_for(SLOW.started.wait(), 5)
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 7, "reason": "changed my mind"},
+        }
+        assert (await http.post(url, json=note, headers=headers)).status_code == 202
+        answer = decode(await asyncio.wait_for(call, 5))
+    assert answer == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32800, "message": "Request cancelled"},
+    }
+    assert SLOW.cancelled.is_set()
+
+
+async def test_a_stateless_call_is_cancelled_when_its_client_goes_away() -> None:
+    SLOW.__init__()
+    async with _serving(direct=True) as (url, app):
+        headers = {
+            "Accept": ACCEPT,
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {TOKEN}",
+            "MCP-Protocol-Version": MODERN_VERSION,
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "slow",
+        }
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {}, "_meta": meta},
+        }
+        async with httpx.AsyncClient(timeout=10) as http:
+            call = asyncio.create_task(http.post(url, json=body, headers=headers))
+            await asyncio.wait_for(SLOW.started.wait(), 5)
+            call.cancel()  # closes the connection
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+        await asyncio.wait_for(SLOW.cancelled.wait(), 5)
