@@ -94,9 +94,12 @@ async def test_a_connection_the_server_closed_is_not_reused(serving: tuple[Serve
 
 
 async def test_no_answer_in_time_is_a_failure_that_was_sent() -> None:
+    done = asyncio.Event()
+
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read(1)
-        await asyncio.sleep(5)
+        await done.wait()  # never answers
+        writer.close()
 
     listener = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = listener.sockets[0].getsockname()[1]
@@ -104,7 +107,9 @@ async def test_no_answer_in_time_is_a_failure_that_was_sent() -> None:
     with pytest.raises(HttpFailure, match="no answer within") as failure:
         await pool.request("POST", f"http://127.0.0.1:{port}/", {}, b"x", 0.2)
     assert failure.value.sent
+    done.set()
     listener.close()
+    await listener.wait_closed()
     await pool.aclose()
 
 
