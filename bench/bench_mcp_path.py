@@ -184,7 +184,7 @@ async def main() -> None:
                 if os.environ.get("BENCH_MCP_PIDS"):  # for a profiler: who serves what
                     assert butler.process is not None
                     pids = f"butler {butler.process.pid}\nfloor {floor_proc.pid}\n"
-                    Path(os.environ["BENCH_MCP_PIDS"]).write_text(pids)
+                    Path(os.environ["BENCH_MCP_PIDS"]).write_text(pids)  # noqa: ASYNC240
                 medians = await _measure(configs)
                 assert butler.process is not None
                 cpu = {

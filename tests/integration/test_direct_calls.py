@@ -234,7 +234,7 @@ async def test_the_fastmcp_client_is_answered_directly() -> None:
 
 async def test_a_session_call_is_cancelled_by_the_clients_notification() -> None:
     SLOW.__init__()
-    async with _serving(direct=True) as (url, app), httpx.AsyncClient(timeout=10) as http:
+    async with _serving(direct=True) as (url, _app), httpx.AsyncClient(timeout=10) as http:
         session = await _open(http, url, TOKEN)
         headers = {
             "Accept": ACCEPT,
@@ -262,7 +262,7 @@ async def test_a_session_call_is_cancelled_by_the_clients_notification() -> None
 
 async def test_a_stateless_call_is_cancelled_when_its_client_goes_away() -> None:
     SLOW.__init__()
-    async with _serving(direct=True) as (url, app):
+    async with _serving(direct=True) as (url, _app):
         headers = {
             "Accept": ACCEPT,
             "Content-Type": "application/json",
