@@ -188,11 +188,9 @@ async def main() -> None:
                 medians = await _measure(configs)
                 assert butler.process is not None
                 cpu = {
-                    "floor / bare": await _cpu_per_call(floor_proc.pid, floor.call),
-                    "butler / bare 2025": await _cpu_per_call(
-                        butler.process.pid, bare_session.call
-                    ),
-                    "butler / bare 2026": await _cpu_per_call(butler.process.pid, bare_modern.call),
+                    "floor / bare": await _cpu_per_call(floor_proc.pid, floor),
+                    "butler / bare 2025": await _cpu_per_call(butler.process.pid, bare_session),
+                    "butler / bare 2026": await _cpu_per_call(butler.process.pid, bare_modern),
                 }
         finally:
             for close in closers:
@@ -213,12 +211,14 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _cpu_per_call(pid: int, call: Callable[[], Awaitable[object]]) -> float:
+async def _cpu_per_call(pid: int, bare: BareHttp) -> float:
     """Microseconds of the server's CPU per call (clock ticks: needs many calls)."""
     calls = max(N * 5, 2000)
+    await bare.close()
+    await bare.open()  # idle for a while: the server may have closed the old connection
     before = _cpu_seconds(pid)
     for _ in range(calls):
-        await call()
+        await bare.call()
     return (_cpu_seconds(pid) - before) / calls * 1e6
 
 
