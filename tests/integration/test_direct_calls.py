@@ -288,3 +288,18 @@ async def test_a_stateless_call_is_cancelled_when_its_client_goes_away() -> None
             with contextlib.suppress(asyncio.CancelledError):
                 await call
         await asyncio.wait_for(SLOW.cancelled.wait(), 5)
+
+
+async def test_what_the_direct_path_cannot_read_is_answered_by_the_sdk() -> None:
+    async with _serving(direct=True) as (url, app), httpx.AsyncClient(timeout=10) as http:
+        headers = {
+            "Accept": ACCEPT,
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {TOKEN}",
+            "MCP-Protocol-Version": MODERN_VERSION,
+        }
+        deep = "[" * 5000 + "1" * 20 + "]" * 5000  # read by the standard library: too deep
+        for body in (b"{not json", deep.encode(), b'{"n": 1' + b"0" * 30 + b", "):
+            response = await http.post(url, content=body, headers=headers)
+            assert response.status_code == 400, response.text
+        assert _direct_path(app).answered == 0

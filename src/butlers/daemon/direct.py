@@ -397,7 +397,7 @@ def _accepts(headers: dict[str, str]) -> bool:
 def _decode(body: bytes) -> Any:
     try:
         return jsoncodec.loads(body)
-    except ValueError:  # not JSON, or what the fast codec refuses: the SDK answers it
+    except (ValueError, RecursionError):  # not JSON, or refused here: the SDK answers it
         return None
 
 
