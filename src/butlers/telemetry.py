@@ -196,13 +196,16 @@ class ToolSpanMiddleware(Middleware):
         arguments = getattr(message, "arguments", None) or {}
         start = time.perf_counter()
         with tracer().start_as_current_span(f"tool {name}") as span:
-            span.set_attribute("tool.name", name)
-            span.set_attribute("tool.butler", self._butler)
-            span.set_attribute("tool.module", self._modules(name) or "unknown")
-            # Redacted by the butler's one policy, then cut short: spans are for tracing,
-            # not a second copy of messages and stored values.
-            args = span_arguments(self._redactor.arguments(name, arguments))
-            span.set_attribute("tool.args", json.dumps(args, default=str, ensure_ascii=False))
+            # Attributes cost tens of microseconds (the arguments are redacted and
+            # encoded): only for a span that is recorded (tracing configured).
+            if span.is_recording():
+                span.set_attribute("tool.name", name)
+                span.set_attribute("tool.butler", self._butler)
+                span.set_attribute("tool.module", self._modules(name) or "unknown")
+                # Redacted by the butler's one policy, then cut short: spans are for
+                # tracing, not a second copy of messages and stored values.
+                args = span_arguments(self._redactor.arguments(name, arguments))
+                span.set_attribute("tool.args", json.dumps(args, default=str, ensure_ascii=False))
             try:
                 result = await call_next(context)
             except Exception as exc:

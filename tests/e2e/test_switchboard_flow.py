@@ -475,13 +475,16 @@ async def test_mcp_client_is_cached_and_replaced_after_a_restart(
     cached = await butler_ecosystem.call("switchboard", "switchboard_stats")
     assert cached["mcp_clients_opened"] == before["mcp_clients_opened"]
 
-    # A restarted butler serves the cached client as it is (streamable HTTP keeps nothing
-    # the new process lacks): the next route reuses it, no client is opened.
+    # A restarted butler forgot the MCP session (it answers 404, so it never saw the call):
+    # the next route opens one new session in its place, and the route after reuses it.
     await butler_ecosystem.restart("general")
     assert (await route_to_general())["status"] == "success"
     after = await butler_ecosystem.call("switchboard", "switchboard_stats")
-    assert after["mcp_clients_opened"] == before["mcp_clients_opened"]
+    assert after["mcp_clients_opened"] == before["mcp_clients_opened"] + 1
     assert after["mcp_clients_cached"] == cached["mcp_clients_cached"]
+    assert (await route_to_general())["status"] == "success"
+    again = await butler_ecosystem.call("switchboard", "switchboard_stats")
+    assert again["mcp_clients_opened"] == after["mcp_clients_opened"]
 
 
 async def test_switchboard_only_tools_are_absent_elsewhere(

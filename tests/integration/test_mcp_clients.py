@@ -12,7 +12,7 @@ import uvicorn
 from fastmcp import FastMCP
 
 from butlers.db.embedded import free_port
-from butlers.mcp_clients import ClientCache, OutcomeUnknown
+from butlers.mcp_clients import McpClient, OutcomeUnknown
 from tests.support.proxy import DroppingProxy
 
 
@@ -69,9 +69,9 @@ async def _started(server: CountingServer) -> None:
 
 async def test_a_call_dropped_after_it_was_sent_is_not_repeated(proxied) -> None:  # type: ignore[no-untyped-def]
     server, proxy, url = proxied
-    clients = ClientCache(timeout=10)
+    clients = McpClient(timeout=10)
     try:
-        await clients.get(url)
+        await clients.list_tools(url)  # the session is open before the drop is armed
         proxy.drop_after(b'"work"', lambda: _started(server))
         with pytest.raises(OutcomeUnknown, match="not repeated, since it may have run"):
             await clients.call_tool(url, "work")
@@ -84,9 +84,9 @@ async def test_a_call_dropped_after_it_was_sent_is_not_repeated(proxied) -> None
 
 async def test_an_idempotent_call_dropped_after_it_was_sent_is_repeated(proxied) -> None:  # type: ignore[no-untyped-def]
     server, proxy, url = proxied
-    clients = ClientCache(timeout=10)
+    clients = McpClient(timeout=10)
     try:
-        await clients.get(url)
+        await clients.list_tools(url)  # the session is open before the drop is armed
         proxy.drop_after(b'"work"', lambda: _started(server))
         result = await clients.call_tool(url, "work", idempotent=True)
         assert proxy.dropped.is_set() and result.data == 2
@@ -96,7 +96,7 @@ async def test_an_idempotent_call_dropped_after_it_was_sent_is_repeated(proxied)
 
 async def test_a_call_after_the_server_restarted_runs_once_there() -> None:
     server = CountingServer()
-    clients = ClientCache(timeout=10)
+    clients = McpClient(timeout=10)
     try:
         async with _serving(server) as port:
             url = f"http://127.0.0.1:{port}/mcp"

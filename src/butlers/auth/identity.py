@@ -58,3 +58,9 @@ def session(session_id: str, *, tools: bool = True) -> Identity:
 current_identity: contextvars.ContextVar[Identity] = contextvars.ContextVar(
     "butlers_identity", default=LOCAL
 )
+
+current_mcp_session: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "butlers_mcp_session", default=None
+)
+"""The MCP session of a call answered by the daemon's direct `tools/call` path (for
+the audit trail); the SDK's own path carries it in FastMCP's request context."""

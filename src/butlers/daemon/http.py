@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from butlers.auth.http import AuthGate, HostPolicy
 from butlers.auth.tokens import TokenBook
+from butlers.daemon.direct import DirectToolCalls
 from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT, BodyLimit
 
 ReadyCheck = Callable[[], Awaitable[tuple[bool, dict[str, object]]]]
@@ -27,8 +28,13 @@ def build_http_app(
     book: TokenBook,
     hosts: HostPolicy,
     session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
+    direct_calls: bool = True,
 ) -> Starlette:
+    """`direct_calls=False` leaves every request to the SDK (tests compare the two)."""
     streamable = mcp.http_app(path="/mcp", session_idle_timeout=session_idle_timeout)
+    endpoint = next(
+        r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp"
+    )
     sse = mcp.http_app(path="/sse", transport="sse")
 
     async def health(_request: Request) -> JSONResponse:
@@ -45,10 +51,15 @@ def build_http_app(
         *streamable.routes,
         *sse.routes,
     ]
-    # Outermost first: who is calling (Host, Origin, token) before any body is read.
+    # Outermost first: who is calling (Host, Origin, token) before any body is read,
+    # the body within its size and deadline, then plain `tools/call`s answered directly.
     gate = Middleware(AuthGate, book=book, hosts=hosts, butler=name)
+    middleware = [gate, Middleware(BodyLimit)]
+    if direct_calls:
+        sessions = lambda: getattr(endpoint, "session_manager", None)  # noqa: E731
+        middleware.append(Middleware(DirectToolCalls, mcp=mcp, sessions=sessions))
     return Starlette(
         routes=routes,
         lifespan=streamable.router.lifespan_context,
-        middleware=[gate, Middleware(BodyLimit)],
+        middleware=middleware,
     )

@@ -16,10 +16,8 @@ import asyncio
 import contextlib
 import logging
 
-from fastmcp.exceptions import ToolError
-
 from butlers.core.context import ButlerContext
-from butlers.mcp_clients import ClientCache, EndpointUnavailable
+from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF = 10.0
@@ -33,7 +31,7 @@ class Registrar:
         switchboard_url: str,
         advertise_url: str,
         interval: float,
-        clients: ClientCache | None = None,
+        clients: McpClient | None = None,
     ) -> None:
         self._butler = butler
         self._switchboard = switchboard_url
@@ -41,8 +39,10 @@ class Registrar:
         self._interval = interval
         token = butler.token
         # The butler's own token: the switchboard lets it register only its own name.
-        self._clients = clients or ClientCache(
-            timeout=10.0, headers={"Authorization": f"Bearer {token}"} if token else None
+        self._clients = clients or McpClient(
+            {"Authorization": f"Bearer {token}"} if token else None,
+            timeout=10.0,
+            client_name=f"butler {butler.name}",
         )
         self._task: asyncio.Task[None] | None = None
         self.registered = asyncio.Event()
@@ -94,7 +94,7 @@ class Registrar:
                 raise
             except (EndpointUnavailable, OSError, TimeoutError) as exc:
                 log.info("switchboard not reachable yet (%s); retrying in %.1f s", exc, backoff)
-            except ToolError as exc:
+            except (ToolFailed, McpError) as exc:
                 log.error(
                     "the switchboard at %s refused %s: %s; retrying in %.1f s",
                     self._switchboard,

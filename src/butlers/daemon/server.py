@@ -9,6 +9,7 @@ from fastmcp.tools import Tool
 
 from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices
+from butlers.daemon.calls import caller_of
 from butlers.daemon.guard import ArgumentGuard
 from butlers.redaction import Redactor
 from butlers.stores.sessions import SessionStore
@@ -41,7 +42,8 @@ def register_session_service_tools(mcp: FastMCP, services: SessionServices) -> N
 
 
 async def install_schema_lookup(mcp: FastMCP, tools: Sequence[Tool] | None = None) -> None:
-    """Answer the transport's per-call input-schema question from a table.
+    """Answer the transport's per-call input-schema question from a table, and give the
+    direct `tools/call` path (`calls.ToolCaller`) its table of tools.
 
     Without this, the streamable-HTTP transport validates `Mcp-Param-*` headers of
     every `tools/call` by running a full `tools/list` through the middleware chain
@@ -51,6 +53,7 @@ async def install_schema_lookup(mcp: FastMCP, tools: Sequence[Tool] | None = Non
     listed = tools if tools is not None else await mcp.list_tools()
     schemas = {tool.name: tool.parameters for tool in listed}
     mcp._mcp_server.get_tool_input_schema = schemas.get
+    caller_of(mcp).install(listed)
 
 
 async def finalize_server(

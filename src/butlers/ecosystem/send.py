@@ -6,13 +6,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
-from fastmcp.exceptions import ToolError
-
 from butlers.ecosystem.control import PidFile
 from butlers.ecosystem.state import read_state
 from butlers.errors import EcosystemError
+from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
 from butlers.switchboard.envelope import build_envelope
 
 
@@ -27,34 +24,38 @@ async def send_message(data_dir: Path, text: str, *, wait: bool, timeout: float)
     token = state.token
     if not token:
         raise EcosystemError(f"{data_dir / 'ecosystem.json'} has no token; restart `butlers up`")
-    transport = StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}"})
-    async with Client(transport, timeout=timeout + 30) as client:
-        try:
-            result = await client.call_tool(
-                "ingest_v1",
-                {"envelope": envelope.model_dump(mode="json"), "wait": wait},
-            )
-        except ToolError as exc:
-            raise EcosystemError(f"the switchboard refused the message: {exc}") from None
-        answer: dict[str, Any] = result.data
-        print(f"request {answer['request_id']}: {answer['status']}")
-        if not wait:
-            return 0
-        classification = answer["classification"]
-        if classification["fallback"]:
-            print(f"classification fell back to general: {classification['reason']}")
-        failed = 0
-        for route in answer["routes"]:
-            print(
-                f"→ {route['butler']:<13} {route['status']:<18} "
-                f"session {route['session_id'] or '-'} ({route['duration_ms']} ms)"
-            )
-            print(f"    prompt: {route['prompt']}")
-            if route["tool_calls"]:
-                print(f"    tools:  {', '.join(route['tool_calls'])}")
-            if route["output"]:
-                print(f"    answer: {route['output']}")
-            if route["error"]:
-                print(f"    error:  {route['error']}", file=sys.stderr)
-                failed += 1
-        return 1 if failed else 0
+    client = McpClient(
+        {"Authorization": f"Bearer {token}"}, timeout=timeout + 30, client_name="butlers send"
+    )
+    try:
+        result = await client.call_tool(
+            url, "ingest_v1", {"envelope": envelope.model_dump(mode="json"), "wait": wait}
+        )
+    except (ToolFailed, McpError) as exc:
+        raise EcosystemError(f"the switchboard refused the message: {exc}") from None
+    except EndpointUnavailable as exc:
+        raise EcosystemError(f"the switchboard at {url} cannot be reached: {exc}") from None
+    finally:
+        await client.aclose()
+    answer: dict[str, Any] = result.data
+    print(f"request {answer['request_id']}: {answer['status']}")
+    if not wait:
+        return 0
+    classification = answer["classification"]
+    if classification["fallback"]:
+        print(f"classification fell back to general: {classification['reason']}")
+    failed = 0
+    for route in answer["routes"]:
+        print(
+            f"→ {route['butler']:<13} {route['status']:<18} "
+            f"session {route['session_id'] or '-'} ({route['duration_ms']} ms)"
+        )
+        print(f"    prompt: {route['prompt']}")
+        if route["tool_calls"]:
+            print(f"    tools:  {', '.join(route['tool_calls'])}")
+        if route["output"]:
+            print(f"    answer: {route['output']}")
+        if route["error"]:
+            print(f"    error:  {route['error']}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0

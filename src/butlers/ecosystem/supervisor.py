@@ -286,18 +286,23 @@ class Ecosystem:
         switchboard = self.switchboard
         if switchboard is None:
             return
-        from fastmcp import Client
-        from fastmcp.client.transports import StreamableHttpTransport
+        from butlers.mcp_clients import McpClient
 
         missing = set(self.butlers)
         assert self.tokens is not None
-        transport = StreamableHttpTransport(
-            switchboard.url, headers={"Authorization": f"Bearer {self.tokens.user_token}"}
+        client = McpClient(
+            {"Authorization": f"Bearer {self.tokens.user_token}"},
+            timeout=10,
+            client_name="butlers up",
         )
-        async with Client(transport, timeout=10) as client:
+        try:
 
             async def all_registered() -> bool:
-                rows = (await client.call_tool("butler_registry_list", {})).data or []
+                rows = (
+                    await client.call_tool(
+                        switchboard.url, "butler_registry_list", {}, idempotent=True
+                    )
+                ).data or []
                 registered = {r["name"]: r["url"] for r in rows}
                 missing.intersection_update(
                     {n for n in self.butlers if registered.get(n) != self.butlers[n].url}
@@ -313,6 +318,8 @@ class Ecosystem:
                 ),
                 error=EcosystemError,
             )
+        finally:
+            await client.aclose()
 
     def _spawn_dashboard(self) -> None:
         assert self.dashboard is not None

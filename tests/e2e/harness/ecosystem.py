@@ -13,7 +13,7 @@ from fastmcp import Client
 from fastmcp.client.transports import SSETransport, StreamableHttpTransport
 
 from butlers.db.pool import create_pool
-from butlers.mcp_clients import ClientCache
+from tests.support.fastmcp_clients import ClientCache
 
 USER = object()  # `EcosystemHandle.client(..., token=USER)`: the user's token
 

@@ -29,6 +29,10 @@ class NotInstalled:
         return None
 
 sys.meta_path.insert(0, NotInstalled())
+# As if not installed for availability probes too: `importlib.util.find_spec` answers None
+# (python-json-logger, under kopf, probes for orjson that way).
+for name in blocked:
+    sys.modules.setdefault(name, None)
 import butlers_operator
 for module in pkgutil.iter_modules(butlers_operator.__path__):
     importlib.import_module(f"butlers_operator.{module.name}")

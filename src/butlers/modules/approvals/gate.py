@@ -20,6 +20,7 @@ from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from pydantic import ValidationError
 
+from butlers.auth.identity import current_mcp_session
 from butlers.auth.middleware import caller_identity
 from butlers.core.baton import SessionEnded
 from butlers.core.spawner import Spawner
@@ -171,6 +172,9 @@ class ApprovalGate(Middleware):
 
 def _mcp_session(context: MiddlewareContext) -> str | None:
     """The MCP session of a direct caller (for the audit trail)."""
+    direct = current_mcp_session.get()
+    if direct is not None:
+        return direct
     ctx = context.fastmcp_context
     if ctx is None:
         return None

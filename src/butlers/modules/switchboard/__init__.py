@@ -19,7 +19,7 @@ from pydantic import Field, JsonValue, ValidationError
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
 from butlers.jsonutil import json_object, to_json
-from butlers.mcp_clients import ClientCache
+from butlers.mcp_clients import McpClient
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.switchboard.pipeline import Pipeline
 from butlers.modules.switchboard.registry import expire_stale_entries, register_registry_tools
@@ -67,8 +67,10 @@ class SwitchboardModule(Module):
         self._pipeline = Pipeline(
             butler=ctx.butler.name,
             store=SwitchboardStore(ctx.pool),
-            clients=ClientCache(
-                timeout=config.route_timeout_seconds + 30, headers=_bearer(ctx.butler.token)
+            clients=McpClient(
+                _bearer(ctx.butler.token),
+                timeout=config.route_timeout_seconds + 30,
+                client_name=f"butlers-switchboard {ctx.butler.name}",
             ),
             spawner=ctx.services.spawner,
             classification_timeout=config.classification_timeout_seconds,
@@ -166,7 +168,8 @@ class SwitchboardModule(Module):
 
         @mcp.tool(meta=meta, annotations=read)
         async def switchboard_stats() -> JsonValue:
-            """MCP clients opened so far and cached now, and messages being processed."""
+            """MCP sessions opened so far and kept now (`mcp_clients_*`), and messages being
+            processed."""
             return pipeline.stats()
 
         @mcp.tool(meta=meta, annotations=read)

@@ -9,12 +9,11 @@ import uuid
 from typing import Any
 
 import asyncpg
-from fastmcp.exceptions import ToolError
 from opentelemetry import trace
 from pydantic import JsonValue
 
 from butlers.core.spawner import Spawner
-from butlers.mcp_clients import ClientCache, EndpointUnavailable
+from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
 from butlers.modules.switchboard.store import Claimed, SwitchboardStore
 from butlers.switchboard.classification import (
     ButlerProfile,
@@ -55,7 +54,7 @@ class Pipeline:
         *,
         butler: str,
         store: SwitchboardStore,
-        clients: ClientCache,
+        clients: McpClient,
         spawner: Spawner,
         classification_timeout: float,
         route_timeout: float,
@@ -375,7 +374,7 @@ class Pipeline:
                     )
                 except EndpointUnavailable as exc:
                     raise TargetUnavailable(f"butler {entry.butler!r} at {url}: {exc}") from None
-                except ToolError as exc:
+                except (ToolFailed, McpError) as exc:
                     raise RouteFailed(f"{entry.butler}: {exc}") from None
                 answer = TriggerAnswer.from_json(result.data)
                 if not answer.success:

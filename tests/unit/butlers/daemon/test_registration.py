@@ -9,7 +9,7 @@ import pytest
 
 from butlers.core.context import ButlerContext
 from butlers.daemon.registration import Registrar
-from butlers.mcp_clients import EndpointUnavailable
+from butlers.mcp_clients import EndpointUnavailable, ToolFailed, ToolResult
 from butlers.waiting import wait_until
 from tests.support.butlers import make_resource
 
@@ -71,9 +71,9 @@ async def test_a_bug_is_logged_as_an_error_with_its_traceback_and_retried(
 async def test_a_refusal_by_the_switchboard_is_an_error_naming_its_reason(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from fastmcp.exceptions import ToolError
-
-    await _attempts(ToolError("url: String should match pattern '^https?://'"), caplog)
+    text = "url: String should match pattern '^https?://'"
+    refusal = ToolResult(None, text, True, {})
+    await _attempts(ToolFailed(refusal), caplog)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors and "refused" in errors[0].getMessage()
     assert "should match pattern" in errors[0].getMessage()

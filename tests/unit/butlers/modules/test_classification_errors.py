@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from butlers.core.spawner import SpawnerResult
-from butlers.mcp_clients import ClientCache
+from butlers.mcp_clients import McpClient
 from butlers.modules.switchboard.pipeline import Pipeline
 from butlers.modules.switchboard.store import Registration
 
@@ -38,7 +38,7 @@ def _pipeline(outcome: SpawnerResult | Exception) -> Pipeline:
     return Pipeline(
         butler="switchboard",
         store=Registry(),  # type: ignore[arg-type]
-        clients=ClientCache(),
+        clients=McpClient(),
         spawner=Spawner(outcome),  # type: ignore[arg-type]
         classification_timeout=5,
         route_timeout=5,

@@ -1,0 +1,272 @@
+"""Where a `tools/call` spends its time: the butler against the transport floor, per client.
+
+One butler (`health`, a real `butlers serve` process) and a floor server (`_floor_server.py`:
+uvicorn + httptools answering the same asyncpg query as `state_get`, on the same event
+loop) run side by side. Every configuration below makes one `state_get` call in turn, in
+a rotating order (interleaved, so a noisy neighbour hits them alike), N rounds per repeat,
+3 repeats. Per repeat each configuration's median; printed: the median over repeats and
+their spread (min-max).
+
+- `floor / bare`: the bare client (`_bare_http.py`: one keep-alive connection, raw bytes)
+  against the floor server: the baseline of every ratio.
+- `butler / bare 2025`: the same bare client, `tools/call` in a 2025-11-25 session.
+- `butler / bare 2026`: the same, a stateless 2026-07-28 request (no session).
+- `butler / lean`: our own client (the one the switchboard, the dashboard and the CLI use).
+- `butler / fastmcp`: FastMCP's `Client` over streamable HTTP.
+
+server/floor = butler with the bare client / floor with the bare client (goal <= 1.5);
+client cost = butler with that client - butler with the bare client (goal, lean: <= 0.5 ms).
+Timing is never a failure: this prints, and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import httpx2 as httpx
+
+from _bare_http import BareHttp
+from _common import ecosystem, user_client
+from butlers.db.embedded import free_port
+
+N = int(os.environ.get("BENCH_MCP_N", "400"))
+REPEATS = 3
+WARMUP = 100
+HERE = Path(__file__).resolve().parent
+SESSION_VERSION = "2025-11-25"
+MODERN_VERSION = "2026-07-28"
+ACCEPT = "application/json, text/event-stream"
+
+
+def _call_body(ident: int, meta: dict[str, object] | None = None) -> bytes:
+    params: dict[str, object] = {"name": "state_get", "arguments": {"key": "bench"}}
+    if meta is not None:
+        params["_meta"] = meta
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+    ).encode()
+
+
+async def _open_session(url: str, token: str) -> str:
+    """A 2025-11-25 MCP session (initialize + initialized); its id."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": SESSION_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        },
+    }
+    async with httpx.AsyncClient(timeout=10) as http:
+        opened = await http.post(url, json=init, headers=headers)
+        opened.raise_for_status()
+        session_id = opened.headers["mcp-session-id"]
+        headers |= {"Mcp-Session-Id": session_id, "MCP-Protocol-Version": SESSION_VERSION}
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        (await http.post(url, json=note, headers=headers)).raise_for_status()
+    return session_id
+
+
+async def _wait_port(port: int, deadline: float = 20.0) -> None:
+    end = time.monotonic() + deadline
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            if time.monotonic() > end:
+                raise RuntimeError(f"the floor server did not listen on {port}") from None
+            await asyncio.sleep(0.05)
+
+
+def _lean_client(
+    token: str,
+) -> tuple[Callable[[str], Awaitable[object]], Callable[[], Awaitable[None]]]:
+    """(call, close) of our own lean client: the consolidated one when it exists."""
+    try:
+        from butlers.mcp_clients import McpClient
+
+        lean = McpClient({"Authorization": f"Bearer {token}"})
+
+        async def call(url: str) -> object:
+            return await lean.call_tool(url, "state_get", {"key": "bench"})
+
+        return call, lean.aclose
+    except ImportError:  # before the one client (the baseline): the dashboard's
+        from butlers.dashboard.mcp_http import McpHttpClient  # type: ignore[import-not-found]
+
+        old = McpHttpClient({"Authorization": f"Bearer {token}"})
+
+        async def call_old(url: str) -> object:
+            return await old.call_tool(url, "state_get", {"key": "bench"})
+
+        return call_old, old.aclose
+
+
+async def main() -> None:
+    async with ecosystem(["health"]) as eco:
+        butler = eco.butlers["health"]
+        assert eco.tokens is not None
+        token = eco.tokens.user_token
+        url = butler.url
+        auth = {"Authorization": f"Bearer {token}"}
+        port = free_port()
+        floor_proc = subprocess.Popen(  # noqa: ASYNC220 (started once, before timing)
+            [sys.executable, str(HERE / "_floor_server.py"), butler.dsn, butler.schema, str(port)],
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        closers: list[Callable[[], Awaitable[object]]] = []
+        try:
+            await _wait_port(port)
+            async with user_client(eco, "health") as fast:
+                await fast.call_tool("state_set", {"key": "bench", "value": {"weight": 80}})
+                session_id = await _open_session(url, token)
+                json_headers = {"Content-Type": "application/json", "Accept": ACCEPT}
+                floor = BareHttp(f"http://127.0.0.1:{port}/", json_headers, _call_body(1))
+                bare_session = BareHttp(
+                    url,
+                    {
+                        **json_headers,
+                        **auth,
+                        "Mcp-Session-Id": session_id,
+                        "MCP-Protocol-Version": SESSION_VERSION,
+                    },
+                    _call_body(1),
+                )
+                modern_meta = {
+                    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+                bare_modern = BareHttp(
+                    url,
+                    {
+                        **json_headers,
+                        **auth,
+                        "MCP-Protocol-Version": MODERN_VERSION,
+                        "Mcp-Method": "tools/call",
+                        "Mcp-Name": "state_get",
+                    },
+                    _call_body(1, modern_meta),
+                )
+                for bare in (floor, bare_session, bare_modern):
+                    await bare.open()
+                    closers.append(bare.close)
+                lean_call, lean_close = _lean_client(token)
+                closers.append(lean_close)
+
+                async def fastmcp_call() -> object:
+                    return await fast.call_tool("state_get", {"key": "bench"})
+
+                configs: dict[str, Callable[[], Awaitable[object]]] = {
+                    "floor / bare": floor.call,
+                    "butler / bare 2025": bare_session.call,
+                    "butler / bare 2026": bare_modern.call,
+                    "butler / lean": lambda: lean_call(url),
+                    "butler / fastmcp": fastmcp_call,
+                }
+                for name, fn in configs.items():  # each answers, and is warm
+                    for _ in range(WARMUP):
+                        answer = await fn()
+                    if isinstance(answer, bytes) and b'"error"' in answer:
+                        raise RuntimeError(f"{name}: {answer[:300]!r}")
+                if os.environ.get("BENCH_MCP_PIDS"):  # for a profiler: who serves what
+                    assert butler.process is not None
+                    pids = f"butler {butler.process.pid}\nfloor {floor_proc.pid}\n"
+                    Path(os.environ["BENCH_MCP_PIDS"]).write_text(pids)  # noqa: ASYNC240
+                medians = await _measure(configs)
+                assert butler.process is not None
+                cpu = {
+                    "floor / bare": await _cpu_per_call(floor_proc.pid, floor),
+                    "butler / bare 2025": await _cpu_per_call(butler.process.pid, bare_session),
+                    "butler / bare 2026": await _cpu_per_call(butler.process.pid, bare_modern),
+                }
+        finally:
+            for close in closers:
+                await close()
+            floor_proc.terminate()
+            floor_proc.wait(10)
+    _report(medians)
+    print(
+        "server CPU per call (user+system of the serving process, one client at a time): "
+        + ", ".join(
+            f"{name} {us:.0f} us ({us / cpu['floor / bare']:.2f}x)" for name, us in cpu.items()
+        )
+    )
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _cpu_per_call(pid: int, bare: BareHttp) -> float:
+    """Microseconds of the server's CPU per call (clock ticks: needs many calls)."""
+    calls = max(N * 5, 2000)
+    await bare.close()
+    await bare.open()  # idle for a while: the server may have closed the old connection
+    before = _cpu_seconds(pid)
+    for _ in range(calls):
+        await bare.call()
+    return (_cpu_seconds(pid) - before) / calls * 1e6
+
+
+async def _measure(configs: dict[str, Callable[[], Awaitable[object]]]) -> dict[str, list[float]]:
+    names = list(configs)
+    medians: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(REPEATS):
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        for i in range(N):
+            shift = i % len(names)
+            for name in names[shift:] + names[:shift]:
+                fn = configs[name]
+                started = time.perf_counter()
+                await fn()
+                samples[name].append(time.perf_counter() - started)
+        for name in names:
+            medians[name].append(statistics.median(samples[name]) * 1000)
+    return medians
+
+
+def _report(medians: dict[str, list[float]]) -> None:
+    floor = medians["floor / bare"]
+    bare = medians["butler / bare 2025"]
+    print(
+        f"tools/call state_get: butler vs transport floor, interleaved, n={N} x {REPEATS} "
+        f"repeats (median of repeat medians, spread min-max)"
+    )
+    print(
+        f"{'configuration':<20} {'p50 ms':>8} {'spread':>15} {'/floor':>7} {'spread':>13} "
+        f"{'client ms':>10}"
+    )
+    for name, values in medians.items():
+        ratios = [v / f for v, f in zip(values, floor, strict=True)]
+        line = (
+            f"{name:<20} {statistics.median(values):>8.3f} "
+            f"{min(values):>7.3f}-{max(values):<7.3f} {statistics.median(ratios):>7.2f} "
+            f"{min(ratios):>6.2f}-{max(ratios):<6.2f}"
+        )
+        if name in ("butler / lean", "butler / fastmcp"):
+            costs = [v - b for v, b in zip(values, bare, strict=True)]
+            line += f" {statistics.median(costs):>+10.3f}"
+        print(line)
+    print("goals: butler / bare <= 1.5x floor; lean client cost <= 0.5 ms per call")
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except Exception as exc:  # a benchmark reports, never fails the build
+        print(f"bench_mcp_path: could not complete: {exc.__class__.__name__}: {exc}")
+    sys.exit(0)

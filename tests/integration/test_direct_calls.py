@@ -1,0 +1,305 @@
+"""The direct `tools/call` path answers exactly what the MCP SDK's path answers, in a 2025
+session and as a stateless 2026-07-28 request, and never lets a session's call through
+for a credential that did not open it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+import uvicorn
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+
+from butlers.auth.http import HostPolicy
+from butlers.auth.tokens import TokenBook, digest, new_user_token
+from butlers.daemon.direct import DirectToolCalls
+from butlers.daemon.guard import ArgumentGuard
+from butlers.daemon.http import build_http_app
+from butlers.daemon.server import install_schema_lookup
+from butlers.db.embedded import free_port
+from tests.support.raw_mcp import decode
+
+TOKEN, OTHER = new_user_token(), new_user_token()
+SESSION_VERSION, MODERN_VERSION = "2025-11-25", "2026-07-28"
+ACCEPT = "application/json, text/event-stream"
+
+
+def _server() -> FastMCP:
+    mcp = FastMCP("t")
+    mcp.add_middleware(ArgumentGuard())
+
+    @mcp.tool
+    async def echo(text: str, times: int = 1) -> dict[str, Any]:
+        return {"text": text * times}
+
+    @mcp.tool
+    def words(text: str) -> list[str]:
+        return text.split()
+
+    @mcp.tool
+    async def refuse() -> str:
+        raise ToolError("refused, as asked")
+
+    @mcp.tool
+    async def broken() -> str:
+        raise RuntimeError("a bug")
+
+    @mcp.tool
+    async def slow() -> str:
+        SLOW.started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            SLOW.cancelled.set()
+            raise
+        return "done"
+
+    return mcp
+
+
+class _Slow:
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+
+SLOW = _Slow()
+
+
+@contextlib.asynccontextmanager
+async def _serving(direct: bool) -> AsyncIterator[tuple[str, Any]]:
+    mcp = _server()
+    await install_schema_lookup(mcp)
+    app = build_http_app(
+        mcp,
+        "t",
+        _ready,
+        book=TokenBook(user_digests={digest(TOKEN): "user", digest(OTHER): "other"}),
+        hosts=HostPolicy(),
+        direct_calls=direct,
+    )
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        assert not task.done(), "the app did not start"
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", app
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def _ready() -> tuple[bool, dict[str, object]]:
+    return True, {}
+
+
+def _direct_path(app: Any) -> DirectToolCalls:
+    layer = app.middleware_stack
+    while not isinstance(layer, DirectToolCalls):
+        layer = layer.app
+    return layer
+
+
+async def _open(http: httpx.AsyncClient, url: str, token: str) -> str:
+    headers = {"Accept": ACCEPT, "Authorization": f"Bearer {token}"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": SESSION_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    opened = await http.post(url, json=init, headers=headers)
+    session = opened.headers["mcp-session-id"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": SESSION_VERSION}
+    (await http.post(url, json=note, headers=headers)).raise_for_status()
+    return session
+
+
+CALLS = [
+    ("echo", {"text": "ab", "times": 2}),
+    ("words", {"text": "one two"}),
+    ("echo", {"text": "a\u0000b"}),  # the argument guard
+    ("echo", {"times": 2}),  # a missing argument
+    ("echo", {"text": "x", "times": "many"}),  # a wrong type
+    ("refuse", {}),
+    ("broken", {}),
+    ("missing", {}),
+]
+
+
+async def _answers(direct: bool, era: str) -> tuple[list[dict[str, Any]], int]:
+    async with _serving(direct) as (url, app), httpx.AsyncClient(timeout=10) as http:
+        headers = {
+            "Accept": ACCEPT,
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {TOKEN}",
+        }
+        if era == "2025":
+            session = await _open(http, url, TOKEN)
+            headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": SESSION_VERSION}
+        answers = []
+        for ident, (name, arguments) in enumerate(CALLS, start=1):
+            params: dict[str, Any] = {"name": name, "arguments": arguments}
+            extra = {}
+            if era == "2026":
+                params["_meta"] = {
+                    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+                extra = {
+                    "MCP-Protocol-Version": MODERN_VERSION,
+                    "Mcp-Method": "tools/call",
+                    "Mcp-Name": name,
+                }
+            body = {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+            response = await http.post(url, content=json.dumps(body), headers=headers | extra)
+            assert response.status_code == 200, response.text
+            answers.append(decode(response))
+        answered = _direct_path(app).answered if direct else 0
+    return answers, answered
+
+
+@pytest.mark.parametrize("era", ["2025", "2026"])
+async def test_the_direct_path_answers_as_the_sdk_does(era: str) -> None:
+    through_sdk, _ = await _answers(direct=False, era=era)
+    direct, answered = await _answers(direct=True, era=era)
+    assert answered == len(CALLS)
+    assert direct == through_sdk
+    assert direct[0]["result"]["structuredContent"] == {"text": "abab"}
+    assert "NUL character" in direct[2]["result"]["content"][0]["text"]
+
+
+async def test_a_session_is_not_used_with_another_credential() -> None:
+    async with _serving(direct=True) as (url, app), httpx.AsyncClient(timeout=10) as http:
+        session = await _open(http, url, TOKEN)
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "x"}},
+        }
+        headers = {
+            "Accept": ACCEPT,
+            "Authorization": f"Bearer {OTHER}",
+            "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": SESSION_VERSION,
+        }
+        response = await http.post(url, json=body, headers=headers)
+        assert response.status_code == 404
+        assert _direct_path(app).answered == 0
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN_VERSION])
+async def test_the_official_sdk_client_is_answered_directly(mode: str) -> None:
+    from mcp.client.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        _serving(direct=True) as (url, app),
+        httpx.AsyncClient(timeout=10, headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,  # type: ignore[arg-type]
+    ):
+        result = await client.call_tool("echo", {"text": "ab", "times": 2})
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert client.protocol_version == (SESSION_VERSION if mode == "legacy" else mode)
+        assert _direct_path(app).answered == 1
+    assert not result.is_error and result.structured_content == {"text": "abab"}
+    assert {"echo", "words", "refuse", "broken"} <= names
+
+
+async def test_the_fastmcp_client_is_answered_directly() -> None:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    async with _serving(direct=True) as (url, app):
+        transport = StreamableHttpTransport(url, headers={"Authorization": f"Bearer {TOKEN}"})
+        async with Client(transport, timeout=10) as client:
+            result = await client.call_tool("words", {"text": "one two"})
+        assert _direct_path(app).answered == 1
+    assert result.data == ["one", "two"]
+
+
+async def test_a_session_call_is_cancelled_by_the_clients_notification() -> None:
+    SLOW.__init__()
+    async with _serving(direct=True) as (url, _app), httpx.AsyncClient(timeout=10) as http:
+        session = await _open(http, url, TOKEN)
+        headers = {
+            "Accept": ACCEPT,
+            "Authorization": f"Bearer {TOKEN}",
+            "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": SESSION_VERSION,
+        }
+        body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow"}}
+        call = asyncio.create_task(http.post(url, json=body, headers=headers))
+        await asyncio.wait_for(SLOW.started.wait(), 5)
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 7, "reason": "changed my mind"},
+        }
+        assert (await http.post(url, json=note, headers=headers)).status_code == 202
+        answer = decode(await asyncio.wait_for(call, 5))
+    assert answer == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32800, "message": "Request cancelled"},
+    }
+    assert SLOW.cancelled.is_set()
+
+
+async def test_a_stateless_call_is_cancelled_when_its_client_goes_away() -> None:
+    SLOW.__init__()
+    async with _serving(direct=True) as (url, _app):
+        headers = {
+            "Accept": ACCEPT,
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {TOKEN}",
+            "MCP-Protocol-Version": MODERN_VERSION,
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "slow",
+        }
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {}, "_meta": meta},
+        }
+        async with httpx.AsyncClient(timeout=10) as http:
+            call = asyncio.create_task(http.post(url, json=body, headers=headers))
+            await asyncio.wait_for(SLOW.started.wait(), 5)
+            call.cancel()  # closes the connection
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+        await asyncio.wait_for(SLOW.cancelled.wait(), 5)
+
+
+async def test_what_the_direct_path_cannot_read_is_answered_by_the_sdk() -> None:
+    async with _serving(direct=True) as (url, app), httpx.AsyncClient(timeout=10) as http:
+        headers = {
+            "Accept": ACCEPT,
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {TOKEN}",
+            "MCP-Protocol-Version": MODERN_VERSION,
+        }
+        deep = "[" * 5000 + "1" * 20 + "]" * 5000  # read by the standard library: too deep
+        for body in (b"{not json", deep.encode(), b'{"n": 1' + b"0" * 30 + b", "):
+            response = await http.post(url, content=body, headers=headers)
+            assert response.status_code == 400, response.text
+        assert _direct_path(app).answered == 0
