@@ -30,7 +30,7 @@ from butlers_operator import controller
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.target import build_schema_name
-from tests.support.kube_emulator import declare_cluster
+from tests.support.kube_emulator import VersionedEmulator, declare_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE = "bench"
@@ -113,7 +113,7 @@ class ReconcileClock:
 @contextlib.asynccontextmanager
 async def operator_on_emulator(admin_dsn: str, prefix: str) -> AsyncIterator[Any]:
     """A fresh emulator and a fresh operator: every measurement starts from an empty API."""
-    async with kmock.KubernetesEmulator() as server, kmock.Server(server):
+    async with VersionedEmulator(recent_only=True) as server, kmock.Server(server):
         declare_cluster(server, NAMESPACE)
         settings = OperatorSettings(
             namespaces=(NAMESPACE,),
