@@ -133,10 +133,12 @@ def build_registry(
     kopf.on.update(*RESOURCE, registry=registry, id="update-butler", field="spec")(reconcile)
 
     @kopf.on.event(*RESOURCE, registry=registry, id="watch-switchboard")
-    async def watch_switchboard(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    async def watch_switchboard(
+        body: kopf.Body, memo: kopf.Memo, type: str | None, **_: Any
+    ) -> None:
         # A switchboard that appears, moves or goes is rendered into every Deployment now.
         if "controller" in memo:
-            await memo["controller"].butlers_changed(body["metadata"]["namespace"])
+            memo["controller"].butlers_changed(body, gone=type == "DELETED")
 
     @kopf.on.event(
         "apps", "v1", "deployments", registry=registry, id="watch-rollout", labels=MANAGED

@@ -11,7 +11,7 @@ import asyncio
 import base64
 import datetime
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -59,7 +59,8 @@ class Outcome:
     problem: Condition | None = None
     # Whether to try again soon (with backoff) rather than at the next resync.
     retry: bool = False
-    # The switchboard URL the Deployment was rendered with.
+    # Whether the Deployment was applied, and the switchboard URL it was rendered with.
+    rendered: bool = False
     switchboard_url: str | None = None
 
 
@@ -384,9 +385,16 @@ async def _failed(
 
 
 async def reconcile_butler(
-    kube: KubeClient, settings: OperatorSettings, body: Mapping[str, Any]
+    kube: KubeClient,
+    settings: OperatorSettings,
+    body: Mapping[str, Any],
+    switchboard_of: Callable[[str], Awaitable[tuple[str, str] | None]] | None = None,
 ) -> Outcome:
-    """Make the cluster and the database match one Butler; return its status."""
+    """Make the cluster and the database match one Butler; return its status.
+
+    `switchboard_of(namespace)` says where the namespace's switchboard is (the
+    controller's index); without it, the namespace's Butlers are listed.
+    """
     meta = body["metadata"]
     generation = meta.get("generation")
     previous = body.get("status") or {}
@@ -400,7 +408,10 @@ async def reconcile_butler(
     except DatabaseError as exc:
         down = Condition(DATABASE_READY, False, exc.reason, str(exc))
         return await _failed(kube, body, down, retry=True)
-    switchboard = await read_switchboard(kube, target.namespace)
+    if switchboard_of is None:
+        switchboard = await read_switchboard(kube, target.namespace)
+    else:
+        switchboard = await switchboard_of(target.namespace)
     switchboard_url = switchboard[1] if switchboard else None
     auth = await ensure_namespace_auth(
         kube, target.namespace, switchboard[0] if switchboard else None
@@ -418,7 +429,7 @@ async def reconcile_butler(
         inputs,
         auth=auth,
     )
-    outcome = Outcome(status={}, switchboard_url=switchboard_url)
+    outcome = Outcome(status={})
     try:
         # Independent objects: apply them together (a pod waits for its Secret and ConfigMap).
         verbs = await asyncio.gather(*(kube.apply(manifest) for manifest in objects))
@@ -427,6 +438,7 @@ async def reconcile_butler(
             raise
         rejected = Condition(AVAILABLE, False, "KubernetesRejected", exc.message)
         return await _failed(kube, body, rejected, retry=True)
+    outcome.rendered, outcome.switchboard_url = True, switchboard_url
     for verb, manifest in zip(verbs, objects, strict=True):
         if verb != "unchanged":
             outcome.actions.append((verb, f"{manifest['kind']}/{manifest['metadata']['name']}"))

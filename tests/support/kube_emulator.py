@@ -42,8 +42,6 @@ def declare_cluster(server: Any, namespace: str) -> None:
     }
 
 
-
-
 class VersionedEmulator(kmock.KubernetesEmulator):
     """kmock's emulator made to behave like an API server where the operator's scale depends
     on it: a resourceVersion that moves on every write, and (with `recent_only`) a cost per
@@ -71,11 +69,11 @@ class VersionedEmulator(kmock.KubernetesEmulator):
 
     async def _handle(self, request: Any) -> Any:
         data = request.data
-        if request.resource is not None and isinstance(data, dict):
-            if request.action in ("CREATE", "UPDATE"):
-                metadata = data.setdefault("metadata", {})
-                if isinstance(metadata, dict):
-                    metadata["resourceVersion"] = str(next(self.versions))
+        writes = request.action in ("CREATE", "UPDATE")
+        if request.resource is not None and writes and isinstance(data, dict):
+            metadata = data.setdefault("metadata", {})
+            if isinstance(metadata, dict):
+                metadata["resourceVersion"] = str(next(self.versions))
         self.serving.append(request)
         try:
             return await super()._handle(request)
