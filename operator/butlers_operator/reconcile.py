@@ -202,7 +202,6 @@ async def ensure_database(
         if check is Check.OK:
             assert known is not None
             credentials = known
-            message = f"schema {schema} and its role verified"
         else:
             if admin_dsn is None:
                 assert admin_error is not None
@@ -215,7 +214,6 @@ async def ensure_database(
                 owner=target.owner,
                 set_password=check is Check.LOGIN_FAILED,
             )
-            message = f"schema {schema} and its role are ready"
     except DatabaseError as exc:
         before = previous_condition(previous, DATABASE_READY)
         if (
@@ -231,6 +229,9 @@ async def ensure_database(
         raise
     server = admin_dsn or verified_on or str(stored_dsn)
     dsn = render.build_butler_dsn(credentials, server, settings.butler_database_host)
+    # One message whether this pass verified or repaired it: a resync that only verifies
+    # must find the condition as it left it, and write nothing.
+    message = f"schema {schema} and its role are ready"
     condition = Condition(DATABASE_READY, True, "Provisioned", message)
     return Database(credentials, dsn, _port(server), condition)
 

@@ -35,6 +35,14 @@ def declare_cluster(server: Any, namespace: str) -> None:
     )
     for key, kind in OWNED_KINDS.items():
         server.resources[key] = kmock.ResourceInfo(kind=kind, namespaced=True)
+    # The operator watches its Deployments' rollouts: advertise the watch, or kopf skips
+    # them ("non-watchable resources will not be served") and Ready never follows a rollout.
+    server.resources["apps/v1/deployments"] = kmock.ResourceInfo(
+        kind="Deployment",
+        namespaced=True,
+        subresources={"status"},
+        verbs={"list", "watch", "get", "patch", "create", "delete"},
+    )
     server.objects["v1/namespaces", None, namespace] = {
         "apiVersion": "v1",
         "kind": "Namespace",
