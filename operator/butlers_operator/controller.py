@@ -33,6 +33,8 @@ from butlers_operator.switchboards import SwitchboardIndex
 
 log = logging.getLogger(__name__)
 Key = tuple[str, str]  # (namespace, name)
+# Butlers a resync reconciles at once.
+RESYNC_CONCURRENCY = 8
 # Posts a Kubernetes Event about a Butler: (body, type, reason, message).
 EventSink = Callable[[Mapping[str, Any], str, str, str], None]
 
@@ -190,12 +192,17 @@ class Controller:
                 by_namespace.setdefault(path.split("/namespaces/")[1].split("/")[0], [])
             for namespace, bodies in by_namespace.items():
                 self.switchboards.replace(namespace, bodies, since)
-            for body in butlers:
-                try:
-                    await self.reconcile(body)
-                except Exception:
-                    meta = body["metadata"]
-                    log.exception("resync of Butler %s/%s failed", meta["namespace"], meta["name"])
+            # A few at a time: each pass mostly waits on the API server and the database.
+            limit = asyncio.Semaphore(RESYNC_CONCURRENCY)
+            await asyncio.gather(*(self._resync_one(body, limit) for body in butlers))
+
+    async def _resync_one(self, body: Mapping[str, Any], limit: asyncio.Semaphore) -> None:
+        async with limit:
+            try:
+                await self.reconcile(body)
+            except Exception:
+                meta = body["metadata"]
+                log.exception("resync of Butler %s/%s failed", meta["namespace"], meta["name"])
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.create_task(coroutine)
