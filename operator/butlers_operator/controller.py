@@ -33,8 +33,10 @@ from butlers_operator.switchboards import SwitchboardIndex
 
 log = logging.getLogger(__name__)
 Key = tuple[str, str]  # (namespace, name)
-# Butlers a resync reconciles at once.
-RESYNC_CONCURRENCY = 8
+# Butlers reconciled at once. A burst of N Butlers otherwise runs N passes in lockstep:
+# all of them finish near the end (the median Butler waits for the last), their requests
+# queue for the client's connections until they time out (then kopf backs off 5, 10, 20 s…).
+RECONCILE_CONCURRENCY = 8
 # Posts a Kubernetes Event about a Butler: (body, type, reason, message).
 EventSink = Callable[[Mapping[str, Any], str, str, str], None]
 
@@ -67,11 +69,13 @@ class Controller:
         # The last problem reported per Butler (a hiccup leaves no trace in its status).
         self._warned: dict[Key, tuple[str, str, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._working = asyncio.Semaphore(RECONCILE_CONCURRENCY)
+        self._resync: asyncio.Task[None] | None = None
 
     async def reconcile(self, body: Mapping[str, Any]) -> Outcome | None:
         """One pass for the Butler (its latest version); None when it is gone or going."""
         key = _key(body)
-        async with self._locks[key]:
+        async with self._locks[key], self._working:
             fresh = await self.kube.get(_butler_path(*key))
             if fresh is None or fresh["metadata"].get("deletionTimestamp"):
                 return None
@@ -168,6 +172,15 @@ class Controller:
         if lock is not None and not lock.locked():
             del self._locks[key]
 
+    def start_resync(self) -> None:
+        """Start the resync loop, once: from a kopf handler, so that its task inherits the
+        context kopf posts Events from (a task started at kopf's startup has none, and
+        every Event a resync reported raised LookupError after its pass had done the work).
+        """
+        if self._resync is None:
+            self._resync = asyncio.create_task(self.resync_forever(), name="resync")
+            self._tasks.add(self._resync)
+
     async def resync_forever(self) -> None:
         """Every `resync_seconds`: reconcile every served Butler (drift, rotated Secrets)."""
         while True:
@@ -192,17 +205,15 @@ class Controller:
                 by_namespace.setdefault(path.split("/namespaces/")[1].split("/")[0], [])
             for namespace, bodies in by_namespace.items():
                 self.switchboards.replace(namespace, bodies, since)
-            # A few at a time: each pass mostly waits on the API server and the database.
-            limit = asyncio.Semaphore(RESYNC_CONCURRENCY)
-            await asyncio.gather(*(self._resync_one(body, limit) for body in butlers))
+            # At once (`reconcile` bounds how many run): each mostly waits on I/O.
+            await asyncio.gather(*(self._resync_one(body) for body in butlers))
 
-    async def _resync_one(self, body: Mapping[str, Any], limit: asyncio.Semaphore) -> None:
-        async with limit:
-            try:
-                await self.reconcile(body)
-            except Exception:
-                meta = body["metadata"]
-                log.exception("resync of Butler %s/%s failed", meta["namespace"], meta["name"])
+    async def _resync_one(self, body: Mapping[str, Any]) -> None:
+        try:
+            await self.reconcile(body)
+        except Exception:
+            meta = body["metadata"]
+            log.exception("resync of Butler %s/%s failed", meta["namespace"], meta["name"])
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.create_task(coroutine)

@@ -6,7 +6,6 @@ Handlers are registered into a registry built for one settings object
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, cast
@@ -98,13 +97,9 @@ def build_registry(
         kube = KubeClient(lambda: resolve_connection(settings, kopf_settings, logger))
         controller = Controller(kube, settings, events)
         memo["kube"], memo["controller"] = kube, controller
-        memo["resync"] = asyncio.create_task(controller.resync_forever(), name="resync")
 
     @kopf.on.cleanup(registry=registry, id="stop-controller")
     async def stop_controller(memo: kopf.Memo, **_: Any) -> None:
-        if "resync" in memo:
-            memo["resync"].cancel()
-            await asyncio.gather(memo["resync"], return_exceptions=True)
         if "controller" in memo:
             await memo["controller"].close()
         if "kube" in memo:
@@ -120,6 +115,7 @@ def build_registry(
         return "reachable"
 
     async def reconcile(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
+        memo["controller"].start_resync()
         try:
             outcome = await memo["controller"].reconcile(body)
         except TRANSIENT as exc:
@@ -138,6 +134,7 @@ def build_registry(
     ) -> None:
         # A switchboard that appears, moves or goes is rendered into every Deployment now.
         if "controller" in memo:
+            memo["controller"].start_resync()
             memo["controller"].butlers_changed(body, gone=type == "DELETED")
 
     @kopf.on.event(
