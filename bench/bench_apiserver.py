@@ -87,16 +87,23 @@ async def watch_butlers(
                 f"{len(missing)} of {len(names)} Butlers not Ready after {DEADLINE:.0f} s"
             )
         listing = await kube.list(build_path(BUTLERS, "butlers", namespace))
+        # One list per owned kind, not a GET per object: under load a pass over 50 Butlers'
+        # 300 objects took longer than the burst itself and stamped them all at its end.
+        present = {
+            (group, plural): {
+                o["metadata"]["name"] for o in await kube.list(build_path(group, plural, namespace))
+            }
+            for group, plural, _ in OWNED
+        }
         now = time.monotonic() - started
         for body in listing:
             name = body["metadata"]["name"]
             if name not in times:
                 continue
-            objects = [build_path(g, p, namespace, n.format(name)) for g, p, n in OWNED]
             if (
                 "database" not in times[name]
                 and condition_status(body, "DatabaseReady") == "True"
-                and all([await kube.find(path) for path in objects])
+                and all(n.format(name) in present[(g, p)] for g, p, n in OWNED)
             ):
                 times[name]["database"] = now
             if "ready" not in times[name] and condition_status(body, "Ready") == "True":
@@ -198,29 +205,33 @@ def seconds(value: float | None) -> str:
 
 async def run(args: argparse.Namespace, admin_dsn: str) -> None:
     planes, clusters = await cold_starts(args.starts)
-    say(f"cold control plane from cached binaries (n={len(planes)}), goal ≤ 15 s:")
+    if planes:
+        say(f"cold control plane from cached binaries (n={len(planes)}), goal ≤ 15 s:")
     for what, values in (("components healthy", planes), ("and the node schedulable", clusters)):
-        say(f"  {what:24} p50 {statistics.median(values):5.2f} s  max {max(values):5.2f} s")
+        if values:
+            say(f"  {what:24} p50 {statistics.median(values):5.2f} s  max {max(values):5.2f} s")
     kmock = await kmock_scales(args.scales, admin_dsn)
     rows = await apiserver_scales(args.scales, admin_dsn)
     say("N Butlers created at once; per-Butler p50 from creation:")
     say(
         "| N | kmock: DatabaseReady + objects | apiserver: DatabaseReady + objects "
-        "| apiserver: Ready | Ready vs N=1 | all Ready |"
+        "| vs N=1 | all DatabaseReady | apiserver: Ready | vs N=1 | all Ready |"
     )
-    say("|---|---|---|---|---|---|")
-    base = None
+    say("|---|---|---|---|---|---|---|---|")
+    base: tuple[float, float] | None = None
     for row in rows:
         count = row["count"]
         if "error" in row:
-            say(f"| {count} | {cell(kmock.get(count))} | {row['error']} | | | |")
+            say(f"| {count} | {cell(kmock.get(count))} | {row['error']} | | | | | |")
             continue
-        database = statistics.median(t["database"] for t in row["times"].values())
-        ready = statistics.median(t["ready"] for t in row["times"].values())
-        base = base or ready
+        times = row["times"].values()
+        database = statistics.median(t["database"] for t in times)
+        ready = statistics.median(t["ready"] for t in times)
+        base = base or (database, ready)
         say(
-            f"| {count} | {cell(kmock.get(count))} | {seconds(database)} | {seconds(ready)} "
-            f"| x{ready / base:.2f} | {row['total']:.1f} s |"
+            f"| {count} | {cell(kmock.get(count))} | {seconds(database)} "
+            f"| x{database / base[0]:.2f} | {max(t['database'] for t in times):.1f} s "
+            f"| {seconds(ready)} | x{ready / base[1]:.2f} | {row['total']:.1f} s |"
         )
     say("goals: Butler → Ready p50 ≤ 3 s; N=50 within 3× the per-Butler time of N=1")
 

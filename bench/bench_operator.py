@@ -4,7 +4,11 @@ Runs the real operator (kopf, under KopfRunner) against kmock's Kubernetes
 emulator and a real PostgreSQL (BUTLERS_DATABASE_URL, or an embedded server).
 Prints figures; never fails on timing (exit code 0 unless it cannot run at all).
 
-    python3 dev.py bench bench_operator.py [--sequential 20] [--scales 1,10,25,50]
+    python3 dev.py bench bench_operator.py [--sequential 20] [--scales 1,10,25,50] [--repeats 3]
+
+The emulator moves resourceVersions and matches each request in constant time
+(tests/support/kube_emulator.py says why both matter); the last lines count the
+write requests of one resync of the largest N, all done and unchanged.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import asyncio
 import contextlib
 import secrets
+import statistics
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -30,7 +35,7 @@ from butlers_operator import controller
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.target import build_schema_name
-from tests.support.kube_emulator import declare_cluster
+from tests.support.kube_emulator import VersionedEmulator, declare_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE = "bench"
@@ -111,16 +116,18 @@ class ReconcileClock:
 
 
 @contextlib.asynccontextmanager
-async def operator_on_emulator(admin_dsn: str, prefix: str) -> AsyncIterator[Any]:
+async def operator_on_emulator(
+    admin_dsn: str, prefix: str, resync_seconds: float = 3600
+) -> AsyncIterator[Any]:
     """A fresh emulator and a fresh operator: every measurement starts from an empty API."""
-    async with kmock.KubernetesEmulator() as server, kmock.Server(server):
+    async with VersionedEmulator(recent_only=True) as server, kmock.Server(server):
         declare_cluster(server, NAMESPACE)
         settings = OperatorSettings(
             namespaces=(NAMESPACE,),
             admin_dsn=admin_dsn,
             schema_prefix=prefix,
             kube_server=str(server.url).rstrip("/"),
-            resync_seconds=3600,
+            resync_seconds=resync_seconds,
         )
         runner = KopfRunner(
             ["run", "--standalone", "--namespace", NAMESPACE, "--quiet"],
@@ -134,6 +141,54 @@ async def operator_on_emulator(admin_dsn: str, prefix: str) -> AsyncIterator[Any
                 yield server, session
         finally:
             await asyncio.to_thread(runner.__exit__, None, None, None)
+
+
+WRITES = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+def _method(request: Any) -> str:
+    return str(getattr(request.method, "value", request.method)).upper()
+
+
+async def burst(admin_dsn: str, prefix: str, names: list[str]) -> float:
+    """Seconds from creating `names` at once (on a fresh emulator and operator) to all done."""
+    async with operator_on_emulator(admin_dsn, prefix) as (server, session):
+        started = time.monotonic()
+        await asyncio.gather(*(create(session, n, 42000 + i) for i, n in enumerate(names)))
+        await wait_all(server, names)
+        return time.monotonic() - started
+
+
+async def resync_writes(admin_dsn: str, prefix: str, names: list[str]) -> tuple[int, int]:
+    """Write requests the operator makes during one whole resync of `names`, all done and
+    unchanged; and how many Butler reads that resync made (it did look at each)."""
+    async with operator_on_emulator(admin_dsn, prefix, resync_seconds=1.0) as (server, session):
+        await asyncio.gather(*(create(session, n, 42000 + i) for i, n in enumerate(names)))
+        await wait_all(server, names)
+        listing = f"/apis/{BUTLERS.rsplit('/', 1)[0]}/namespaces/{NAMESPACE}/butlers"
+
+        def lists() -> list[int]:  # indexes of the resync's list requests
+            return [
+                i
+                for i, r in enumerate(server._requests)
+                if _method(r) == "GET" and str(r.url.path) == listing
+            ]
+
+        async def next_list(after: int) -> int:
+            deadline = time.monotonic() + DEADLINE
+            while not (found := [i for i in lists() if i > after]):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no resync within {DEADLINE} s")
+                await asyncio.sleep(0.05)
+            return found[0]
+
+        # A resync is everything between one of its lists and the next one's.
+        first = await next_list(len(server._requests))
+        second = await next_list(first)
+        between = server._requests[first:second]
+        writes = sum(1 for r in between if _method(r) in WRITES)
+        reads = sum(1 for r in between if str(r.url.path).startswith(listing + "/"))
+        return writes, reads
 
 
 def _ms(values: list[float], q: float) -> str:
@@ -162,28 +217,45 @@ async def run(args: argparse.Namespace, admin_dsn: str) -> None:
             f"  reconciler  p50 {_ms(clock.durations, 0.5)}  p90 {_ms(clock.durations, 0.9)}"
             f"  ({len(clock.durations)} calls)"
         )
-        say("burst: N Butlers created at once on a fresh emulator → all ready")
-        baseline = None
-        for batch, count in enumerate(args.scales):
-            clock.durations.clear()
-            names = [f"b{batch}x{i}" for i in range(count)]
-            async with operator_on_emulator(admin_dsn, prefix) as (server, session):
-                started = time.monotonic()
-                await asyncio.gather(*(create(session, n, 42000 + i) for i, n in enumerate(names)))
+        say(
+            f"burst: N Butlers created at once on a fresh emulator → all ready; "
+            f"the scales interleaved, {args.repeats} round(s); per Butler = total / N, "
+            f"ratio against N={args.scales[0]} of the same round"
+        )
+        rows: dict[int, list[tuple[float, float]]] = {n: [] for n in args.scales}
+        for round_ in range(args.repeats):
+            base = None
+            for count in args.scales:
+                names = [f"r{round_}n{count}x{i}" for i in range(count)]
                 made.extend(names)
                 try:
-                    await wait_all(server, names)
-                    elapsed = time.monotonic() - started
+                    per = await burst(admin_dsn, prefix, names) / count
                 except TimeoutError as exc:
-                    say(f"  N={count:3d}  {exc}")
+                    say(f"  round {round_ + 1} N={count:3d}  {exc}")
+                    base = None if count == args.scales[0] else base
                     continue
-            per = elapsed / count
-            baseline = baseline or per
+                base = base or per
+                rows[count].append((per, per / base))
+        say("| N | per Butler (median) | vs N=1 (median) | spread of the ratio | rounds |")
+        say("|---|---|---|---|---|")
+        for count, samples in rows.items():
+            if not samples:
+                say(f"| {count} | — | — | — | 0 |")
+                continue
+            ratios = [r for _, r in samples]
             say(
-                f"  N={count:3d}  total {elapsed * 1000:8.1f} ms  per butler {per * 1000:7.1f} ms"
-                f"  (x{per / baseline:4.2f} of N={args.scales[0]})"
-                f"  reconciler p50 {_ms(clock.durations, 0.5)}"
+                f"| {count} | {statistics.median(p for p, _ in samples) * 1000:.1f} ms "
+                f"| x{statistics.median(ratios):.2f} | x{min(ratios):.2f}–x{max(ratios):.2f} "
+                f"| {len(samples)} |"
             )
+        count = max(args.scales)
+        names = [f"rs{i}" for i in range(count)]
+        made.extend(names)
+        writes, reads = await resync_writes(admin_dsn, prefix, names)
+        say(
+            f"resync of {count} unchanged Butlers: {writes} write request(s), "
+            f"{reads} Butler read(s) (goal: 0 writes)"
+        )
     finally:
         controller.reconcile_butler = clock._original
         await asyncio.gather(
@@ -196,6 +268,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sequential", type=int, default=20)
     parser.add_argument("--scales", default="1,10,25,50")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     args.scales = [int(s) for s in args.scales.split(",")]
     return run_on_a_database("bench_operator", lambda admin_dsn: run(args, admin_dsn))

@@ -23,13 +23,7 @@ from butlers.errors import DatabaseError
 from butlers.spec import FULL_API_VERSION, KIND
 from butlers_operator.dashboard import DashboardDatabase
 from butlers_operator.kube import KubeClient, KubeError, build_object_path
-from butlers_operator.reconcile import (
-    Outcome,
-    assess,
-    find_switchboard_url,
-    now_text,
-    reconcile_butler,
-)
+from butlers_operator.reconcile import Outcome, assess, now_text, reconcile_butler
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.status import (
     DATABASE_READY,
@@ -37,9 +31,14 @@ from butlers_operator.status import (
     previous_condition,
     same_status,
 )
+from butlers_operator.switchboards import SwitchboardIndex
 
 log = logging.getLogger(__name__)
 Key = tuple[str, str]  # (namespace, name)
+# Butlers reconciled at once. A burst of N Butlers otherwise runs N passes in lockstep:
+# all of them finish near the end (the median Butler waits for the last), their requests
+# queue for the client's connections until they time out (then kopf backs off 5, 10, 20 s…).
+RECONCILE_CONCURRENCY = 8
 # Posts a Kubernetes Event about a Butler: (body, type, reason, message).
 EventSink = Callable[[Mapping[str, Any], str, str, str], None]
 
@@ -52,6 +51,11 @@ def _key(body: Mapping[str, Any]) -> Key:
     return body["metadata"]["namespace"], body["metadata"]["name"]
 
 
+def _ref(namespace: str, name: str) -> dict[str, Any]:
+    """What `Controller.reconcile` needs of a Butler: it reads the rest itself."""
+    return {"metadata": {"namespace": namespace, "name": name}}
+
+
 class Controller:
     """Owns the per-Butler locks and what the operator remembers between passes."""
 
@@ -60,11 +64,15 @@ class Controller:
         self.settings = settings
         self.events = events
         self._locks: defaultdict[Key, asyncio.Lock] = defaultdict(asyncio.Lock)
+        # Where each namespace's switchboard is, from the Butler watch (no list per event).
+        self.switchboards = SwitchboardIndex(kube)
         # The switchboard URL each Butler's Deployment was last rendered with.
         self._rendered_switchboard: dict[Key, str | None] = {}
         # The last problem reported per Butler (a hiccup leaves no trace in its status).
         self._warned: dict[Key, tuple[str, str, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._working = asyncio.Semaphore(RECONCILE_CONCURRENCY)
+        self._resync: asyncio.Task[None] | None = None
         # The dashboard's database role (when the chart enables the dashboard).
         self.dashboard = DashboardDatabase(kube, settings)
 
@@ -84,17 +92,30 @@ class Controller:
     async def reconcile(self, body: Mapping[str, Any]) -> Outcome | None:
         """One pass for the Butler (its latest version); None when it is gone or going."""
         key = _key(body)
-        async with self._locks[key]:
+        async with self._locks[key], self._working:
             fresh = await self.kube.get(_butler_path(*key))
             if fresh is None or fresh["metadata"].get("deletionTimestamp"):
                 return None
             await self._ensure_dashboard_role()
-            outcome = await reconcile_butler(self.kube, self.settings, fresh)
+            outcome = await reconcile_butler(
+                self.kube, self.settings, fresh, self.switchboards.find
+            )
             await self._write_status(fresh, outcome.status)
             self._report(fresh, outcome)
-            if outcome.problem is None or outcome.problem.type != DATABASE_READY:
+            if outcome.rendered:
                 self._rendered_switchboard[key] = outcome.switchboard_url
+        if outcome.rendered and self._stale(key):
+            # The switchboard moved while this pass rendered: render again with the new one.
+            self._spawn(self.reconcile(_ref(*key)))
         return outcome
+
+    def _stale(self, key: Key) -> bool:
+        """Whether the Butler's Deployment names another switchboard than the current one."""
+        namespace = key[0]
+        if key not in self._rendered_switchboard or not self.switchboards.loaded(namespace):
+            return False
+        current = self.switchboards.current(namespace)
+        return self._rendered_switchboard[key] != (current[1] if current else None)
 
     async def _write_status(self, body: Mapping[str, Any], status: dict[str, Any]) -> None:
         if status and not same_status(body.get("status"), status):
@@ -148,25 +169,35 @@ class Controller:
             )
             await self._write_status(butler, status)
 
-    async def butlers_changed(self, namespace: str) -> None:
-        """A Butler of the namespace appeared, changed or went: when the switchboard is no
-        longer the one a Deployment names, render that Deployment again now."""
-        butlers = await self.kube.list(_butler_path(namespace))
-        current = find_switchboard_url(butlers)
-        self._forget(namespace, {_key(body) for body in butlers})
-        for body in butlers:
-            key = _key(body)
-            if key in self._rendered_switchboard and self._rendered_switchboard[key] != current:
-                self._spawn(self.reconcile(body))
+    def butlers_changed(self, body: Mapping[str, Any], gone: bool = False) -> None:
+        """A Butler appeared, changed or went (a watch event): when the namespace's
+        switchboard is no longer the one a Deployment names, render that Deployment again.
+        No API call: the index is kept from these events."""
+        namespace, name = _key(body)
+        self.switchboards.observe(body, gone)
+        if gone:
+            self._forget(namespace, name)
+        for key in [k for k in self._rendered_switchboard if k[0] == namespace]:
+            if self._stale(key):
+                self._spawn(self.reconcile(_ref(*key)))
 
-    def _forget(self, namespace: str, present: set[Key]) -> None:
-        """Drop what is remembered about Butlers of the namespace that are gone."""
-        for table in (self._rendered_switchboard, self._warned):
-            for key in [k for k in table if k[0] == namespace and k not in present]:
-                del table[key]
-        for key in [k for k in self._locks if k[0] == namespace and k not in present]:
-            if not self._locks[key].locked():
-                del self._locks[key]
+    def _forget(self, namespace: str, name: str) -> None:
+        """Drop what is remembered about a Butler that is gone."""
+        key = (namespace, name)
+        self._rendered_switchboard.pop(key, None)
+        self._warned.pop(key, None)
+        lock = self._locks.get(key)
+        if lock is not None and not lock.locked():
+            del self._locks[key]
+
+    def start_resync(self) -> None:
+        """Start the resync loop, once: from a kopf handler, so that its task inherits the
+        context kopf posts Events from (a task started at kopf's startup has none, and
+        every Event a resync reported raised LookupError after its pass had done the work).
+        """
+        if self._resync is None:
+            self._resync = asyncio.create_task(self.resync_forever(), name="resync")
+            self._tasks.add(self._resync)
 
     async def resync_forever(self) -> None:
         """Every `resync_seconds`: reconcile every served Butler (drift, rotated Secrets)."""
@@ -183,12 +214,24 @@ class Controller:
         else:
             paths = [_butler_path(ns) for ns in self.settings.namespaces]
         for path in paths:
-            for body in await self.kube.list(path):
-                try:
-                    await self.reconcile(body)
-                except Exception:
-                    meta = body["metadata"]
-                    log.exception("resync of Butler %s/%s failed", meta["namespace"], meta["name"])
+            since = self.switchboards.tick()
+            butlers = await self.kube.list(path)
+            by_namespace: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
+            for body in butlers:
+                by_namespace[body["metadata"]["namespace"]].append(body)
+            if not self.settings.cluster_wide:
+                by_namespace.setdefault(path.split("/namespaces/")[1].split("/")[0], [])
+            for namespace, bodies in by_namespace.items():
+                self.switchboards.replace(namespace, bodies, since)
+            # At once (`reconcile` bounds how many run): each mostly waits on I/O.
+            await asyncio.gather(*(self._resync_one(body) for body in butlers))
+
+    async def _resync_one(self, body: Mapping[str, Any]) -> None:
+        try:
+            await self.reconcile(body)
+        except Exception:
+            meta = body["metadata"]
+            log.exception("resync of Butler %s/%s failed", meta["namespace"], meta["name"])
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.create_task(coroutine)

@@ -6,7 +6,6 @@ Handlers are registered into a registry built for one settings object
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, cast
@@ -99,13 +98,9 @@ def build_registry(
         controller = Controller(kube, settings, events)
         memo["kube"], memo["controller"] = kube, controller
         controller.start()
-        memo["resync"] = asyncio.create_task(controller.resync_forever(), name="resync")
 
     @kopf.on.cleanup(registry=registry, id="stop-controller")
     async def stop_controller(memo: kopf.Memo, **_: Any) -> None:
-        if "resync" in memo:
-            memo["resync"].cancel()
-            await asyncio.gather(memo["resync"], return_exceptions=True)
         if "controller" in memo:
             await memo["controller"].close()
         if "kube" in memo:
@@ -121,6 +116,7 @@ def build_registry(
         return "reachable"
 
     async def reconcile(body: kopf.Body, memo: kopf.Memo, retry: int, **_: Any) -> None:
+        memo["controller"].start_resync()
         try:
             outcome = await memo["controller"].reconcile(body)
         except TRANSIENT as exc:
@@ -134,10 +130,13 @@ def build_registry(
     kopf.on.update(*RESOURCE, registry=registry, id="update-butler", field="spec")(reconcile)
 
     @kopf.on.event(*RESOURCE, registry=registry, id="watch-switchboard")
-    async def watch_switchboard(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    async def watch_switchboard(
+        body: kopf.Body, memo: kopf.Memo, type: str | None, **_: Any
+    ) -> None:
         # A switchboard that appears, moves or goes is rendered into every Deployment now.
         if "controller" in memo:
-            await memo["controller"].butlers_changed(body["metadata"]["namespace"])
+            memo["controller"].start_resync()
+            memo["controller"].butlers_changed(body, gone=type == "DELETED")
 
     @kopf.on.event(
         "apps", "v1", "deployments", registry=registry, id="watch-rollout", labels=MANAGED

@@ -11,7 +11,7 @@ import asyncio
 import base64
 import datetime
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -59,7 +59,8 @@ class Outcome:
     problem: Condition | None = None
     # Whether to try again soon (with backoff) rather than at the next resync.
     retry: bool = False
-    # The switchboard URL the Deployment was rendered with.
+    # Whether the Deployment was applied, and the switchboard URL it was rendered with.
+    rendered: bool = False
     switchboard_url: str | None = None
 
 
@@ -201,7 +202,6 @@ async def ensure_database(
         if check is Check.OK:
             assert known is not None
             credentials = known
-            message = f"schema {schema} and its role verified"
         else:
             if admin_dsn is None:
                 assert admin_error is not None
@@ -214,7 +214,6 @@ async def ensure_database(
                 owner=target.owner,
                 set_password=check is Check.LOGIN_FAILED,
             )
-            message = f"schema {schema} and its role are ready"
     except DatabaseError as exc:
         before = previous_condition(previous, DATABASE_READY)
         if (
@@ -230,6 +229,9 @@ async def ensure_database(
         raise
     server = admin_dsn or verified_on or str(stored_dsn)
     dsn = render.build_butler_dsn(credentials, server, settings.butler_database_host)
+    # One message whether this pass verified or repaired it: a resync that only verifies
+    # must find the condition as it left it, and write nothing.
+    message = f"schema {schema} and its role are ready"
     condition = Condition(DATABASE_READY, True, "Provisioned", message)
     return Database(credentials, dsn, _port(server), condition)
 
@@ -384,9 +386,16 @@ async def _failed(
 
 
 async def reconcile_butler(
-    kube: KubeClient, settings: OperatorSettings, body: Mapping[str, Any]
+    kube: KubeClient,
+    settings: OperatorSettings,
+    body: Mapping[str, Any],
+    switchboard_of: Callable[[str], Awaitable[tuple[str, str] | None]] | None = None,
 ) -> Outcome:
-    """Make the cluster and the database match one Butler; return its status."""
+    """Make the cluster and the database match one Butler; return its status.
+
+    `switchboard_of(namespace)` says where the namespace's switchboard is (the
+    controller's index); without it, the namespace's Butlers are listed.
+    """
     meta = body["metadata"]
     generation = meta.get("generation")
     previous = body.get("status") or {}
@@ -400,7 +409,10 @@ async def reconcile_butler(
     except DatabaseError as exc:
         down = Condition(DATABASE_READY, False, exc.reason, str(exc))
         return await _failed(kube, body, down, retry=True)
-    switchboard = await read_switchboard(kube, target.namespace)
+    if switchboard_of is None:
+        switchboard = await read_switchboard(kube, target.namespace)
+    else:
+        switchboard = await switchboard_of(target.namespace)
     switchboard_url = switchboard[1] if switchboard else None
     auth = await ensure_namespace_auth(
         kube, target.namespace, switchboard[0] if switchboard else None
@@ -418,7 +430,7 @@ async def reconcile_butler(
         inputs,
         auth=auth,
     )
-    outcome = Outcome(status={}, switchboard_url=switchboard_url)
+    outcome = Outcome(status={})
     try:
         # Independent objects: apply them together (a pod waits for its Secret and ConfigMap).
         verbs = await asyncio.gather(*(kube.apply(manifest) for manifest in objects))
@@ -427,6 +439,7 @@ async def reconcile_butler(
             raise
         rejected = Condition(AVAILABLE, False, "KubernetesRejected", exc.message)
         return await _failed(kube, body, rejected, retry=True)
+    outcome.rendered, outcome.switchboard_url = True, switchboard_url
     for verb, manifest in zip(verbs, objects, strict=True):
         if verb != "unchanged":
             outcome.actions.append((verb, f"{manifest['kind']}/{manifest['metadata']['name']}"))

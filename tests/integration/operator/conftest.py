@@ -23,11 +23,18 @@ from kopf.testing import KopfRunner
 from butlers.waiting import wait_until
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
-from tests.support.kube_emulator import declare_cluster
+from tests.support.kube_emulator import VersionedEmulator, declare_cluster
 
 BUTLERS = "butlers.dev/v1alpha1/butlers"
 NAMESPACE = "home"
 DEADLINE = 30.0
+
+
+@pytest.fixture
+def kmock_options(kmock_options: dict[str, Any]) -> dict[str, Any]:
+    """kmock with resourceVersions that move, as kopf's consistency wait needs (the
+    emulator's docstring says what goes wrong without)."""
+    return {**kmock_options, "cls": VersionedEmulator}
 
 
 @pytest.fixture(scope="session")

@@ -136,3 +136,23 @@ async def test_rotating_a_secret_the_pod_reads_rolls_the_pod(
             return current if current and current != before else None
 
         await eventually(rolled, "a new pod template after the rotation")
+
+
+async def test_a_resync_that_repairs_an_object_posts_its_event(
+    cluster: Cluster, make_settings: Any, kmock: Any
+) -> None:
+    # Through kopf's own Event poster: the resync loop runs where kopf can post.
+    events = f"post /api/v1/namespaces/{NAMESPACE}/events"
+
+    def posted(message: str) -> int:
+        return sum(1 for r in kmock[events] if (r.data or {}).get("message") == message)
+
+    path = KINDS["ConfigMap"].format(ns=NAMESPACE, name="health")
+    async with running_operator(make_settings(resync_seconds=0.3)):
+        await cluster.create_butler("health")
+        await eventually(lambda: cluster.owned("health", "ConfigMap"), "the ConfigMap")
+        created = "created ConfigMap/health-spec"
+        await eventually(lambda: posted(created), "the creation's Event")
+        await cluster.delete(path)
+        await eventually(lambda: cluster.owned("health", "ConfigMap"), "the ConfigMap again")
+        await eventually(lambda: posted(created) == 2, "the repair's Event")
