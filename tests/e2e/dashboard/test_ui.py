@@ -285,7 +285,12 @@ async def test_approving_a_held_call_from_the_ui_resumes_it(
     )
     try:
         item = page.locator("li.approval", has_text=contact_id)
-        await item.wait_for()  # listed live (approval_requested event), no reload
+        listed = asyncio.ensure_future(item.wait_for(timeout=30_000))
+        await asyncio.wait([listed, held], return_when=asyncio.FIRST_COMPLETED)
+        if held.done():  # the call ended without being held: say how
+            listed.cancel()
+            pytest.fail(f"the call was never held for approval: {held.result()!r}")
+        await listed  # listed live (approval_requested event), no reload
         await page.locator("a .count-badge").wait_for()  # the nav's live badge
         assert "left" in (await item.locator(".countdown").text_content() or "")
         await item.get_by_label(re.compile("^Reason for")).fill("tidy up")
