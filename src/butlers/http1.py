@@ -9,6 +9,9 @@ no per-request stream objects.
 Every request has a deadline; a connection whose request failed or was cancelled is
 closed, never reused (its answer may still arrive). `HttpFailure.sent` says whether
 the request may have reached the server: callers decide whether a retry is safe.
+
+Plain `http://` requests honour `HTTP_PROXY`/`NO_PROXY` as other HTTP clients do (the
+request goes to the proxy in absolute form); `https://` ones always connect directly.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
+from urllib.request import getproxies_environment, proxy_bypass_environment
 
 CONNECT_TIMEOUT = 5.0
 MAX_IDLE = 8  # idle connections kept per host
 IDLE_FOR = 4.0  # seconds an idle connection is trusted (uvicorn closes them after 5)
 MAX_BODY = 64 * 1024 * 1024
 MAX_HEAD = 64 * 1024
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})  # never through a proxy
 
 
 class HttpFailure(ConnectionError):
@@ -126,6 +131,10 @@ class Http1Pool:
             port = parts.port or (443 if parts.scheme == "https" else 80)
             path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             known = _Target((parts.scheme, parts.hostname, port), parts.netloc, path)
+            proxy = _http_proxy(parts.scheme, parts.netloc)
+            if proxy is not None:  # the proxy's connection, the absolute URL as target
+                absolute = f"http://{parts.netloc}{path}"
+                known = _Target(("http", proxy[0], proxy[1]), parts.netloc, absolute)
             self._targets[url] = known
         return known
 
@@ -156,6 +165,20 @@ class Http1Pool:
         for connections in idle.values():
             for connection in connections:
                 connection.close()
+
+
+def _http_proxy(scheme: str, netloc: str) -> tuple[str, int] | None:
+    """The (host, port) of the HTTP proxy for a plain http URL, from the environment."""
+    if scheme != "http" or urlsplit(f"//{netloc}").hostname in LOOPBACK:
+        return None
+    proxies = getproxies_environment()
+    proxy = proxies.get("http")
+    if not proxy or proxy_bypass_environment(netloc, proxies):
+        return None
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if parts.scheme != "http" or not parts.hostname:
+        return None  # only plain HTTP proxies; anything else: connect directly
+    return parts.hostname, parts.port or 80
 
 
 def _discard(connection: _Connection | None) -> None:

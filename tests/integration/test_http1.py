@@ -118,3 +118,33 @@ async def test_an_unreachable_server_is_endpoint_unavailable() -> None:
     with pytest.raises(EndpointUnavailable, match="no MCP session"):
         await client.call_tool("http://127.0.0.1:1/mcp", "status", {})
     await client.aclose()
+
+
+async def test_plain_http_goes_through_the_environments_proxy_but_loopback_never_does(
+    serving: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.forward_proxy import forward_proxy
+
+    _server, url = serving
+    local = url.split("//", 1)[1].split("/", 1)[0]
+    seen: list[str] = []
+
+    def lookup(host: str, port: int) -> str | None:
+        seen.append(f"{host}:{port}")
+        return local if host == "butler.ns.svc" else None
+
+    async with forward_proxy(lookup) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        pool = Http1Pool()
+        try:
+            answer = await pool.request(
+                "POST", "http://butler.ns.svc:40102/mcp", {}, b"through", timeout=5
+            )
+            assert (answer.status, answer.body) == (200, b"through")
+            assert seen == ["butler.ns.svc:40102"]
+            direct = await pool.request("POST", url, {}, b"direct", timeout=5)
+            assert direct.body == b"direct" and seen == ["butler.ns.svc:40102"]
+        finally:
+            await pool.aclose()
