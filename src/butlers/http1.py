@@ -24,7 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
-from urllib.request import getproxies_environment, proxy_bypass_environment
+from urllib.request import (
+    getproxies_environment,
+    proxy_bypass_environment,  # type: ignore[attr-defined]
+)
 
 CONNECT_TIMEOUT = 5.0
 MAX_IDLE = 8  # idle connections kept per host
