@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
-from urllib.request import (
+from urllib.request import (  # type: ignore[attr-defined]  (not in typeshed)
     getproxies_environment,
-    proxy_bypass_environment,  # type: ignore[attr-defined]
+    proxy_bypass_environment,
 )
 
 CONNECT_TIMEOUT = 5.0
