@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
-from urllib.request import (  # type: ignore[attr-defined]  (not in typeshed)
+from urllib.request import (  # type: ignore[attr-defined]
     getproxies_environment,
-    proxy_bypass_environment,
+    proxy_bypass_environment,  # not in typeshed
 )
 
 CONNECT_TIMEOUT = 5.0
