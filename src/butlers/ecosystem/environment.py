@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from butlers.llm.config import runtime_key_env
-from butlers.modules.loader import module_env_names
 from butlers.settings import BUTLER_SETTINGS_ENVIRONMENT, OS_ENVIRONMENT
 from butlers.spec import ButlerResource
 
 
 def butler_variables(resource: ButlerResource, environ: Mapping[str, str]) -> set[str]:
     """The names of the variables this butler may inherit."""
+    # Imported here: the module registry and the runtimes pull in FastMCP (~1.3 s of
+    # imports), which the supervisor warms in a thread while the database starts.
+    from butlers.llm.config import runtime_key_env
+    from butlers.modules.loader import module_env_names
+
     spec = resource.spec
     names = {*OS_ENVIRONMENT, *BUTLER_SETTINGS_ENVIRONMENT}
     names |= {var.name for var in spec.env}

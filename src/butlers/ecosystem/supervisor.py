@@ -105,12 +105,12 @@ class Ecosystem:
         """Database, provisioning, migrations, processes; returns once all are ready."""
         started = time.monotonic()
         await self._plan_ports()
-        await self.prepare()
         try:
+            # The dashboard starts once its role and schema exist: its ~1 s of imports
+            # overlap the butlers' migrations and start-up.
+            await self.prepare(spawn_dashboard=self.settings.dashboard)
             for butler in self.butlers.values():
                 self._spawn(butler)
-            if self.settings.dashboard:
-                self._spawn_dashboard()
             await self.wait_ready()
             log.info("butlers ready %.2f s after start", time.monotonic() - started)
             await self.wait_registered()
@@ -124,14 +124,17 @@ class Ecosystem:
             "ecosystem ready: %d butlers in %.2f s", len(self.butlers), time.monotonic() - started
         )
 
-    async def prepare(self) -> None:
-        """Database up, every butler provisioned and migrated (nothing started)."""
+    async def prepare(self, *, spawn_dashboard: bool = False) -> None:
+        """Database up, every butler provisioned and migrated (no butler started; with
+        `spawn_dashboard`, the dashboard is, as soon as its own schema is at head)."""
         (self.data_dir / "logs").mkdir(mode=0o700, parents=True, exist_ok=True)
         (self.data_dir / "specs").mkdir(parents=True, exist_ok=True)
         self.tokens = EcosystemTokens.load_or_create(self.data_dir)
         phase = time.monotonic()
         if self.database is None:
-            warm = asyncio.gather(asyncio.to_thread(warm_up), asyncio.to_thread(_import_alembic))
+            warm = asyncio.gather(
+                asyncio.to_thread(warm_up), asyncio.to_thread(_import_migration_stack)
+            )
             self.database = await asyncio.to_thread(
                 open_database, self.data_dir, self.settings.database_url, fsync=self.fsync
             )
@@ -181,12 +184,16 @@ class Ecosystem:
         self.tokens.write_butler_tokens(self.data_dir, list(self.butlers))
         log.info("provisioned %d schemas in %.2f s", len(provisioned), time.monotonic() - phase)
         phase = time.monotonic()
+        # Migrations run one at a time in this process (Alembic's proxies are global).
+        # The dashboard's first: it is short, and the dashboard can start after it.
+        await migrate_dashboard(self.dashboard.dsn, reader_credentials.schema)
+        if spawn_dashboard:
+            self._spawn_dashboard()
         await asyncio.gather(
             *(
                 migrations.upgrade(b.dsn, b.schema, chains_for(b.resource), reader_role=reader)
                 for b in self.butlers.values()
             ),
-            migrate_dashboard(self.dashboard.dsn, reader_credentials.schema),
         )
         log.info("migrations at head in %.2f s", time.monotonic() - phase)
 
@@ -430,9 +437,13 @@ class Ecosystem:
         self.describe().write(self.data_dir)
 
 
-def _import_alembic() -> None:
-    import alembic.command  # noqa: F401  (warm the import while the database starts)
+def _import_migration_stack() -> None:
+    """Warm, while the database starts, what provisioning and migrations import."""
+    import alembic.command  # noqa: F401
     import sqlalchemy.ext.asyncio  # noqa: F401
+
+    import butlers.llm.config  # noqa: F401  (for each butler's environment)
+    import butlers.modules.loader  # noqa: F401  (the modules' migration chains)
 
 
 async def _wait_for_closing_connections(port: int, timeout: float = TIME_WAIT_LIMIT) -> bool:
