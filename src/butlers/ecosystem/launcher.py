@@ -32,9 +32,7 @@ from pathlib import Path
 from butlers.ecosystem.environment import base_environment
 
 PRELOAD = [
-    "butlers.daemon.serve",
-    "alembic.script",  # `/ready` reads migration heads
-    "alembic.runtime.migration",
+    "butlers.daemon.serve",  # (no Alembic: `/ready` reads migration heads without it)
     # Imported lazily by FastMCP while tools register and clients open.
     "griffe",
     "jsonref",
