@@ -18,6 +18,7 @@ guard its entry point with `if __name__ == "__main__":`.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.util
@@ -93,6 +94,10 @@ def warm_up() -> None:
 
 
 def _child_main(spec_path: str, env: dict[str, str], log_path: str) -> None:
+    # Everything the fork server preloaded moves to the collector's permanent
+    # generation: collections never walk (and so never write to) those objects, whose
+    # memory pages then stay shared with the fork server and every other butler.
+    gc.freeze()
     _child_setup(env, log_path)
     from butlers.daemon.serve import run
 
