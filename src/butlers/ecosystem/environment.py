@@ -17,7 +17,8 @@ from butlers.spec import ButlerResource
 def butler_variables(resource: ButlerResource, environ: Mapping[str, str]) -> set[str]:
     """The names of the variables this butler may inherit."""
     # Imported here: the module registry and the runtimes pull in FastMCP (~1.3 s of
-    # imports), which the supervisor warms in a thread while the database starts.
+    # imports). The supervisor calls this in a child of the fork server, which has
+    # them loaded already (`launcher.plan_butlers`), and never imports them itself.
     from butlers.llm.config import runtime_key_env
     from butlers.modules.loader import module_env_names
 

@@ -27,8 +27,7 @@ from butlers.db.provision import Credentials, ensure
 from butlers.db.readers import dashboard_role, dashboard_schema
 from butlers.ecosystem.dashboard import DashboardProcess
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
-from butlers.ecosystem.environment import butler_environment
-from butlers.ecosystem.launcher import ButlerChild, warm_up
+from butlers.ecosystem.launcher import ButlerChild, ButlerPlan, plan_butlers, warm_up
 from butlers.ecosystem.state import ButlerInfo, EcosystemState, state_path
 from butlers.ecosystem.tokens import EcosystemTokens
 from butlers.errors import ButlersError, EcosystemError, PortInUseError
@@ -52,6 +51,7 @@ class ButlerProcess:
     dsn: str
     spec_path: Path
     log_path: Path
+    plan: ButlerPlan
     process: ButlerChild | None = None
 
     @property
@@ -147,7 +147,9 @@ class Ecosystem:
         prefix = self.settings.schema_prefix
         schemas = {r.name: schema_name(r.name, prefix) for r in self.resources}
         reader = dashboard_role(prefix)
-        *provisioned, reader_credentials = await asyncio.gather(
+        adapter = {**os.environ, **self.extra_env}.get("BUTLERS_RUNTIME_ADAPTER") or None
+        plans, *provisioned, reader_credentials = await asyncio.gather(
+            asyncio.to_thread(plan_butlers, self.resources, adapter),
             *(
                 ensure(admin_dsn, schema, password=_known_password(known, schema))
                 for schema in schemas.values()
@@ -180,6 +182,7 @@ class Ecosystem:
                 dsn=dsn,
                 spec_path=spec_path,
                 log_path=self.data_dir / "logs" / f"{name}.log",
+                plan=plans[name],
             )
         self.tokens.write_butler_tokens(self.data_dir, list(self.butlers))
         log.info("provisioned %d schemas in %.2f s", len(provisioned), time.monotonic() - phase)
@@ -191,7 +194,7 @@ class Ecosystem:
             self._spawn_dashboard()
         await asyncio.gather(
             *(
-                migrations.upgrade(b.dsn, b.schema, chains_for(b.resource), reader_role=reader)
+                migrations.upgrade(b.dsn, b.schema, b.plan.chains, reader_role=reader)
                 for b in self.butlers.values()
             ),
         )
@@ -233,7 +236,11 @@ class Ecosystem:
         # Only what this butler needs of the supervisor's environment (the e2e harness
         # adds `extra_env` to it): never another butler's credentials.
         env = {
-            **butler_environment(butler.resource, {**os.environ, **self.extra_env}),
+            **{
+                name: value
+                for name, value in {**os.environ, **self.extra_env}.items()
+                if name in butler.plan.variables
+            },
             **routing,
             **self.tokens.butler_env(butler.name, switchboard.name if switchboard else None),
             "BUTLERS_DSN": butler.dsn,
@@ -441,9 +448,6 @@ def _import_migration_stack() -> None:
     """Warm, while the database starts, what provisioning and migrations import."""
     import alembic.command  # noqa: F401
     import sqlalchemy.ext.asyncio  # noqa: F401
-
-    import butlers.llm.config  # noqa: F401  (for each butler's environment)
-    import butlers.modules.loader  # noqa: F401  (the modules' migration chains)
 
 
 async def _wait_for_closing_connections(port: int, timeout: float = TIME_WAIT_LIMIT) -> bool:
