@@ -175,14 +175,14 @@ def main() -> None:
             cells += f"{f'{rss:.0f} / {pss:.0f}':>18}"
         print(f"{process:<13}{cells}")
     if len(variants) == 2:
-        base, this = variants
+        base = next(iter(variants))
         for kind in ("cold", "warm"):
-            ratio = statistics.median(r["total"] for r in runs[("this", kind)]) / statistics.median(
-                r["total"] for r in runs[(base, kind)]
-            )
+            this = statistics.median(r["total"] for r in runs[("this", kind)])
+            ratio = this / statistics.median(r["total"] for r in runs[(base, kind)])
             print(f"{kind} up, this / {base}: {ratio:.2f}")
     cold = statistics.median(r["total"] for r in runs[("this", "cold")])
-    print(f"goal cold up <= 3 s (quiet machine): {'met' if cold <= 3 else 'NOT met'} ({cold:.2f} s)")
+    verdict = "met" if cold <= 3 else "NOT met"
+    print(f"goal cold up <= 3 s (quiet machine): {verdict} ({cold:.2f} s)")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,12 @@ names: `spec.env`, its modules' credential variables and its runtime's key.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from butlers.settings import BUTLER_SETTINGS_ENVIRONMENT, OS_ENVIRONMENT
-from butlers.spec import ButlerResource
+
+if TYPE_CHECKING:
+    from butlers.spec import ButlerResource
 
 
 def butler_variables(resource: ButlerResource, environ: Mapping[str, str]) -> set[str]:

@@ -31,11 +31,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from butlers.ecosystem.environment import base_environment
 from butlers.errors import EcosystemError
-from butlers.migrations import Chain
-from butlers.spec import ButlerResource
+
+if TYPE_CHECKING:  # imported by `butlers up` first thing, to start the fork server: lean
+    from butlers.migrations import Chain
+    from butlers.spec import ButlerResource
 
 PRELOAD = [
     "butlers.daemon.serve",  # (no Alembic: `/ready` reads migration heads without it)
@@ -130,9 +133,7 @@ def plan_butlers(
     sender.close()
     try:
         if not receiver.poll(PLAN_TIMEOUT):
-            raise EcosystemError(
-                f"could not read the butlers' modules within {PLAN_TIMEOUT:.0f} s"
-            )
+            raise EcosystemError(f"could not read the butlers' modules within {PLAN_TIMEOUT:.0f} s")
         outcome, value = receiver.recv()
     except EOFError:
         raise EcosystemError(
@@ -168,7 +169,7 @@ def _plan_child(
 ) -> None:
     try:
         sender.send(("ok", _plans(resources, runtime_adapter)))
-    except BaseException as exc:  # noqa: BLE001 (handed to the supervisor, which raises it)
+    except BaseException as exc:  # handed to the supervisor, which raises it
         sender.send(("error", exc))
     finally:
         sender.close()

@@ -23,7 +23,7 @@ import yaml
 from butlers import migrations
 from butlers.dashboard.schema import migrate as migrate_dashboard
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
-from butlers.db.provision import Credentials, ensure
+from butlers.db.provision import Credentials, ensure, quote_ident
 from butlers.db.readers import dashboard_role, dashboard_schema
 from butlers.ecosystem.dashboard import DashboardProcess
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
@@ -114,6 +114,7 @@ class Ecosystem:
             await self.wait_ready()
             log.info("butlers ready %.2f s after start", time.monotonic() - started)
             await self.wait_registered()
+            log.info("butlers registered %.2f s after start", time.monotonic() - started)
             self.write_state_file()
             if self.dashboard is not None and self.dashboard.process is not None:
                 await self.dashboard.wait_ready(butlers=len(self.butlers))
@@ -148,8 +149,9 @@ class Ecosystem:
         schemas = {r.name: schema_name(r.name, prefix) for r in self.resources}
         reader = dashboard_role(prefix)
         adapter = {**os.environ, **self.extra_env}.get("BUTLERS_RUNTIME_ADAPTER") or None
-        plans, *provisioned, reader_credentials = await asyncio.gather(
-            asyncio.to_thread(plan_butlers, self.resources, adapter),
+        # While provisioning: the fork server's child reads the modules (see launcher).
+        planning = asyncio.ensure_future(asyncio.to_thread(plan_butlers, self.resources, adapter))
+        *provisioned, reader_credentials = await asyncio.gather(
             *(
                 ensure(admin_dsn, schema, password=_known_password(known, schema))
                 for schema in schemas.values()
@@ -161,6 +163,7 @@ class Ecosystem:
                 password=_known_password(known, dashboard_schema(prefix)),
             ),
         )
+        plans = await planning
         known.update({c.schema: c for c in [*provisioned, reader_credentials]})
         store.save(known)
         self.dashboard = DashboardProcess(
@@ -296,22 +299,25 @@ class Ecosystem:
         return None if switchboard is None else self.butlers[switchboard.name]
 
     async def wait_registered(self, timeout: float = READY_TIMEOUT) -> None:
-        """Until the switchboard's registry lists every butler of this ecosystem."""
+        """Until the switchboard's registry lists every butler of this ecosystem.
+
+        Read from the registry's table, as the switchboard's own role: the supervisor
+        needs no MCP client (FastMCP's would cost it ~1.3 s of imports)."""
         switchboard = self.switchboard
         if switchboard is None:
             return
-        from fastmcp import Client
-        from fastmcp.client.transports import StreamableHttpTransport
+        import asyncpg
 
         missing = set(self.butlers)
-        assert self.tokens is not None
-        transport = StreamableHttpTransport(
-            switchboard.url, headers={"Authorization": f"Bearer {self.tokens.user_token}"}
-        )
-        async with Client(transport, timeout=10) as client:
+        query = f"SELECT name, url FROM {quote_ident(switchboard.schema)}.butler_registry"
+        conn = await asyncpg.connect(switchboard.dsn, timeout=10)
+        try:
 
             async def all_registered() -> bool:
-                rows = (await client.call_tool("butler_registry_list", {})).data or []
+                try:
+                    rows = await conn.fetch(query, timeout=10)
+                except asyncpg.UndefinedTableError:
+                    return False
                 registered = {r["name"]: r["url"] for r in rows}
                 missing.intersection_update(
                     {n for n in self.butlers if registered.get(n) != self.butlers[n].url}
@@ -327,6 +333,8 @@ class Ecosystem:
                 ),
                 error=EcosystemError,
             )
+        finally:
+            await conn.close()
 
     def _spawn_dashboard(self) -> None:
         assert self.dashboard is not None
