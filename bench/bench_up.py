@@ -35,6 +35,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from butlers.db.embedded import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("launch", "database", "provisioning", "migrations", "butlers", "rest", "total")
 LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO .*?: (.*)$")
@@ -104,8 +106,14 @@ def memory(pid: int) -> tuple[float, float]:
 
 def up(env: dict[str, str], data: Path) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
     roster = str(ROOT / "roster")
+    # A free port for the dashboard: 40200 may be held by closing connections of an
+    # earlier run, which `up` waits out (the roster's ports it must use).
+    port = str(free_port())
     launched = time.time()
-    butlers(env, "up", "--data-dir", str(data), "--roster", roster, "--detach")
+    butlers(
+        env, "up", "--data-dir", str(data), "--roster", roster, "--detach",
+        "--dashboard-port", port,
+    )  # fmt: skip
     returned = time.time()
     time.sleep(2.0)  # idle
     state = json.loads((data / "ecosystem.json").read_text())

@@ -163,18 +163,32 @@ class Ecosystem:
                 password=_known_password(known, dashboard_schema(prefix)),
             ),
         )
-        plans = await planning
         known.update({c.schema: c for c in [*provisioned, reader_credentials]})
         store.save(known)
+        log.info("provisioned %d schemas in %.2f s", len(provisioned), time.monotonic() - phase)
+        phase = time.monotonic()
         self.dashboard = DashboardProcess(
             credentials=reader_credentials,
             dsn=reader_credentials.dsn(admin_dsn),
             port=self.ports.get("\0dashboard"),
             log_path=self.data_dir / "logs" / "dashboard.log",
         )
+        # Migrations run one at a time in this process (Alembic's proxies are global).
+        # While the fork server still preloads (the plans wait for it): the dashboard's
+        # chain and every butler's core chain, which need no module registry.
+        dsns = {c.schema: c.dsn(admin_dsn) for c in provisioned}
+        try:
+            await migrate_dashboard(self.dashboard.dsn, reader_credentials.schema)
+            for schema, dsn in dsns.items():
+                await migrations.upgrade(dsn, schema, [migrations.CORE])
+            plans = await planning
+        finally:
+            planning.cancel()
+        log.info("core migrations at head, modules read in %.2f s", time.monotonic() - phase)
+        if spawn_dashboard:
+            self._spawn_dashboard()
         for resource, credentials in zip(self.resources, provisioned, strict=True):
             name = resource.name
-            dsn = credentials.dsn(admin_dsn)
             spec_path = self.data_dir / "specs" / f"{name}.yaml"
             spec_path.write_text(yaml.safe_dump(resource.to_manifest(), sort_keys=False))
             self.butlers[name] = ButlerProcess(
@@ -182,25 +196,16 @@ class Ecosystem:
                 schema=credentials.schema,
                 port=self.ports.get(name, resource.spec.port),
                 credentials=credentials,
-                dsn=dsn,
+                dsn=dsns[credentials.schema],
                 spec_path=spec_path,
                 log_path=self.data_dir / "logs" / f"{name}.log",
                 plan=plans[name],
             )
         self.tokens.write_butler_tokens(self.data_dir, list(self.butlers))
-        log.info("provisioned %d schemas in %.2f s", len(provisioned), time.monotonic() - phase)
-        phase = time.monotonic()
-        # Migrations run one at a time in this process (Alembic's proxies are global).
-        # The dashboard's first: it is short, and the dashboard can start after it.
-        await migrate_dashboard(self.dashboard.dsn, reader_credentials.schema)
-        if spawn_dashboard:
-            self._spawn_dashboard()
-        await asyncio.gather(
-            *(
-                migrations.upgrade(b.dsn, b.schema, b.plan.chains, reader_role=reader)
-                for b in self.butlers.values()
-            ),
-        )
+        # Then each butler's module chains (core is at head: a no-op for it) and the
+        # dashboard's read grants.
+        for b in self.butlers.values():
+            await migrations.upgrade(b.dsn, b.schema, b.plan.chains, reader_role=reader)
         log.info("migrations at head in %.2f s", time.monotonic() - phase)
 
     async def _plan_ports(self) -> None:
