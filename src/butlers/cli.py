@@ -128,6 +128,9 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 async def _run_foreground(settings: EcosystemSettings) -> int:
+    from butlers.ecosystem.launcher import warm_up
+
+    warm_up()  # first: the fork server's preload (~1.5 s of CPU) is the longest step
     from butlers.ecosystem.control import PidFile
     from butlers.ecosystem.supervisor import Ecosystem
     from butlers.roster import load_roster

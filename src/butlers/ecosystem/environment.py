@@ -9,15 +9,22 @@ names: `spec.env`, its modules' credential variables and its runtime's key.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from butlers.llm.config import runtime_key_env
-from butlers.modules.loader import module_env_names
 from butlers.settings import BUTLER_SETTINGS_ENVIRONMENT, OS_ENVIRONMENT
-from butlers.spec import ButlerResource
+
+if TYPE_CHECKING:
+    from butlers.spec import ButlerResource
 
 
 def butler_variables(resource: ButlerResource, environ: Mapping[str, str]) -> set[str]:
     """The names of the variables this butler may inherit."""
+    # Imported here: the module registry and the runtimes pull in FastMCP (~1.3 s of
+    # imports). The supervisor calls this in a child of the fork server, which has
+    # them loaded already (`launcher.plan_butlers`), and never imports them itself.
+    from butlers.llm.config import runtime_key_env
+    from butlers.modules.loader import module_env_names
+
     spec = resource.spec
     names = {*OS_ENVIRONMENT, *BUTLER_SETTINGS_ENVIRONMENT}
     names |= {var.name for var in spec.env}

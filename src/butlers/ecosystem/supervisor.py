@@ -23,12 +23,11 @@ import yaml
 from butlers import migrations
 from butlers.dashboard.schema import migrate as migrate_dashboard
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
-from butlers.db.provision import Credentials, ensure
+from butlers.db.provision import Credentials, ensure, quote_ident
 from butlers.db.readers import dashboard_role, dashboard_schema
 from butlers.ecosystem.dashboard import DashboardProcess
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
-from butlers.ecosystem.environment import butler_environment
-from butlers.ecosystem.launcher import ButlerChild, warm_up
+from butlers.ecosystem.launcher import ButlerChild, ButlerPlan, plan_butlers, warm_up
 from butlers.ecosystem.state import ButlerInfo, EcosystemState, state_path
 from butlers.ecosystem.tokens import EcosystemTokens
 from butlers.errors import ButlersError, EcosystemError, PortInUseError
@@ -52,6 +51,7 @@ class ButlerProcess:
     dsn: str
     spec_path: Path
     log_path: Path
+    plan: ButlerPlan
     process: ButlerChild | None = None
 
     @property
@@ -105,15 +105,16 @@ class Ecosystem:
         """Database, provisioning, migrations, processes; returns once all are ready."""
         started = time.monotonic()
         await self._plan_ports()
-        await self.prepare()
         try:
+            # The dashboard starts once its role and schema exist: its ~1 s of imports
+            # overlap the butlers' migrations and start-up.
+            await self.prepare(spawn_dashboard=self.settings.dashboard)
             for butler in self.butlers.values():
                 self._spawn(butler)
-            if self.settings.dashboard:
-                self._spawn_dashboard()
             await self.wait_ready()
             log.info("butlers ready %.2f s after start", time.monotonic() - started)
             await self.wait_registered()
+            log.info("butlers registered %.2f s after start", time.monotonic() - started)
             self.write_state_file()
             if self.dashboard is not None and self.dashboard.process is not None:
                 await self.dashboard.wait_ready(butlers=len(self.butlers))
@@ -124,14 +125,17 @@ class Ecosystem:
             "ecosystem ready: %d butlers in %.2f s", len(self.butlers), time.monotonic() - started
         )
 
-    async def prepare(self) -> None:
-        """Database up, every butler provisioned and migrated (nothing started)."""
+    async def prepare(self, *, spawn_dashboard: bool = False) -> None:
+        """Database up, every butler provisioned and migrated (no butler started; with
+        `spawn_dashboard`, the dashboard is, as soon as its own schema is at head)."""
         (self.data_dir / "logs").mkdir(mode=0o700, parents=True, exist_ok=True)
         (self.data_dir / "specs").mkdir(parents=True, exist_ok=True)
         self.tokens = EcosystemTokens.load_or_create(self.data_dir)
         phase = time.monotonic()
         if self.database is None:
-            warm = asyncio.gather(asyncio.to_thread(warm_up), asyncio.to_thread(_import_alembic))
+            warm = asyncio.gather(
+                asyncio.to_thread(warm_up), asyncio.to_thread(_import_migration_stack)
+            )
             self.database = await asyncio.to_thread(
                 open_database, self.data_dir, self.settings.database_url, fsync=self.fsync
             )
@@ -144,6 +148,9 @@ class Ecosystem:
         prefix = self.settings.schema_prefix
         schemas = {r.name: schema_name(r.name, prefix) for r in self.resources}
         reader = dashboard_role(prefix)
+        adapter = {**os.environ, **self.extra_env}.get("BUTLERS_RUNTIME_ADAPTER") or None
+        # While provisioning: the fork server's child reads the modules (see launcher).
+        planning = asyncio.ensure_future(asyncio.to_thread(plan_butlers, self.resources, adapter))
         *provisioned, reader_credentials = await asyncio.gather(
             *(
                 ensure(admin_dsn, schema, password=_known_password(known, schema))
@@ -158,15 +165,30 @@ class Ecosystem:
         )
         known.update({c.schema: c for c in [*provisioned, reader_credentials]})
         store.save(known)
+        log.info("provisioned %d schemas in %.2f s", len(provisioned), time.monotonic() - phase)
+        phase = time.monotonic()
         self.dashboard = DashboardProcess(
             credentials=reader_credentials,
             dsn=reader_credentials.dsn(admin_dsn),
             port=self.ports.get("\0dashboard"),
             log_path=self.data_dir / "logs" / "dashboard.log",
         )
+        # Migrations run one at a time in this process (Alembic's proxies are global).
+        # While the fork server still preloads (the plans wait for it): the dashboard's
+        # chain and every butler's core chain, which need no module registry.
+        dsns = {c.schema: c.dsn(admin_dsn) for c in provisioned}
+        try:
+            await migrate_dashboard(self.dashboard.dsn, reader_credentials.schema)
+            for schema, dsn in dsns.items():
+                await migrations.upgrade(dsn, schema, [migrations.CORE])
+            plans = await planning
+        finally:
+            planning.cancel()
+        log.info("core migrations at head, modules read in %.2f s", time.monotonic() - phase)
+        if spawn_dashboard:
+            self._spawn_dashboard()
         for resource, credentials in zip(self.resources, provisioned, strict=True):
             name = resource.name
-            dsn = credentials.dsn(admin_dsn)
             spec_path = self.data_dir / "specs" / f"{name}.yaml"
             spec_path.write_text(yaml.safe_dump(resource.to_manifest(), sort_keys=False))
             self.butlers[name] = ButlerProcess(
@@ -174,20 +196,16 @@ class Ecosystem:
                 schema=credentials.schema,
                 port=self.ports.get(name, resource.spec.port),
                 credentials=credentials,
-                dsn=dsn,
+                dsn=dsns[credentials.schema],
                 spec_path=spec_path,
                 log_path=self.data_dir / "logs" / f"{name}.log",
+                plan=plans[name],
             )
         self.tokens.write_butler_tokens(self.data_dir, list(self.butlers))
-        log.info("provisioned %d schemas in %.2f s", len(provisioned), time.monotonic() - phase)
-        phase = time.monotonic()
-        await asyncio.gather(
-            *(
-                migrations.upgrade(b.dsn, b.schema, chains_for(b.resource), reader_role=reader)
-                for b in self.butlers.values()
-            ),
-            migrate_dashboard(self.dashboard.dsn, reader_credentials.schema),
-        )
+        # Then each butler's module chains (core is at head: a no-op for it) and the
+        # dashboard's read grants.
+        for b in self.butlers.values():
+            await migrations.upgrade(b.dsn, b.schema, b.plan.chains, reader_role=reader)
         log.info("migrations at head in %.2f s", time.monotonic() - phase)
 
     async def _plan_ports(self) -> None:
@@ -226,7 +244,11 @@ class Ecosystem:
         # Only what this butler needs of the supervisor's environment (the e2e harness
         # adds `extra_env` to it): never another butler's credentials.
         env = {
-            **butler_environment(butler.resource, {**os.environ, **self.extra_env}),
+            **{
+                name: value
+                for name, value in {**os.environ, **self.extra_env}.items()
+                if name in butler.plan.variables
+            },
             **routing,
             **self.tokens.butler_env(butler.name, switchboard.name if switchboard else None),
             "BUTLERS_DSN": butler.dsn,
@@ -282,27 +304,25 @@ class Ecosystem:
         return None if switchboard is None else self.butlers[switchboard.name]
 
     async def wait_registered(self, timeout: float = READY_TIMEOUT) -> None:
-        """Until the switchboard's registry lists every butler of this ecosystem."""
+        """Until the switchboard's registry lists every butler of this ecosystem.
+
+        Read from the registry's table, as the switchboard's own role: the supervisor
+        needs no MCP client (FastMCP's would cost it ~1.3 s of imports)."""
         switchboard = self.switchboard
         if switchboard is None:
             return
-        from butlers.mcp_clients import McpClient
+        import asyncpg
 
         missing = set(self.butlers)
-        assert self.tokens is not None
-        client = McpClient(
-            {"Authorization": f"Bearer {self.tokens.user_token}"},
-            timeout=10,
-            client_name="butlers up",
-        )
+        query = f"SELECT name, url FROM {quote_ident(switchboard.schema)}.butler_registry"
+        conn = await asyncpg.connect(switchboard.dsn, timeout=10)
         try:
 
             async def all_registered() -> bool:
-                rows = (
-                    await client.call_tool(
-                        switchboard.url, "butler_registry_list", {}, idempotent=True
-                    )
-                ).data or []
+                try:
+                    rows = await conn.fetch(query, timeout=10)
+                except asyncpg.UndefinedTableError:
+                    return False
                 registered = {r["name"]: r["url"] for r in rows}
                 missing.intersection_update(
                     {n for n in self.butlers if registered.get(n) != self.butlers[n].url}
@@ -319,7 +339,7 @@ class Ecosystem:
                 error=EcosystemError,
             )
         finally:
-            await client.aclose()
+            await conn.close()
 
     def _spawn_dashboard(self) -> None:
         assert self.dashboard is not None
@@ -437,8 +457,9 @@ class Ecosystem:
         self.describe().write(self.data_dir)
 
 
-def _import_alembic() -> None:
-    import alembic.command  # noqa: F401  (warm the import while the database starts)
+def _import_migration_stack() -> None:
+    """Warm, while the database starts, what provisioning and migrations import."""
+    import alembic.command  # noqa: F401
     import sqlalchemy.ext.asyncio  # noqa: F401
 
 

@@ -8,6 +8,7 @@ asyncpg, with `search_path` pinned to the schema, so DDL lands there.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -44,7 +45,55 @@ def _config(chain: Chain, schema: str, connection: Any = None) -> Any:
 
 @cache
 def heads(chain: Chain) -> frozenset[str]:
-    """The head revisions of a chain, read from its script directory."""
+    """The head revisions of a chain: every revision no other revision builds on.
+
+    Read from the `revision` / `down_revision` literals of its scripts, without
+    Alembic: a butler checks its heads for `/ready`, and Alembic's script loader
+    (with SQLAlchemy) would add ~20 MB to every butler process. A script this cannot
+    read (no literal revision, `depends_on`) gets Alembic's answer instead.
+    """
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for script in sorted((chain.directory / "versions").glob("*.py")):
+        found = _revision_literals(script)
+        if found is None:
+            return _alembic_heads(chain)
+        revision, down = found
+        revisions.add(revision)
+        parents.update(down)
+    return frozenset(revisions - parents)
+
+
+def _revision_literals(script: Path) -> tuple[str, tuple[str, ...]] | None:
+    """(revision, down revisions) of a migration script, or None when they are no
+    plain literals or the script names dependencies (`depends_on`) Alembic must
+    resolve. Branch labels only name revisions: they change no head."""
+    values: dict[str, object] = {}
+    for node in ast.parse(script.read_text(), str(script)).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            try:
+                values[target.id] = ast.literal_eval(value)
+            except ValueError:
+                values[target.id] = ...  # not a literal
+    revision, down = values.get("revision"), values.get("down_revision", ...)
+    if values.get("depends_on") or not isinstance(revision, str):
+        return None
+    if down is None:
+        return revision, ()
+    if isinstance(down, str):
+        return revision, (down,)
+    if isinstance(down, tuple | list) and all(isinstance(d, str) for d in down):
+        return revision, tuple(down)
+    return None
+
+
+def _alembic_heads(chain: Chain) -> frozenset[str]:
     from alembic.script import ScriptDirectory
 
     return frozenset(ScriptDirectory.from_config(_config(chain, "")).get_heads())
