@@ -287,9 +287,12 @@ class Spawner:
         runtime = self._runtime
         assert runtime is not None
         session_id = uuid.uuid4()
-        if not tools:  # nothing the baton guards: beside the butler's other sessions
-            async with self._toolless:
-                return await self._traced(
+        async with self._turn(session_id, tools):
+            with tracer().start_as_current_span(
+                "butler.session",
+                attributes={"butler.name": self.butler, "session.trigger_source": trigger_source},
+            ) as span:
+                result = await self._run_locked(
                     runtime,
                     session_id,
                     prompt,
@@ -300,51 +303,30 @@ class Spawner:
                     digest,
                     tools,
                 )
+                span.set_attributes(
+                    {
+                        "session.id": result.session_id,
+                        "session.success": result.success,
+                        "session.duration_ms": result.duration_ms,
+                        "session.tool_calls": len(result.tool_calls),
+                        **({"session.error": result.error} if result.error else {}),
+                    }
+                )
+                return result
+
+    @asynccontextmanager
+    async def _turn(self, session_id: uuid.UUID, tools: bool) -> AsyncIterator[None]:
+        """The session's turn: the baton, or for a session without tools (nothing the
+        baton guards) one of the slots beside the butler's other sessions."""
+        if not tools:
+            async with self._toolless:
+                yield
+            return
         await self._baton.take(str(session_id))
         try:
-            return await self._traced(
-                runtime, session_id, prompt, trigger_source, context, timeout, key, digest, tools
-            )
+            yield
         finally:
             self._baton.end(str(session_id))
-
-    async def _traced(
-        self,
-        runtime: SessionRuntime,
-        session_id: uuid.UUID,
-        prompt: str,
-        trigger_source: str,
-        context: Any,
-        timeout: float,
-        key: str | None,
-        digest: str | None,
-        tools: bool,
-    ) -> SpawnerResult:
-        with tracer().start_as_current_span(
-            "butler.session",
-            attributes={"butler.name": self.butler, "session.trigger_source": trigger_source},
-        ) as span:
-            result = await self._run_locked(
-                runtime,
-                session_id,
-                prompt,
-                trigger_source,
-                context,
-                timeout,
-                key,
-                digest,
-                tools,
-            )
-            span.set_attributes(
-                {
-                    "session.id": result.session_id,
-                    "session.success": result.success,
-                    "session.duration_ms": result.duration_ms,
-                    "session.tool_calls": len(result.tool_calls),
-                    **({"session.error": result.error} if result.error else {}),
-                }
-            )
-            return result
 
     @asynccontextmanager
     async def stepping_aside(self, session_id: str) -> AsyncIterator[None]:
