@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
-import uvicorn
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
@@ -22,8 +21,8 @@ from butlers.daemon.direct import DirectToolCalls
 from butlers.daemon.guard import ArgumentGuard
 from butlers.daemon.http import build_http_app
 from butlers.daemon.server import install_schema_lookup
-from butlers.db.embedded import free_port
 from tests.support.raw_mcp import decode
+from tests.support.serving import served_asgi
 
 TOKEN, OTHER = new_user_token(), new_user_token()
 SESSION_VERSION, MODERN_VERSION = "2025-11-25", "2026-07-28"
@@ -84,17 +83,8 @@ async def _serving(direct: bool) -> AsyncIterator[tuple[str, Any]]:
         hosts=HostPolicy(),
         direct_calls=direct,
     )
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        assert not task.done(), "the app did not start"
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp", app
-    finally:
-        server.should_exit = True
-        await task
+    async with served_asgi(app) as base:
+        yield f"{base}/mcp", app
 
 
 async def _ready() -> tuple[bool, dict[str, object]]:

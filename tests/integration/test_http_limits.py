@@ -9,14 +9,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2 as httpx
-import uvicorn
 from fastmcp import FastMCP
 
 from butlers.auth.http import HostPolicy
 from butlers.auth.tokens import TokenBook, digest, new_user_token
 from butlers.daemon.http import build_http_app
 from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT
-from butlers.db.embedded import free_port
+from tests.support.serving import served_asgi
 
 TOKEN = new_user_token()
 PROTOCOL = "2025-06-18"  # the session-keeping protocol of MCP Inspector, Claude Code, ...
@@ -36,17 +35,8 @@ async def _serving(idle_timeout: float) -> AsyncIterator[str]:
         hosts=HostPolicy(),
         session_idle_timeout=idle_timeout,
     )
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        assert not task.done(), "the app did not start"
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.should_exit = True
-        await task
+    async with served_asgi(app) as base:
+        yield f"{base}/mcp"
 
 
 async def _post(
