@@ -16,6 +16,7 @@ from butlers.db.embedded import EmbeddedPostgres
 from butlers.ecosystem.supervisor import Ecosystem
 from butlers.roster import load_roster
 from butlers.settings import EcosystemSettings
+from butlers.testing.script_server import ScriptServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,3 +113,28 @@ def run_on_a_database(name: str, main: Callable[[str], Awaitable[None]]) -> int:
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+PIPELINE_BUTLERS = ["switchboard", "general", "health", "relationship"]
+
+
+@asynccontextmanager
+async def scripted_pipeline(
+    timeout: float = 60,
+) -> AsyncIterator[tuple[ScriptServer, Client]]:  # type: ignore[type-arg]
+    """The switchboard and three target butlers as processes, answered by a scripted model
+    served from this process; yields the script server and a user client of the switchboard."""
+    scripts = ScriptServer().start()
+    env = {
+        "BUTLERS_RUNTIME_ADAPTER": "scripted",
+        "BUTLERS_SCRIPT_URL": scripts.url,
+        "BUTLERS_TICK_INTERVAL": "3600",
+    }
+    try:
+        async with (
+            ecosystem(PIPELINE_BUTLERS, extra_env=env) as eco,
+            user_client(eco, "switchboard", timeout=timeout) as client,
+        ):
+            yield scripts, client
+    finally:
+        scripts.stop()

@@ -12,7 +12,7 @@ import asyncio
 import json
 import os
 
-from _common import ecosystem, summary, user_client
+from _common import scripted_pipeline, summary
 from butlers.switchboard.envelope import build_envelope
 from butlers.testing.script_server import ScriptServer, call, step
 
@@ -34,58 +34,43 @@ def script_message(server: ScriptServer, targets: int) -> None:
 
 
 async def main() -> None:
-    scripts = ScriptServer().start()
-    env = {
-        "BUTLERS_RUNTIME_ADAPTER": "scripted",
-        "BUTLERS_SCRIPT_URL": scripts.url,
-        "BUTLERS_TICK_INTERVAL": "3600",
-    }
-    names = ["switchboard", "general", "health", "relationship"]
-    try:
-        async with (
-            ecosystem(names, extra_env=env) as eco,
-            user_client(eco, "switchboard") as client,
-        ):
+    async with scripted_pipeline() as (scripts, client):
 
-            async def state_set() -> None:
-                await client.call_tool("state_set", {"key": "bench", "value": 1})
+        async def state_set() -> None:
+            await client.call_tool("state_set", {"key": "bench", "value": 1})
 
-            baseline = []
+        baseline = []
+        for i in range(WARMUP + N):
+            start = asyncio.get_running_loop().time()
+            await state_set()
+            if i >= WARMUP:
+                baseline.append(asyncio.get_running_loop().time() - start)
+        base = summary(baseline)
+        print(f"pipeline overhead, scripted model, butlers as processes, n={N}")
+        print(f"baseline: state_set over MCP p50 {base['p50']:.2f} ms p99 {base['p99']:.2f} ms")
+        first = None
+        for targets in (1, 2, 3):
+            samples = []
             for i in range(WARMUP + N):
+                script_message(scripts, targets)
+                envelope = build_envelope(f"message {targets}-{i}").model_dump(mode="json")
                 start = asyncio.get_running_loop().time()
-                await state_set()
+                result = await client.call_tool("ingest_v1", {"envelope": envelope, "wait": True})
+                elapsed = asyncio.get_running_loop().time() - start
+                assert result.data["fanout_status"] == "completed", result.data
                 if i >= WARMUP:
-                    baseline.append(asyncio.get_running_loop().time() - start)
-            base = summary(baseline)
-            print(f"pipeline overhead, scripted model, butlers as processes, n={N}")
-            print(f"baseline: state_set over MCP p50 {base['p50']:.2f} ms p99 {base['p99']:.2f} ms")
-            first = None
-            for targets in (1, 2, 3):
-                samples = []
-                for i in range(WARMUP + N):
-                    script_message(scripts, targets)
-                    envelope = build_envelope(f"message {targets}-{i}").model_dump(mode="json")
-                    start = asyncio.get_running_loop().time()
-                    result = await client.call_tool(
-                        "ingest_v1", {"envelope": envelope, "wait": True}
-                    )
-                    elapsed = asyncio.get_running_loop().time() - start
-                    assert result.data["fanout_status"] == "completed", result.data
-                    if i >= WARMUP:
-                        samples.append(elapsed)
-                s = summary(samples)
-                first = first or s["p50"]
-                goal = " (goal <= 100 ms: " + ("met)" if s["p50"] <= 100 else "NOT met)")
-                print(
-                    f"{targets} target(s): p50 {s['p50']:.1f} ms p99 {s['p99']:.1f} ms; "
-                    f"{s['p50'] / base['p50']:.1f}x baseline, "
-                    f"{s['p50'] / first:.2f}x one target" + (goal if targets == 1 else "")
-                )
-            problems = scripts.script.check()
-            if problems:
-                print("script problems:", problems)
-    finally:
-        scripts.stop()
+                    samples.append(elapsed)
+            s = summary(samples)
+            first = first or s["p50"]
+            goal = " (goal <= 100 ms: " + ("met)" if s["p50"] <= 100 else "NOT met)")
+            print(
+                f"{targets} target(s): p50 {s['p50']:.1f} ms p99 {s['p99']:.1f} ms; "
+                f"{s['p50'] / base['p50']:.1f}x baseline, "
+                f"{s['p50'] / first:.2f}x one target" + (goal if targets == 1 else "")
+            )
+        problems = scripts.script.check()
+        if problems:
+            print("script problems:", problems)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import statistics
 import time
 import uuid
 
-from _common import ecosystem, percentile, user_client
+from _common import percentile, scripted_pipeline
 from butlers.switchboard.envelope import build_envelope
 from butlers.testing.script_server import ScriptServer, call, step
 
@@ -88,43 +88,30 @@ def spread(values: list[float]) -> str:
 
 
 async def main() -> None:
-    scripts = ScriptServer().start()
-    env = {
-        "BUTLERS_RUNTIME_ADAPTER": "scripted",
-        "BUTLERS_SCRIPT_URL": scripts.url,
-        "BUTLERS_TICK_INTERVAL": "3600",
-    }
-    names = ["switchboard", "general", "health", "relationship"]
     rows: dict[str, list[float]] = {}
 
     def add(key: str, value: float) -> None:
         rows.setdefault(key, []).append(value)
 
-    try:
-        async with (
-            ecosystem(names, extra_env=env) as eco,
-            user_client(eco, "switchboard", timeout=120) as client,
-        ):
-            await sequential(client, scripts, 3)  # warm-up: sessions, pools, clients
-            for _ in range(REPEATS):
-                wall1, lat1 = await sequential(client, scripts, IN_FLIGHT)
-                wall10, lat10 = await concurrent(client, scripts, IN_FLIGHT)
-                add("seq_wall", wall1)
-                add("seq_tput", IN_FLIGHT / wall1)
-                add("seq_p50", statistics.median(lat1) * 1000)
-                add("seq_p99", percentile(lat1, 99) * 1000)
-                add("con_wall", wall10)
-                add("con_tput", IN_FLIGHT / wall10)
-                add("con_p50", statistics.median(lat10) * 1000)
-                add("con_p99", percentile(lat10, 99) * 1000)
-                add("speedup", wall1 / wall10)
-                alone, beside = await isolation(client, scripts)
-                add("alone", alone * 1000)
-                add("beside", beside * 1000)
-                add("iso_ratio", beside / alone)
-            problems = scripts.script.check()
-    finally:
-        scripts.stop()
+    async with scripted_pipeline(timeout=120) as (scripts, client):
+        await sequential(client, scripts, 3)  # warm-up: sessions, pools, clients
+        for _ in range(REPEATS):
+            wall1, lat1 = await sequential(client, scripts, IN_FLIGHT)
+            wall10, lat10 = await concurrent(client, scripts, IN_FLIGHT)
+            add("seq_wall", wall1)
+            add("seq_tput", IN_FLIGHT / wall1)
+            add("seq_p50", statistics.median(lat1) * 1000)
+            add("seq_p99", percentile(lat1, 99) * 1000)
+            add("con_wall", wall10)
+            add("con_tput", IN_FLIGHT / wall10)
+            add("con_p50", statistics.median(lat10) * 1000)
+            add("con_p99", percentile(lat10, 99) * 1000)
+            add("speedup", wall1 / wall10)
+            alone, beside = await isolation(client, scripts)
+            add("alone", alone * 1000)
+            add("beside", beside * 1000)
+            add("iso_ratio", beside / alone)
+        problems = scripts.script.check()
     print(
         f"pipeline under load: {IN_FLIGHT} messages, scripted model {MODEL_DELAY * 1000:.0f} ms "
         f"per reply, 3 target butlers in turn; {REPEATS} rounds (median [min–max])"
