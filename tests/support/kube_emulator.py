@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import jsonpatch
 import kmock
 
 BUTLERS_RESOURCE = "butlers.dev/v1alpha1/butlers"
@@ -85,6 +86,11 @@ class VersionedEmulator(kmock.KubernetesEmulator):
         self.serving.append(request)
         try:
             return await super()._handle(request)
+        except jsonpatch.JsonPatchTestFailed as exc:
+            # As the API server answers a JSON patch whose `test` failed (the object moved
+            # on since the client read it): 422, which a client re-reads after, not a 500
+            # it repeats unchanged.
+            raise kmock.KubernetesError(status=422, reason="Invalid", message=str(exc)) from None
         finally:
             self.serving.remove(request)
 
