@@ -136,7 +136,8 @@ async def _run_foreground(settings: EcosystemSettings) -> int:
     from butlers.roster import load_roster
 
     resources = load_roster(settings.roster_dir)
-    ecosystem = Ecosystem(settings=settings, resources=resources)
+    # `cmd_up` made sure no other ecosystem runs here, and the pid file now says we do.
+    ecosystem = Ecosystem(settings=settings, resources=resources, adopt_database=True)
     pid_file = PidFile(settings.data_dir)
     pid_file.write()
     stop = asyncio.Event()

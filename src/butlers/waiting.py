@@ -5,12 +5,16 @@
 `timeout` seconds they make one last check, then raise `error(message)`. The
 condition decides what counts as "not yet" (return a falsy value); any exception
 it raises ends the wait at once. Sleeps never overrun the deadline.
+
+`process_exit` waits, without a deadline, for another process (not necessarily our
+parent) to end: the one lifeline of processes that must not outlive their supervisor.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, overload
@@ -92,3 +96,42 @@ def wait_until_blocking(
         if remaining <= 0:
             raise error(_message(message))
         time.sleep(min(interval, remaining))
+
+
+async def process_exit(pid: int, *, interval: float = 1.0) -> None:
+    """Return once process `pid` has ended (at once if it is gone already).
+
+    Linux: woken by a pidfd, which also survives the pid being reused. Elsewhere, or
+    where pidfds are refused, polls `kill(pid, 0)` every `interval` seconds.
+    """
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except (AttributeError, OSError):
+        while _alive(pid):  # noqa: ASYNC110 (no pidfd: polling is the only way to learn it)
+            await asyncio.sleep(interval)
+        return
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    try:
+        loop.add_reader(fd, readable)
+        await ended
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # somebody else's process by now, or ours under another uid
+    return True

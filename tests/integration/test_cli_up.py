@@ -193,6 +193,48 @@ def test_ctrl_c_stops_everything_cleanly(tmp_path: Path) -> None:
     assert pg_pid is None or _wait_gone([pg_pid]) == []
 
 
+def _children_of(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in children.read_text().split()] if children.exists() else []
+
+
+def test_a_killed_supervisor_leaves_no_butler_and_the_next_up_adopts_its_database(
+    tmp_path: Path,
+) -> None:
+    """`kill -9` of `butlers up`: its butlers (children of the fork server, which outlives
+    the supervisor while any child holds its pipe), the fork server and the dashboard
+    exit; the embedded server it left is adopted by the next `up`, and `down` stops it."""
+    data, roster = tmp_path / "data", _roster(tmp_path, ("general", "health"))
+    environ = {k: v for k, v in os.environ.items() if k != "BUTLERS_DATABASE_URL"}
+    with subprocess.Popen(
+        [*BUTLERS, "up", "--data-dir", str(data), "--roster", str(roster),
+         "--dashboard-port", str(free_port())],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environ,
+    ) as process:  # fmt: skip
+        wait_until_blocking(
+            lambda: (data / "ecosystem.json").exists() or process.poll() is not None,
+            timeout=60,
+            message="butlers up never became ready",
+        )
+        assert process.poll() is None
+        state = json.loads((data / "ecosystem.json").read_text())
+        butlers = [b["pid"] for b in state["butlers"].values()]
+        fork_servers = [p for p in _children_of(process.pid) if p not in butlers]
+        process.kill()
+        process.wait(timeout=10)
+    left = [*butlers, state["dashboard"]["pid"], *fork_servers]
+    assert _wait_gone(left, timeout=15) == [], "processes outlived their supervisor"
+    orphan = _postmaster_pid(data)
+    assert orphan is not None and _alive(orphan)
+
+    up = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach")
+    assert up.returncode == 0, up.stderr
+    assert _postmaster_pid(data) == orphan  # the same server, reused
+    down = _butlers("down", "--data-dir", str(data))
+    assert down.returncode == 0, down.stderr
+    assert _wait_gone([orphan]) == [], "down left the adopted database running"
+
+
 def test_port_in_use_names_butler_and_port(tmp_path: Path) -> None:
     roster = _roster(tmp_path, ("health",))
     port = yaml.safe_load((roster / "health.yaml").read_text())["spec"]["port"]

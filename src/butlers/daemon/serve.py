@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import os
 import signal
 import socket
 import sys
@@ -32,6 +31,7 @@ from butlers.roster import load_butler_file
 from butlers.settings import ButlerSettings
 from butlers.spec import schema_name
 from butlers.telemetry import configure_tracing
+from butlers.waiting import process_exit
 
 log = logging.getLogger(__name__)
 READY_TIMEOUT = 2.0
@@ -234,7 +234,6 @@ def _span_file(settings: ButlerSettings, name: str) -> Path | None:
 
 async def _exit_with_parent(parent_pid: int, server: uvicorn.Server) -> None:
     """Shut down gracefully when the supervising process is gone (no orphans)."""
-    while os.getppid() == parent_pid:  # noqa: ASYNC110 (no event exists for a parent's death)
-        await asyncio.sleep(1.0)
+    await process_exit(parent_pid)
     log.warning("supervisor (pid %d) is gone; shutting down", parent_pid)
     server.should_exit = True

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import socket
 import sys
@@ -16,6 +15,7 @@ from butlers.dashboard.app import create_app
 from butlers.errors import ButlersError, PortInUseError
 from butlers.logs import configure_logging
 from butlers.settings import DashboardSettings
+from butlers.waiting import process_exit
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,7 @@ async def serve(settings: DashboardSettings, parent_pid: int | None = None) -> N
 
 
 async def _exit_with_parent(parent_pid: int, server: uvicorn.Server) -> None:
-    while os.getppid() == parent_pid:  # noqa: ASYNC110 (no event exists for a parent's death)
-        await asyncio.sleep(1.0)
+    await process_exit(parent_pid)
     log.warning("supervisor (pid %d) is gone; shutting down", parent_pid)
     server.should_exit = True
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -11,12 +12,14 @@ from butlers.db.embedded import EmbeddedPostgres
 from butlers.db.provision import Credentials
 from butlers.ecosystem.state import DatabaseInfo
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class DatabaseServer:
     admin_dsn: str
     embedded: EmbeddedPostgres | None = None
-    started_here: bool = False
+    owned: bool = False
 
     def describe(self) -> DatabaseInfo:
         parts = urlsplit(self.admin_dsn)
@@ -40,9 +43,9 @@ class DatabaseServer:
 
     def stop(self) -> None:
         """Stop the server if this process started it."""
-        if self.embedded and self.started_here:
+        if self.embedded and self.owned:
             self.embedded.stop()
-            self.started_here = False
+            self.owned = False
 
 
 def mask_password(dsn: str) -> str:
@@ -54,14 +57,21 @@ def mask_password(dsn: str) -> str:
 
 
 def open_database(
-    data_dir: Path, database_url: str | None, *, fsync: bool = True
+    data_dir: Path, database_url: str | None, *, fsync: bool = True, adopt: bool = False
 ) -> DatabaseServer:
-    """Start (or reuse) the embedded server under `data_dir`, or use `database_url`."""
+    """Start (or reuse) the embedded server under `data_dir`, or use `database_url`.
+
+    A server that runs already is stopped by `stop()` only when `adopt` is set (the
+    caller knows no other process of this data directory uses it)."""
     if database_url:
         return DatabaseServer(admin_dsn=database_url)
     embedded = EmbeddedPostgres(data_dir / "postgres", fsync=fsync)
     started = embedded.start()
-    return DatabaseServer(admin_dsn=embedded.admin_dsn(), embedded=embedded, started_here=started)
+    if not started and adopt:
+        log.warning("adopting the embedded database left running in %s", embedded.pgdata)
+    return DatabaseServer(
+        admin_dsn=embedded.admin_dsn(), embedded=embedded, owned=started or adopt
+    )
 
 
 class CredentialFile:

@@ -196,7 +196,9 @@ def _child_setup(env: dict[str, str], log_path: str) -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
     os.environ.clear()
     os.environ.update(env)
-    os.environ["BUTLERS_PARENT_PID"] = str(os.getppid())
+    # BUTLERS_PARENT_PID names the supervisor, never our parent: the fork server lives
+    # as long as any of its children (each holds its liveness pipe), so a butler that
+    # watched its parent would outlive a killed supervisor, ports and all.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 

@@ -85,6 +85,10 @@ class Ecosystem:
     resources: list[ButlerResource]
     extra_env: dict[str, str] = field(default_factory=dict)
     fsync: bool = True
+    # Set by `butlers up`, which holds the data directory (its pid file): an embedded
+    # server found running there was left by a supervisor that died, and is ours to
+    # supervise and stop. `butlers migrate` beside a running ecosystem leaves it alone.
+    adopt_database: bool = False
     database: DatabaseServer | None = None
     butlers: dict[str, ButlerProcess] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
@@ -137,7 +141,11 @@ class Ecosystem:
                 asyncio.to_thread(warm_up), asyncio.to_thread(_import_migration_stack)
             )
             self.database = await asyncio.to_thread(
-                open_database, self.data_dir, self.settings.database_url, fsync=self.fsync
+                open_database,
+                self.data_dir,
+                self.settings.database_url,
+                fsync=self.fsync,
+                adopt=self.adopt_database,
             )
             await warm
         log.info("database ready in %.2f s", time.monotonic() - phase)
@@ -375,7 +383,7 @@ class Ecosystem:
         """One round of watching: restart the embedded database if it died (on its port,
         so every butler's pool reconnects by itself), then every butler that exited."""
         database = self.database
-        embedded = database.embedded if database is not None and database.started_here else None
+        embedded = database.embedded if database is not None and database.owned else None
         if embedded is not None and not embedded.is_running():
             log.warning("the embedded database stopped; restarting it")
             try:

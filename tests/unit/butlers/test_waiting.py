@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import subprocess
+import sys
 import time
 
 import pytest
 
-from butlers.waiting import WaitTimeout, wait_until, wait_until_blocking
+from butlers.waiting import WaitTimeout, process_exit, wait_until, wait_until_blocking
 
 
 async def test_returns_the_first_truthy_value_of_an_async_condition() -> None:
@@ -56,3 +60,23 @@ def test_blocking_variant_waits_and_times_out() -> None:
     assert wait_until_blocking(lambda: next(calls), timeout=5, interval=0.001) == 5
     with pytest.raises(WaitTimeout):
         wait_until_blocking(lambda: False, timeout=0.05, interval=0.01)
+
+
+@pytest.mark.parametrize("pidfd", [True, False])
+async def test_process_exit_returns_when_another_process_ends(
+    pidfd: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)  # the polling fallback
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        waiting = asyncio.create_task(process_exit(sleeper.pid, interval=0.05))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        sleeper.kill()
+        sleeper.wait()
+        await asyncio.wait_for(waiting, timeout=5)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    await asyncio.wait_for(process_exit(sleeper.pid), timeout=1)  # gone already
