@@ -69,9 +69,7 @@ def open_database(
     started = embedded.start()
     if not started and adopt:
         log.warning("adopting the embedded database left running in %s", embedded.pgdata)
-    return DatabaseServer(
-        admin_dsn=embedded.admin_dsn(), embedded=embedded, owned=started or adopt
-    )
+    return DatabaseServer(admin_dsn=embedded.admin_dsn(), embedded=embedded, owned=started or adopt)
 
 
 class CredentialFile:

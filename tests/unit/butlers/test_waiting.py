@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import time
 
@@ -68,15 +67,18 @@ async def test_process_exit_returns_when_another_process_ends(
 ) -> None:
     if not pidfd:
         monkeypatch.delattr(os, "pidfd_open", raising=False)  # the polling fallback
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    sleeper = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import time; time.sleep(30)"
+    )
     try:
         waiting = asyncio.create_task(process_exit(sleeper.pid, interval=0.05))
         await asyncio.sleep(0.3)
         assert not waiting.done()
         sleeper.kill()
-        sleeper.wait()
+        await sleeper.wait()
         await asyncio.wait_for(waiting, timeout=5)
     finally:
-        sleeper.kill()
-        sleeper.wait()
+        if sleeper.returncode is None:
+            sleeper.kill()
+            await sleeper.wait()
     await asyncio.wait_for(process_exit(sleeper.pid), timeout=1)  # gone already
