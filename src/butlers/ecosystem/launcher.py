@@ -42,13 +42,9 @@ if TYPE_CHECKING:  # imported by `butlers up` first thing, to start the fork ser
 
 PRELOAD = [
     "butlers.daemon.serve",  # (no Alembic: `/ready` reads migration heads without it)
-    # Imported lazily by FastMCP while tools register and clients open.
+    # Imported lazily by FastMCP while tools register (docstrings). Only what every
+    # butler imports belongs here: RSS counts the shared pages too.
     "griffe",
-    "jsonref",
-    "jsonschema",
-    "requests",
-    "httpcore2",
-    "fastmcp.client.transports",
 ]
 _context: multiprocessing.context.ForkServerContext | None = None
 _spawn_lock = threading.Lock()

@@ -5,9 +5,9 @@ from typing import Annotated, Literal
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.stores.sessions import SessionStore
 
 CORE = {"module": "core"}
@@ -20,7 +20,7 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
         offset: Annotated[int, Field(ge=0)] = 0,
         status: Literal["running", "completed", "error", "interrupted"] | None = None,
         trigger_source: str | None = None,
-    ) -> JsonValue:
+    ) -> AnyJson:
         """Recent sessions of this butler, newest first (without prompts and outputs)."""
         rows = await store.list(
             limit=limit, offset=offset, status=status, trigger_source=trigger_source
@@ -28,7 +28,7 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
         return to_json(rows)
 
     @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
-    async def sessions_get(session_id: uuid.UUID) -> JsonValue:
+    async def sessions_get(session_id: uuid.UUID) -> AnyJson:
         """One session with its prompt, output, tool calls, tokens and error."""
         row = await store.get(session_id)
         if row is None:

@@ -15,9 +15,9 @@ from typing import Annotated, Any
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, tool_meta
 from butlers.modules.channels import ChannelError
 from butlers.spec import ENV_NAME_PATTERN
@@ -154,7 +154,7 @@ class EmailModule(Module):
             body: Annotated[str, Field(min_length=1)],
             subject: Annotated[str, Field(min_length=1, max_length=998)],
             to: str | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Send a plain-text email (to the default recipient unless `to` is given)."""
             try:
                 message_id = await mailbox.send(to, subject, body)
@@ -168,7 +168,7 @@ class EmailModule(Module):
         @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
         async def email_inbox(
             limit: Annotated[int, Field(ge=1, le=100)] = 10, unseen_only: bool = True
-        ) -> JsonValue:
+        ) -> AnyJson:
             """The newest messages of the IMAP inbox (not marked as read)."""
             try:
                 messages = await asyncio.to_thread(mailbox.fetch, limit, unseen_only)

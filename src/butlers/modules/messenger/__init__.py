@@ -8,9 +8,9 @@ import asyncio
 from typing import Annotated, Literal
 
 from fastmcp import FastMCP
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.channels import ChannelError
 
@@ -48,7 +48,7 @@ class MessengerModule(Module):
             channel: Literal["telegram", "email"] | None = None,
             recipient: str | None = None,
             subject: str | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Send a notification to the user; every attempt is logged in `deliveries`."""
             name: str = channel or config.default_channel or next(iter(channels), "telegram")
             provider_id, error = None, None
@@ -81,7 +81,7 @@ class MessengerModule(Module):
             channel: str | None = None,
             status: Literal["sent", "failed"] | None = None,
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """The delivery log, newest first."""
             rows = await pool.fetch(
                 "SELECT id, channel, recipient, subject, body, status, error, "
@@ -95,7 +95,7 @@ class MessengerModule(Module):
             return to_json([dict(r) for r in rows])
 
         @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
-        async def channels_list() -> JsonValue:
+        async def channels_list() -> AnyJson:
             """Each known channel and whether it can deliver right now."""
             return [
                 {

@@ -14,11 +14,11 @@ from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue, ValidationError
+from pydantic import Field, ValidationError
 
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
-from butlers.jsonutil import json_object, to_json
+from butlers.jsonutil import AnyJson, json_object, to_json
 from butlers.mcp_clients import McpClient
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.switchboard.pipeline import Pipeline
@@ -103,13 +103,13 @@ class SwitchboardModule(Module):
 
         @mcp.tool(meta=pipeline_meta)
         async def ingest_v1(
-            envelope: Annotated[dict[str, JsonValue], Field(description="An IngestEnvelopeV1.")],
+            envelope: Annotated[dict[str, AnyJson], Field(description="An IngestEnvelopeV1.")],
             wait: Annotated[
                 bool, Field(description="Return only after classification and dispatch.")
             ] = False,
             route_timeout_seconds: Seconds | None = None,
             classification_timeout_seconds: Seconds | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Accept a message: persisted once per idempotency key (per caller), then
             classified and routed. The same key with different content is refused as a
             conflict.
@@ -135,7 +135,7 @@ class SwitchboardModule(Module):
         @mcp.tool(meta=pipeline_meta)
         async def classify_message(
             text: Annotated[str, Field(min_length=1, max_length=100_000)],
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Split a message into {butler, prompt, segment} entries (nothing is routed)."""
             return (await pipeline.classify(text)).to_json()
 
@@ -144,7 +144,7 @@ class SwitchboardModule(Module):
             butler: Annotated[str, Field(min_length=1)],
             prompt: Annotated[str, Field(min_length=1)],
             timeout_seconds: Seconds | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Hand one prompt to a registered butler's `trigger`; logged in routing_log."""
             outcome = await pipeline.route(
                 RouteEntry(butler, prompt, prompt), request_id=None, timeout=timeout_seconds
@@ -154,7 +154,7 @@ class SwitchboardModule(Module):
         register_registry_tools(mcp, store, meta)
 
         @mcp.tool(meta=meta, annotations=read)
-        async def butler_registry_list() -> JsonValue:
+        async def butler_registry_list() -> AnyJson:
             """Registered butlers with URL, hints, modules, last heartbeat and liveness."""
             rows = await store.registry(config.heartbeat_stale_seconds)
             return to_json(rows)
@@ -162,18 +162,18 @@ class SwitchboardModule(Module):
         @mcp.tool(meta=meta, annotations=read)
         async def routing_log_list(
             request_id: uuid.UUID | None = None, limit: Annotated[int, Field(ge=1, le=500)] = 50
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Routing decisions and their outcomes, newest first."""
             return to_json(await store.routes(request_id, limit))
 
         @mcp.tool(meta=meta, annotations=read)
-        async def switchboard_stats() -> JsonValue:
+        async def switchboard_stats() -> AnyJson:
             """MCP sessions opened so far and kept now (`mcp_clients_*`), and messages being
             processed."""
             return pipeline.stats()
 
         @mcp.tool(meta=meta, annotations=read)
-        async def message_get(request_id: uuid.UUID) -> JsonValue:
+        async def message_get(request_id: uuid.UUID) -> AnyJson:
             """One ingested message with its status, classification and routes."""
             message = await store.message(request_id)
             if message is None:

@@ -14,9 +14,10 @@ import logging
 from typing import Annotated
 
 from fastmcp import FastMCP
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from butlers.auth.access import access_meta
+from butlers.jsonutil import AnyJson
 from butlers.modules.switchboard.store import SwitchboardStore
 from butlers.spec import NAME_PATTERN
 
@@ -49,7 +50,7 @@ def register_registry_tools(mcp: FastMCP, store: SwitchboardStore, meta: dict[st
         url: Url,
         hints: Hints | None = None,
         modules: Modules | None = None,
-    ) -> JsonValue:
+    ) -> AnyJson:
         """Register (or re-register) a butler and its MCP URL for routing. Only the butler
         itself, with its own token, may register its name."""
         await store.register(name, description, url, hints or [], modules or [])
@@ -57,12 +58,12 @@ def register_registry_tools(mcp: FastMCP, store: SwitchboardStore, meta: dict[st
         return {"registered": name, "url": url}
 
     @mcp.tool(meta=own_name)
-    async def butler_heartbeat(name: Name) -> JsonValue:
+    async def butler_heartbeat(name: Name) -> AnyJson:
         """Mark a registered butler alive; `known` is false when it must register again."""
         return {"name": name, "known": await store.heartbeat(name)}
 
     @mcp.tool(meta=meta | access_meta(sessions=False, self_arg="name"))
-    async def butler_deregister(name: Name) -> JsonValue:
+    async def butler_deregister(name: Name) -> AnyJson:
         """Remove a butler from routing (the butler itself, or the user's token). A butler
         still running registers again with its next heartbeat."""
         deregistered = await store.deregister(name)
