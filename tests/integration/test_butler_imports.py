@@ -9,7 +9,9 @@ imported by then. Each costs megabytes in every butler process:
 - `fastmcp.client` (with beartype, key_value, jwt, ~8 MB): the session toolbox runs on
   the server directly (`daemon.calls.SessionToolServer`);
 - `jsonref` and `requests` (~7 MB): FastMCP loads them to inline a `$ref`; tool
-  schemas have none (`jsonutil.AnyJson`).
+  schemas have none (`jsonutil.AnyJson`);
+- the OpenTelemetry SDK (with `psutil`, ~1.4 MB) when nothing is traced
+  (`telemetry.export`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ from butlers.db.provision import deprovision, provision
 from butlers.modules.loader import module_chains
 
 MODULES = {"general": {}, "health": {}, "contacts": {}, "approvals": {}, "switchboard": {}}
-NOT_IMPORTED = ("fastmcp.client", "beartype", "key_value", "jsonref", "requests")
+NOT_IMPORTED = (
+    "fastmcp.client",
+    "beartype",
+    "key_value",
+    "jsonref",
+    "requests",
+    "opentelemetry.sdk",
+    "psutil",
+)
 
 BUILD = """
 import asyncio, json, sys
@@ -38,6 +48,7 @@ from butlers.db.pool import create_pool
 from butlers.llm.toolbox import session_toolboxes, speaking_as
 from butlers.settings import ButlerSettings, RuntimeOverrides
 from butlers.spec import ButlerResource
+from butlers.telemetry import configure_tracing
 
 async def main(dsn, schema, modules, watched):
     resource = ButlerResource.model_validate({
@@ -49,6 +60,7 @@ async def main(dsn, schema, modules, watched):
         runtime=RuntimeOverrides(), tick_interval=3600, environ={},
     )
     pool = await create_pool(dsn, schema)
+    configure_tracing("probe")  # as `serve` calls it: nothing to export
     try:
         built = await build_butler(
             resource, pool, settings, schema=schema, mcp_url="http://127.0.0.1:1/mcp"
