@@ -11,7 +11,9 @@ imported by then. Each costs megabytes in every butler process:
 - `jsonref` and `requests` (~7 MB): FastMCP loads them to inline a `$ref`; tool
   schemas have none (`jsonutil.AnyJson`);
 - the OpenTelemetry SDK (with `psutil`, ~1.4 MB) when nothing is traced
-  (`telemetry.export`).
+  (`telemetry.export`);
+- griffe (~2 MB with what its parses leave): FastMCP parses tool docstrings with it;
+  butler tools hand theirs over as descriptions (`tooling.tool`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ NOT_IMPORTED = (
     "requests",
     "opentelemetry.sdk",
     "psutil",
+    "griffe",
 )
 
 BUILD = """

@@ -19,6 +19,7 @@ from butlers.scheduling.jobs import JobRegistry
 from butlers.scheduling.validation import ScheduleError, validate_schedule
 from butlers.spec import SCHEDULE_NAME_PATTERN
 from butlers.stores.schedules import DuplicateSchedule, ScheduledTask, ScheduleStore
+from butlers.tooling import tool
 
 CORE = {"module": "core"}
 CHANGE = CORE | access_meta(sessions=False)
@@ -40,7 +41,7 @@ def _found(row: ScheduledTask | None, name: str) -> AnyJson:
 
 
 def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistry) -> None:
-    @mcp.tool(meta=CHANGE)
+    @tool(mcp, meta=CHANGE)
     async def schedule_create(
         name: Name,
         cron: Cron,
@@ -67,12 +68,12 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
             raise ToolError(f"{exc}; use schedule_update to change it") from None
         return to_json(row)
 
-    @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
+    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
     async def schedule_list() -> AnyJson:
         """Every schedule of this butler (from the spec and created at runtime), by name."""
         return to_json(await store.list())
 
-    @mcp.tool(meta=CHANGE)
+    @tool(mcp, meta=CHANGE)
     async def schedule_update(
         name: Name,
         cron: Cron | None = None,
@@ -97,12 +98,12 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         row = await store.update(name, cron=cron, prompt=prompt, enabled=enabled, job_args=job_args)
         return _found(row, name)
 
-    @mcp.tool(meta=CHANGE, annotations={"destructiveHint": True})
+    @tool(mcp, meta=CHANGE, annotations={"destructiveHint": True})
     async def schedule_delete(name: Name) -> AnyJson:
         """Delete a schedule. `deleted` says whether it existed."""
         return {"name": name, "deleted": await store.delete(name)}
 
-    @mcp.tool(meta=CHANGE)
+    @tool(mcp, meta=CHANGE)
     async def schedule_toggle(name: Name, enabled: bool | None = None) -> AnyJson:
         """Enable or disable a schedule (flip it when `enabled` is omitted)."""
         if enabled is None:

@@ -9,12 +9,13 @@ from pydantic import Field
 
 from butlers.jsonutil import AnyJson, to_json
 from butlers.stores.sessions import SessionStore
+from butlers.tooling import tool
 
 CORE = {"module": "core"}
 
 
 def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
-    @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
+    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
     async def sessions_list(
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         offset: Annotated[int, Field(ge=0)] = 0,
@@ -27,7 +28,7 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
         )
         return to_json(rows)
 
-    @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
+    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
     async def sessions_get(session_id: uuid.UUID) -> AnyJson:
         """One session with its prompt, output, tool calls, tokens and error."""
         row = await store.get(session_id)

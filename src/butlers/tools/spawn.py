@@ -13,6 +13,7 @@ from butlers.auth.middleware import current_caller
 from butlers.core.scheduler import Scheduler
 from butlers.core.spawner import IdempotencyConflict, NoRuntimeConfigured, Spawner, SpawnerBusy
 from butlers.jsonutil import AnyJson, to_json
+from butlers.tooling import tool
 
 CORE = {"module": "core"}
 # A session never starts sessions; the switchboard may route to `trigger`.
@@ -21,7 +22,7 @@ TICK = CORE | access_meta(sessions=False)
 
 
 def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -> None:
-    @mcp.tool(meta=TRIGGER)
+    @tool(mcp, meta=TRIGGER)
     async def trigger(
         prompt: Annotated[str, Field(min_length=1, description="What the session should do.")],
         context: Annotated[
@@ -63,7 +64,7 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
             raise ToolError(str(exc)) from None
         return result.to_json()
 
-    @mcp.tool(meta=TICK)
+    @tool(mcp, meta=TICK)
     async def tick() -> AnyJson:
         """Run every scheduled task that is due now; returns what ran and its outcome."""
         return {"ran": [to_json(run) for run in await scheduler.tick()]}

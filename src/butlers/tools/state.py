@@ -9,6 +9,7 @@ from pydantic import Field
 from butlers.jsonutil import AnyJson, to_json
 from butlers.paging import PAGE_BYTES, Cursor, CursorError, decode_cursor, encode_cursor
 from butlers.stores.state import MAX_KEY_LENGTH, StateStore, StateValueError
+from butlers.tooling import tool
 
 Key = Annotated[str, Field(min_length=1, max_length=MAX_KEY_LENGTH, description="The state key.")]
 CORE = {"module": "core"}
@@ -17,13 +18,13 @@ MAX_STATE_PAGE = 1000
 
 
 def register_state_tools(mcp: FastMCP, store: StateStore) -> None:
-    @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
+    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
     async def state_get(key: Key) -> AnyJson:
         """Read a value from this butler's state store; null when the key is missing."""
         _found, value = await store.get(key)
         return value
 
-    @mcp.tool(meta=CORE, annotations={"idempotentHint": True})
+    @tool(mcp, meta=CORE, annotations={"idempotentHint": True})
     async def state_set(
         key: Key,
         value: Annotated[AnyJson, Field(description="Any JSON value, null included.")],
@@ -35,7 +36,7 @@ def register_state_tools(mcp: FastMCP, store: StateStore) -> None:
             raise ToolError(f"state_set({key!r}): {exc}") from None
         return {"key": key, "updated_at": updated_at.isoformat()}
 
-    @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
+    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
     async def state_list(
         prefix: Annotated[
             str | None,
@@ -62,7 +63,7 @@ def register_state_tools(mcp: FastMCP, store: StateStore) -> None:
         next_cursor = encode_cursor([entries[-1].key]) if more and entries else None
         return {"items": to_json(entries), "next_cursor": next_cursor}
 
-    @mcp.tool(meta=CORE, annotations={"destructiveHint": True, "idempotentHint": True})
+    @tool(mcp, meta=CORE, annotations={"destructiveHint": True, "idempotentHint": True})
     async def state_delete(key: Key) -> AnyJson:
         """Delete a key. `deleted` says whether it existed."""
         return {"key": key, "deleted": await store.delete(key)}

@@ -20,6 +20,7 @@ from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.approvals.gate import ApprovalGate
 from butlers.modules.approvals.store import ApprovalStore
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
+from butlers.tooling import tool
 
 log = logging.getLogger(__name__)
 NAME = "approvals"
@@ -52,7 +53,7 @@ class ApprovalsModule(Module):
         mcp.add_middleware(self.gate)
         meta = tool_meta(NAME)
 
-        @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def approval_list(
             status: Literal["pending", "approved", "denied", "expired"] | None = "pending",
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
@@ -60,7 +61,7 @@ class ApprovalsModule(Module):
             """Approval requests, newest first (pending ones by default)."""
             return to_json(await store.list(status, limit))
 
-        @mcp.tool(meta=meta | access_meta(sessions=False))
+        @tool(mcp, meta=meta | access_meta(sessions=False))
         async def approval_decide(
             approval_id: uuid.UUID,
             decision: Literal["approved", "denied", "approve", "deny"],
@@ -99,7 +100,7 @@ class ApprovalsModule(Module):
             log.info("approval %s %s by %s", approval_id, status, identity.label)
             return to_json(row)
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def approval_expire_stale() -> AnyJson:
             """Expire pending requests past their deadline whose held call is gone."""
             expired = await store.expire_stale()

@@ -16,6 +16,7 @@ from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 from butlers.modules.contacts.store import ContactStore
 from butlers.stores.records import Record
+from butlers.tooling import tool
 
 NAME = "contacts"
 Name = Annotated[str, Field(min_length=1, max_length=300)]
@@ -48,10 +49,11 @@ class ContactsModule(Module):
             row = await store.add(name.strip(), email, phone, birthday, details or {})
             return to_json(row)
 
-        mcp.tool(contact_add, meta=meta)
-        mcp.tool(contact_add, name="contact_create", meta=meta)
+        tool(mcp, contact_add, meta=meta)
+        tool(mcp, contact_add, name="contact_create", meta=meta)
 
-        @mcp.tool(
+        @tool(
+            mcp,
             meta=tool_meta(NAME, "conditional", ("email", "phone")),
             annotations={"idempotentHint": True},
         )
@@ -76,7 +78,7 @@ class ContactsModule(Module):
                 raise ToolError("nothing to update: pass at least one field")
             return _found(await store.update(contact_id, changes), contact_id)
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def contact_search(
             query: Annotated[str, Field(min_length=1)],
             limit: Annotated[int, Field(ge=1, le=200)] = 20,
@@ -84,12 +86,12 @@ class ContactsModule(Module):
             """Contacts whose name, email or phone contains `query` (case-insensitive)."""
             return to_json(await store.search(query, limit))
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def contact_get(contact_id: uuid.UUID) -> AnyJson:
             """One contact with its notes and interactions."""
             return _found(await store.get(contact_id), contact_id)
 
-        @mcp.tool(meta=tool_meta(NAME, "always"), annotations={"destructiveHint": True})
+        @tool(mcp, meta=tool_meta(NAME, "always"), annotations={"destructiveHint": True})
         async def contact_delete(contact_id: uuid.UUID) -> AnyJson:
             """Delete a contact with its notes and interactions (needs approval)."""
             deleted = await store.delete(contact_id)
@@ -97,14 +99,14 @@ class ContactsModule(Module):
                 raise ToolError(f"no contact {contact_id}")
             return {"contact_id": str(contact_id), "deleted": True}
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def contact_note_add(
             contact_id: uuid.UUID, body: Annotated[str, Field(min_length=1)]
         ) -> AnyJson:
             """Attach a note to a contact."""
             return _found(await store.add_note(contact_id, body), contact_id)
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def interaction_log(
             contact_id: uuid.UUID,
             kind: Annotated[str, Field(min_length=1, description="call, meeting, message, ...")],

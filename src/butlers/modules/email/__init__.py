@@ -21,6 +21,7 @@ from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, tool_meta
 from butlers.modules.channels import ChannelError
 from butlers.spec import ENV_NAME_PATTERN
+from butlers.tooling import tool
 
 NAME = "email"
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
@@ -149,7 +150,7 @@ class EmailModule(Module):
         mailbox = self.mailbox
         meta = tool_meta(NAME)
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def email_send(
             body: Annotated[str, Field(min_length=1)],
             subject: Annotated[str, Field(min_length=1, max_length=998)],
@@ -165,7 +166,7 @@ class EmailModule(Module):
         if mailbox.config.imap_host is None:
             return
 
-        @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def email_inbox(
             limit: Annotated[int, Field(ge=1, le=100)] = 10, unseen_only: bool = True
         ) -> AnyJson:

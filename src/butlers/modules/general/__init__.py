@@ -10,6 +10,7 @@ from butlers.db.pool import dumps
 from butlers.db.sql import like_contains
 from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
+from butlers.tooling import tool
 
 NAME = "general"
 CollectionName = Annotated[str, Field(min_length=1, max_length=200)]
@@ -25,7 +26,7 @@ class GeneralModule(Module):
         meta = tool_meta(NAME)
         read = {"readOnlyHint": True}
 
-        @mcp.tool(meta=meta, annotations={"idempotentHint": True})
+        @tool(mcp, meta=meta, annotations={"idempotentHint": True})
         async def collection_create(
             name: CollectionName, description: str | None = None
         ) -> AnyJson:
@@ -40,7 +41,7 @@ class GeneralModule(Module):
             )
             return to_json(dict(row))
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def collection_list() -> AnyJson:
             """Collections with their number of notes."""
             rows = await pool.fetch(
@@ -49,7 +50,7 @@ class GeneralModule(Module):
             )
             return to_json([dict(r) for r in rows])
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def note_add(
             title: Annotated[str, Field(min_length=1, max_length=500)],
             body: str = "",
@@ -75,7 +76,7 @@ class GeneralModule(Module):
                 )
             return to_json({"collection": collection, "title": title, **dict(row)})
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def note_list(
             collection: str | None = None,
             tag: str | None = None,
@@ -96,7 +97,7 @@ class GeneralModule(Module):
             )
             return to_json([dict(r) for r in rows])
 
-        @mcp.tool(meta=meta, annotations={"destructiveHint": True})
+        @tool(mcp, meta=meta, annotations={"destructiveHint": True})
         async def note_delete(note_id: uuid.UUID) -> AnyJson:
             """Delete one note."""
             status = await pool.execute("DELETE FROM notes WHERE id = $1", note_id)

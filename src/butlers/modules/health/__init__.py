@@ -11,6 +11,7 @@ from pydantic import Field
 from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 from butlers.modules.health.store import HealthStore
+from butlers.tooling import tool
 
 NAME = "health"
 Limit = Annotated[int, Field(ge=1, le=1000)]
@@ -36,7 +37,7 @@ class HealthModule(Module):
         meta = tool_meta(NAME)
         read = {"readOnlyHint": True}
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def measurement_log(
             type: MeasurementType,
             value: Value,
@@ -48,19 +49,19 @@ class HealthModule(Module):
             row = await store.log_measurement(_type(type), value, unit, measured_at, notes)
             return to_json(row)
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def measurement_list(type: str | None = None, limit: Limit = 50) -> AnyJson:
             """Recent measurements, newest first, optionally of one type."""
             rows = await store.measurements(_type(type) if type else None, None, None, limit)
             return to_json(rows)
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def measurement_latest(type: MeasurementType) -> AnyJson:
             """The most recent measurement of a type; null when there is none."""
             rows = await store.measurements(_type(type), None, None, 1)
             return to_json(rows[0]) if rows else None
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def measurement_range(
             type: MeasurementType, start: datetime, end: datetime, limit: Limit = 1000
         ) -> AnyJson:
@@ -69,7 +70,7 @@ class HealthModule(Module):
                 raise ToolError("end must be after start")
             return to_json(await store.measurements(_type(type), start, end, limit))
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def medication_add(
             name: Annotated[str, Field(min_length=1, max_length=200)],
             dosage: str | None = None,
@@ -79,12 +80,12 @@ class HealthModule(Module):
             """Add a medication (or update the one with this name)."""
             return to_json(await store.add_medication(name.strip(), dosage, frequency, notes))
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def medication_list(active_only: bool = True) -> AnyJson:
             """Medications with their last dose time."""
             return to_json(await store.medications(active_only))
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def medication_log_dose(
             medication_id: uuid.UUID, taken_at: datetime | None = None, notes: str | None = None
         ) -> AnyJson:
@@ -94,7 +95,7 @@ class HealthModule(Module):
                 raise ToolError(f"no medication {medication_id}; see medication_list")
             return to_json(row)
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def symptom_log(
             name: Annotated[str, Field(min_length=1, max_length=200)],
             severity: Annotated[int | None, Field(ge=1, le=10)] = None,
@@ -105,7 +106,7 @@ class HealthModule(Module):
             row = await store.log_symptom(_type(name), severity, occurred_at, notes)
             return to_json(row)
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def symptom_list(
             name: str | None = None, since: datetime | None = None, limit: Limit = 50
         ) -> AnyJson:

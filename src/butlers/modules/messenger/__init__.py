@@ -13,6 +13,7 @@ from pydantic import Field
 from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.channels import ChannelError
+from butlers.tooling import tool
 
 NAME = "messenger"
 CHANNEL_MODULES = ("telegram", "email")
@@ -42,7 +43,7 @@ class MessengerModule(Module):
                 return f"channel {channel!r} is not enabled in spec.modules"
             return f"channel {channel!r} is {state.status} (phase {state.phase}): {state.error}"
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def notify(
             message: Annotated[str, Field(min_length=1, max_length=20000)],
             channel: Literal["telegram", "email"] | None = None,
@@ -76,7 +77,7 @@ class MessengerModule(Module):
             )
             return to_json(dict(row))
 
-        @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def deliveries_list(
             channel: str | None = None,
             status: Literal["sent", "failed"] | None = None,
@@ -94,7 +95,7 @@ class MessengerModule(Module):
             )
             return to_json([dict(r) for r in rows])
 
-        @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def channels_list() -> AnyJson:
             """Each known channel and whether it can deliver right now."""
             return [

@@ -20,6 +20,7 @@ from butlers.auth.access import access_meta
 from butlers.jsonutil import AnyJson
 from butlers.modules.switchboard.store import SwitchboardStore
 from butlers.spec import NAME_PATTERN
+from butlers.tooling import tool
 
 log = logging.getLogger(__name__)
 # The same bounds as a Butler spec's description and routing hints.
@@ -43,7 +44,7 @@ Modules = Annotated[
 def register_registry_tools(mcp: FastMCP, store: SwitchboardStore, meta: dict[str, object]) -> None:
     own_name = meta | access_meta(sessions=False, self_arg="name", user=False)
 
-    @mcp.tool(meta=own_name)
+    @tool(mcp, meta=own_name)
     async def butler_register(
         name: Name,
         description: Description,
@@ -57,12 +58,12 @@ def register_registry_tools(mcp: FastMCP, store: SwitchboardStore, meta: dict[st
         log.info("registered butler %s at %s", name, url)
         return {"registered": name, "url": url}
 
-    @mcp.tool(meta=own_name)
+    @tool(mcp, meta=own_name)
     async def butler_heartbeat(name: Name) -> AnyJson:
         """Mark a registered butler alive; `known` is false when it must register again."""
         return {"name": name, "known": await store.heartbeat(name)}
 
-    @mcp.tool(meta=meta | access_meta(sessions=False, self_arg="name"))
+    @tool(mcp, meta=meta | access_meta(sessions=False, self_arg="name"))
     async def butler_deregister(name: Name) -> AnyJson:
         """Remove a butler from routing (the butler itself, or the user's token). A butler
         still running registers again with its next heartbeat."""

@@ -18,6 +18,7 @@ from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, tool_meta
 from butlers.modules.channels import ChannelError
 from butlers.spec import ENV_NAME_PATTERN
+from butlers.tooling import tool
 
 NAME = "telegram"
 log = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ class TelegramModule(Module):
         assert bot is not None
         meta = tool_meta(NAME)
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def telegram_send(
             text: Annotated[str, Field(min_length=1, max_length=4096)], chat_id: str | None = None
         ) -> AnyJson:
@@ -146,7 +147,7 @@ class TelegramModule(Module):
                 raise ToolError(str(exc)) from None
             return {"message_id": message_id, "chat_id": chat_id or bot.chat_id}
 
-        @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def telegram_updates(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> AnyJson:
             """Recent incoming updates (when polling is on, see config `poll`)."""
             return to_json(list(bot.updates)[-limit:])
