@@ -8,9 +8,11 @@ again whenever the tools change) and runs the server's own middleware chain (acc
 rule, argument guard, approval gate, tool span: `FastMCP._run_middleware`) around the
 tool's own `_run` (argument validation, result conversion), with `call_tool`'s error
 handling. A name missing from the table goes through `FastMCP.call_tool` itself.
+Two callers use it: the direct HTTP path (`daemon/direct.py`) and the session toolbox
+(`SessionToolServer` below, injected into `llm.toolbox`).
 
 No request context exists on this path: middleware and tools learn the caller from
-`auth.identity.current_identity` (as in-memory calls do) and the MCP session from
+`auth.identity.current_identity` and the MCP session from
 `current_mcp_session`. Tools that need a FastMCP `Context` (progress, logging to the
 client, sampling) would not work here; no butler tool takes one, and
 `install` refuses such tools from the table so they keep the full path.
