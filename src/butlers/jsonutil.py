@@ -7,8 +7,31 @@ import uuid
 from collections.abc import Mapping
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Annotated, Any
 
-from pydantic import JsonValue
+from pydantic import GetJsonSchemaHandler, JsonValue
+from pydantic.json_schema import JsonSchemaValue
+
+
+class _AnyJsonSchema:
+    """The JSON schema of a JSON-valued argument written in place: any value (`{}`),
+    with the field's own keywords (description, default)."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: Any, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)  # a `$ref` to the `$defs` entry of `JsonValue`
+        return {key: value for key, value in schema.items() if key != "$ref"}
+
+
+AnyJson = Annotated[JsonValue, _AnyJsonSchema()]
+"""A tool argument or result that may be any JSON value: validated as pydantic's `JsonValue`.
+Pydantic's schema for `JsonValue` is a `$ref` to a `$defs` entry (`{}`), which FastMCP
+inlines with `jsonref` on every `tools/list`; `jsonref` imports `requests`, ~7 MB in
+every butler process for a schema that says "any value". Here the schema is that `{}`
+in place (FastMCP drops the unused `$defs` entry), so tools list the same schema as
+before, except that an object of such values says `additionalProperties: true` rather
+than `{}` (the same in JSON Schema)."""
 
 
 def to_json(value: object) -> JsonValue:

@@ -1,8 +1,8 @@
 """Who a caller is, as the rest of the butler sees it.
 
 Over HTTP the identity comes from the bearer token (`auth.http`); in this process,
-from `current_identity`, which the session toolbox sets around its in-memory calls
-(the MCP SDK hands each in-memory request the sender's context). Code of the butler
+from `current_identity`, which the session toolbox sets around its calls to the server
+(and the direct `tools/call` path around each call it answers). Code of the butler
 itself calling its own server in memory is `LOCAL`.
 """
 

@@ -2,8 +2,8 @@
 
 It is the outermost middleware of every butler, so a refused call creates nothing
 (no approval row, no span of a tool that ran). The same rule covers HTTP callers
-(identity from the bearer token, see `auth.http`) and in-memory ones (identity from
-`current_identity`, set by the session toolbox).
+(identity from the bearer token, see `auth.http`) and in-process ones (identity from
+`current_identity`, set by the session toolbox and the direct `tools/call` path).
 """
 
 from __future__ import annotations

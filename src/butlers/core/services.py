@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
-from fastmcp import FastMCP
-
 from butlers.core.context import ButlerContext
 from butlers.core.scheduler import Scheduler
 from butlers.core.spawner import Spawner
@@ -27,7 +25,7 @@ from butlers.llm.config import (
     secret_values,
     session_env,
 )
-from butlers.llm.toolbox import in_memory_toolbox
+from butlers.llm.toolbox import ToolServer, session_toolboxes
 from butlers.pricing import price_table
 from butlers.redaction import Redactor, install_log_redaction
 from butlers.scheduling.cron import next_due
@@ -68,21 +66,22 @@ class SessionServices:
 
 
 def build_session_services(
-    server: FastMCP,
+    tools: ToolServer,
     butler: ButlerContext,
     settings: ButlerSettings,
     *,
     mcp_url: str,
     jobs: JobRegistry | None = None,
 ) -> SessionServices:
-    """Spawner + scheduler of `butler`; sessions see what `server` shows a session."""
+    """Spawner + scheduler of `butler`; sessions list and call through `tools` (the
+    butler's own server, as it shows itself to a session)."""
     spec, name = butler.resource.spec, butler.name
     config = resolve_runtime_config(name, spec, settings)
     redactor = Redactor(secret_values(spec, settings, config))
     session_runtime = (
         build_session_runtime(
             config,
-            open_toolbox=in_memory_toolbox(server, name),
+            open_toolbox=session_toolboxes(tools, name),
             mcp_url=mcp_url,
             base_env=dict(settings.environ),
             tokens=butler.tokens,

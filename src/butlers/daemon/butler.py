@@ -18,6 +18,7 @@ from fastmcp import FastMCP
 from butlers.auth.tokens import TokenBook
 from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices, build_session_services
+from butlers.daemon.calls import SessionToolServer
 from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.modules.base import ModuleServices
 from butlers.modules.loader import ModuleSet, session_hidden_tools, start_modules
@@ -82,7 +83,7 @@ async def build_butler(
     )
     server = build_server(context)
     services = build_session_services(
-        server,
+        SessionToolServer(server),
         context,
         settings,
         mcp_url=mcp_url,

@@ -8,9 +8,11 @@ again whenever the tools change) and runs the server's own middleware chain (acc
 rule, argument guard, approval gate, tool span: `FastMCP._run_middleware`) around the
 tool's own `_run` (argument validation, result conversion), with `call_tool`'s error
 handling. A name missing from the table goes through `FastMCP.call_tool` itself.
+Two callers use it: the direct HTTP path (`daemon/direct.py`) and the session toolbox
+(`SessionToolServer` below, injected into `llm.toolbox`).
 
 No request context exists on this path: middleware and tools learn the caller from
-`auth.identity.current_identity` (as in-memory calls do) and the MCP session from
+`auth.identity.current_identity` and the MCP session from
 `current_mcp_session`. Tools that need a FastMCP `Context` (progress, logging to the
 client, sampling) would not work here; no butler tool takes one, and
 `install` refuses such tools from the table so they keep the full path.
@@ -19,6 +21,7 @@ client, sampling) would not work here; no butler tool takes one, and
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import weakref
 from collections.abc import Sequence
@@ -26,12 +29,24 @@ from functools import partial
 from typing import Any
 
 from fastmcp import FastMCP
-from fastmcp.exceptions import FastMCPError, ToolError, ValidationError
+from fastmcp.exceptions import (
+    DisabledError,
+    FastMCPError,
+    NotFoundError,
+    ToolError,
+    ValidationError,
+)
+from fastmcp.server.dependencies import _client_tool_call, _ClientToolCall
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 from fastmcp.tools.base import ToolResult
 from fastmcp.utilities.exceptions import get_http_status_code, is_timeout_error
+from fastmcp.utilities.versions import dedupe_with_versions
 from pydantic import ValidationError as PydanticValidationError
+
+from butlers.auth.identity import current_mcp_session
+from butlers.llm.toolbox import ToolOutcome
+from butlers.llm.types import ToolSpec
 
 log = logging.getLogger(__name__)
 _CALLERS: weakref.WeakKeyDictionary[FastMCP, ToolCaller] = weakref.WeakKeyDictionary()
@@ -62,10 +77,12 @@ class _CallMessage:
 
     __slots__ = ("arguments", "meta", "name")
 
-    def __init__(self, name: str, arguments: dict[str, Any]) -> None:
+    def __init__(
+        self, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None
+    ) -> None:
         self.name = name
         self.arguments = arguments
-        self.meta = None
+        self.meta = meta
 
 
 class ToolCaller:
@@ -83,13 +100,16 @@ class ToolCaller:
         nothing during the call (no progress, no log messages, no requests)."""
         return name in self._tools
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def call(
+        self, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None
+    ) -> ToolResult:
         """The tool's result; errors raise as from `FastMCP.call_tool` (`ToolError`,
-        `NotFoundError`, ...)."""
+        `NotFoundError`, ...). `meta` (the request's `_meta`) is `context.message.meta`
+        for the middleware."""
         if name not in self._tools:
             return await self._mcp.call_tool(name, arguments)
         context = MiddlewareContext[Any](
-            message=_CallMessage(name, arguments),
+            message=_CallMessage(name, arguments, meta),
             source="client",
             type="request",
             method="tools/call",
@@ -150,3 +170,67 @@ class ToolCaller:
             if self._mcp._mask_error_details:
                 raise ToolError(f"Error calling tool {name!r}") from exc
             raise ToolError(f"Error calling tool {name!r}: {exc}") from exc
+
+
+class SessionToolServer:
+    """`llm.toolbox.ToolServer` over a butler's FastMCP server: what a session's toolbox
+    lists and calls, run in this process as an in-memory MCP client's requests would
+    be, without the client.
+
+    - `list_tools`: `FastMCP.list_tools` (its middleware, so the access rule filters for
+      the caller in `current_identity`), one entry per name as FastMCP's `tools/list`
+      handler gives them;
+    - `call_tool`: `ToolCaller.call` (the server's middleware chain: access rule,
+      argument guard, approval gate, tool span; the request's `_meta` is
+      `context.message.meta`), its errors shaped as FastMCP's `tools/call` handler shapes
+      them (`Unknown tool: 'x'`, the error's text) and its result read as FastMCP's
+      client reads it (the value of a wrapped result is its `result`).
+    """
+
+    def __init__(self, mcp: FastMCP) -> None:
+        self._mcp = mcp
+        self._wrapped: dict[str, bool] = {}
+
+    async def list_tools(self) -> list[ToolSpec]:
+        listed = dedupe_with_versions(list(await self._mcp.list_tools()), lambda t: t.name)
+        self._wrapped.update(
+            {t.name: bool((t.output_schema or {}).get("x-fastmcp-wrap-result")) for t in listed}
+        )
+        return [ToolSpec(t.name, t.description or "", dict(t.parameters or {})) for t in listed]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], meta: dict[str, Any]
+    ) -> ToolOutcome:
+        # No other caller's MCP session (a contextvar the session's task may have
+        # inherited) reaches the chain; as FastMCP's handler, a fresh client call.
+        mcp_session = current_mcp_session.set(None)
+        client_call = _client_tool_call.set(_ClientToolCall())
+        try:
+            result = await caller_of(self._mcp).call(name, arguments, meta)
+        except (DisabledError, NotFoundError):
+            return _failed(f"Unknown tool: {name!r}")
+        except FastMCPError as exc:
+            return _failed(str(exc))
+        finally:
+            _client_tool_call.reset(client_call)
+            current_mcp_session.reset(mcp_session)
+        text = "\n".join(getattr(block, "text", "") for block in result.content)
+        if result.is_error:
+            return text, text, True
+        structured = result.structured_content
+        if structured is None:
+            return text, text, False
+        fastmcp_meta = (result.meta or {}).get("fastmcp")
+        wrapped = (
+            isinstance(fastmcp_meta, dict) and bool(fastmcp_meta.get("wrap_result"))
+        ) or self._wrapped.get(name, False)
+        data = structured.get("result") if wrapped else structured
+        value = data if data is not None else structured
+        try:
+            return value, json.dumps(value, ensure_ascii=False, default=str), False
+        except (TypeError, ValueError):
+            return text, text, False
+
+
+def _failed(text: str) -> ToolOutcome:
+    return text, text, True

@@ -182,6 +182,7 @@ async def _serve_http(
         lifespan="on",
         timeout_graceful_shutdown=10,
         http=HeaderTimeoutProtocol,  # a deadline for request headers (slowloris)
+        ws="none",  # no WebSocket endpoint: the `websockets` protocol stays unimported
         limit_concurrency=MAX_CONNECTIONS,
     )
     server = _GracefulServer(config)

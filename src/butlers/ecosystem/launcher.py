@@ -40,15 +40,16 @@ if TYPE_CHECKING:  # imported by `butlers up` first thing, to start the fork ser
     from butlers.migrations import Chain
     from butlers.spec import ButlerResource
 
+# What every butler imports, and nothing more: a child's RSS counts the shared pages too.
 PRELOAD = [
     "butlers.daemon.serve",  # (no Alembic: `/ready` reads migration heads without it)
-    # Imported lazily by FastMCP while tools register and clients open.
-    "griffe",
-    "jsonref",
-    "jsonschema",
-    "requests",
-    "httpcore2",
-    "fastmcp.client.transports",
+    # Imported lazily by FastMCP, anyio and uvicorn while a butler starts.
+    "anyio._backends._asyncio",
+    "fastmcp.server.context",
+    "fastmcp.server.middleware.dereference",
+    "fastmcp.server.providers.prefab_synthesis",
+    "fastmcp.server.transforms.catalog",
+    "uvicorn.lifespan.on",
 ]
 _context: multiprocessing.context.ForkServerContext | None = None
 _spawn_lock = threading.Lock()

@@ -1,34 +1,50 @@
-"""A session's view of its own butler over MCP: that butler's tools, as the butler's
-access rule shows them to a session.
+"""A session's view of its own butler: that butler's tools, as the butler's access rule
+shows them to a session.
 
-The toolbox is an in-memory client of the butler's own server whose requests carry
-the session's identity (`current_identity`, which the in-memory transport hands to
-the server with each request): the server lists and runs only what a session may
-call (`auth.access`), the same rule the claude-code adapter's HTTP connection meets
-with its session token.
+The toolbox runs on the butler's own server in this process, through `ToolServer`
+(the daemon's `calls.SessionToolServer`: the server's `tools/list` and its whole
+`tools/call` middleware chain, run directly, with no MCP client or transport in
+between). Every list and call runs with the session's identity in `current_identity`,
+so the server lists and runs only what a session may call (`auth.access`), the same
+rule the claude-code adapter's HTTP connection meets with its session token; the
+argument guard, the approval gate and the tool span see that identity too.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from typing import Any
-
-from fastmcp import Client
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, Protocol
 
 from butlers.auth.identity import Identity, current_identity, session
 from butlers.llm.types import ToolSpec
 
-# Tool calls are bounded by the session's own timeout (the spawner's); this is only a
-# backstop that must outlast any approval wait a gated tool may hold the call for.
-CALL_TIMEOUT = 24 * 3600.0
 SESSION_META_KEY = "butlers/session_id"  # the session a call belongs to (audit only)
+
+ToolOutcome = tuple[Any, str, bool]
+"""(result value, result text for the model, is_error), as `loop.Toolbox.call` returns."""
+
+
+class ToolServer(Protocol):
+    """The butler's own server as a session's toolbox reaches it. Both methods act for
+    the caller in `current_identity`."""
+
+    async def list_tools(self) -> list[ToolSpec]:
+        """The tools that caller may see (the access rule's listing)."""
+        ...
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], meta: dict[str, Any]
+    ) -> ToolOutcome:
+        """Run `name` through the server's middleware chain; `meta` is the request's
+        `_meta`. A refused, failed or unknown call is an outcome with is_error set,
+        its text what an MCP client would show; only a failure outside the tool raises."""
+        ...
 
 
 @contextmanager
 def speaking_as(identity: Identity) -> Iterator[None]:
-    """Requests sent from this block carry `identity` to the in-memory server."""
+    """Calls made from this block act for `identity` (`current_identity`)."""
     token = current_identity.set(identity)
     try:
         yield
@@ -36,9 +52,11 @@ def speaking_as(identity: Identity) -> Iterator[None]:
         current_identity.reset(token)
 
 
-class McpToolbox:
-    def __init__(self, client: Client[Any], butler: str, identity: Identity) -> None:
-        self._client = client
+class SessionToolbox:
+    """One session's tools: what its identity may see, and nothing it was not shown."""
+
+    def __init__(self, server: ToolServer, butler: str, identity: Identity) -> None:
+        self._server = server
         self._butler = butler
         self._identity = identity
         self._meta = {SESSION_META_KEY: identity.name}
@@ -48,12 +66,11 @@ class McpToolbox:
         if not self._identity.tools:
             return []
         with speaking_as(self._identity):
-            tools = await self._client.list_tools()
-        specs = [ToolSpec(t.name, t.description or "", dict(t.input_schema or {})) for t in tools]
+            specs = await self._server.list_tools()
         self._allowed = {t.name for t in specs}
         return specs
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> tuple[Any, str, bool]:
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         if name not in self._allowed:
             text = (
                 f"tool {name!r} is not available in this session: only butler "
@@ -61,19 +78,7 @@ class McpToolbox:
             )
             return text, text, True
         with speaking_as(self._identity):
-            result = await self._client.call_tool(
-                name, arguments, raise_on_error=False, timeout=CALL_TIMEOUT, meta=self._meta
-            )
-        text = "\n".join(getattr(block, "text", "") for block in result.content)
-        if result.is_error:
-            return text, text, True
-        if result.structured_content is not None:
-            value = result.data if result.data is not None else result.structured_content
-            try:
-                return value, json.dumps(value, ensure_ascii=False, default=str), False
-            except (TypeError, ValueError):
-                return text, text, False
-        return text, text, False
+            return await self._server.call_tool(name, arguments, dict(self._meta))
 
 
 class NoTools:
@@ -82,23 +87,20 @@ class NoTools:
     async def list(self) -> list[ToolSpec]:
         return []
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> tuple[Any, str, bool]:
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         text = f"this session has no tools (asked for {name!r})"
         return text, text, True
 
 
-def in_memory_toolbox(server: Any, butler: str) -> Callable[..., Any]:
-    """A factory of toolboxes over an in-memory client of the butler's own FastMCP server."""
+def session_toolboxes(server: ToolServer, butler: str) -> Callable[..., Any]:
+    """A factory of toolboxes over the butler's own server: `open_toolbox(session_id,
+    *, tools=True)` is an async context manager yielding the session's toolbox."""
 
     @asynccontextmanager
     async def open_toolbox(session_id: str, *, tools: bool = True) -> AsyncIterator[Any]:
         if not tools:
             yield NoTools()
             return
-        identity = session(session_id)
-        async with AsyncExitStack() as stack:
-            with speaking_as(identity):
-                client = await stack.enter_async_context(Client(server, timeout=CALL_TIMEOUT))
-            yield McpToolbox(client, butler, identity)
+        yield SessionToolbox(server, butler, session(session_id))
 
     return open_toolbox

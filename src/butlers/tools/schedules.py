@@ -11,14 +11,15 @@ from typing import Annotated, Any
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from butlers.auth.access import access_meta
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.scheduling.jobs import JobRegistry
 from butlers.scheduling.validation import ScheduleError, validate_schedule
 from butlers.spec import SCHEDULE_NAME_PATTERN
 from butlers.stores.schedules import DuplicateSchedule, ScheduledTask, ScheduleStore
+from butlers.tooling import tool
 
 CORE = {"module": "core"}
 CHANGE = CORE | access_meta(sessions=False)
@@ -33,14 +34,14 @@ def _validated(values: dict[str, Any], jobs: JobRegistry) -> None:
         raise ToolError(str(exc)) from None
 
 
-def _found(row: ScheduledTask | None, name: str) -> JsonValue:
+def _found(row: ScheduledTask | None, name: str) -> AnyJson:
     if row is None:
         raise ToolError(f"no schedule named {name!r} on this butler")
     return to_json(row)
 
 
 def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistry) -> None:
-    @mcp.tool(meta=CHANGE)
+    @tool(mcp, meta=CHANGE)
     async def schedule_create(
         name: Name,
         cron: Cron,
@@ -48,9 +49,9 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         job: Annotated[
             str | None, Field(description="A registered job instead of a prompt.")
         ] = None,
-        job_args: dict[str, JsonValue] | None = None,
+        job_args: dict[str, AnyJson] | None = None,
         enabled: bool = True,
-    ) -> JsonValue:
+    ) -> AnyJson:
         """Create a schedule running a prompt (LLM session) or a job; names are unique."""
         values = {"name": name, "cron": cron, "prompt": prompt, "job": job, "enabled": enabled}
         _validated({**values, "job_args": dict(job_args or {})}, jobs)
@@ -67,19 +68,19 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
             raise ToolError(f"{exc}; use schedule_update to change it") from None
         return to_json(row)
 
-    @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
-    async def schedule_list() -> JsonValue:
+    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
+    async def schedule_list() -> AnyJson:
         """Every schedule of this butler (from the spec and created at runtime), by name."""
         return to_json(await store.list())
 
-    @mcp.tool(meta=CHANGE)
+    @tool(mcp, meta=CHANGE)
     async def schedule_update(
         name: Name,
         cron: Cron | None = None,
         prompt: Annotated[str | None, Field(min_length=1)] = None,
         enabled: bool | None = None,
-        job_args: dict[str, JsonValue] | None = None,
-    ) -> JsonValue:
+        job_args: dict[str, AnyJson] | None = None,
+    ) -> AnyJson:
         """Change a schedule's cron (re-arming it), prompt, job arguments or enabled flag."""
         current = await store.get(name)
         if current is None:
@@ -97,13 +98,13 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
         row = await store.update(name, cron=cron, prompt=prompt, enabled=enabled, job_args=job_args)
         return _found(row, name)
 
-    @mcp.tool(meta=CHANGE, annotations={"destructiveHint": True})
-    async def schedule_delete(name: Name) -> JsonValue:
+    @tool(mcp, meta=CHANGE, annotations={"destructiveHint": True})
+    async def schedule_delete(name: Name) -> AnyJson:
         """Delete a schedule. `deleted` says whether it existed."""
         return {"name": name, "deleted": await store.delete(name)}
 
-    @mcp.tool(meta=CHANGE)
-    async def schedule_toggle(name: Name, enabled: bool | None = None) -> JsonValue:
+    @tool(mcp, meta=CHANGE)
+    async def schedule_toggle(name: Name, enabled: bool | None = None) -> AnyJson:
         """Enable or disable a schedule (flip it when `enabled` is omitted)."""
         if enabled is None:
             current = await store.get(name)

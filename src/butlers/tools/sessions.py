@@ -5,30 +5,31 @@ from typing import Annotated, Literal
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.stores.sessions import SessionStore
+from butlers.tooling import tool
 
 CORE = {"module": "core"}
 
 
 def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
-    @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
+    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
     async def sessions_list(
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         offset: Annotated[int, Field(ge=0)] = 0,
         status: Literal["running", "completed", "error", "interrupted"] | None = None,
         trigger_source: str | None = None,
-    ) -> JsonValue:
+    ) -> AnyJson:
         """Recent sessions of this butler, newest first (without prompts and outputs)."""
         rows = await store.list(
             limit=limit, offset=offset, status=status, trigger_source=trigger_source
         )
         return to_json(rows)
 
-    @mcp.tool(meta=CORE, annotations={"readOnlyHint": True})
-    async def sessions_get(session_id: uuid.UUID) -> JsonValue:
+    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
+    async def sessions_get(session_id: uuid.UUID) -> AnyJson:
         """One session with its prompt, output, tool calls, tokens and error."""
         row = await store.get(session_id)
         if row is None:

@@ -6,13 +6,14 @@ from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
 from butlers.core.scheduler import Scheduler
 from butlers.core.spawner import IdempotencyConflict, NoRuntimeConfigured, Spawner, SpawnerBusy
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
+from butlers.tooling import tool
 
 CORE = {"module": "core"}
 # A session never starts sessions; the switchboard may route to `trigger`.
@@ -21,11 +22,11 @@ TICK = CORE | access_meta(sessions=False)
 
 
 def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -> None:
-    @mcp.tool(meta=TRIGGER)
+    @tool(mcp, meta=TRIGGER)
     async def trigger(
         prompt: Annotated[str, Field(min_length=1, description="What the session should do.")],
         context: Annotated[
-            JsonValue, Field(description="Optional JSON handed to the session with the prompt.")
+            AnyJson, Field(description="Optional JSON handed to the session with the prompt.")
         ] = None,
         trigger_source: Annotated[
             str, Field(min_length=1, max_length=200, description="Who triggered (logged).")
@@ -42,7 +43,7 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
                 description="Run at most once per key: a repeat returns the first session.",
             ),
         ] = None,
-    ) -> JsonValue:
+    ) -> AnyJson:
         """Run one LLM session of this butler on its own tools; sessions run one at a time.
 
         Returns the SpawnerResult: session_id, success, output, error, duration_ms,
@@ -63,7 +64,7 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
             raise ToolError(str(exc)) from None
         return result.to_json()
 
-    @mcp.tool(meta=TICK)
-    async def tick() -> JsonValue:
+    @tool(mcp, meta=TICK)
+    async def tick() -> AnyJson:
         """Run every scheduled task that is due now; returns what ran and its outcome."""
         return {"ran": [to_json(run) for run in await scheduler.tick()]}

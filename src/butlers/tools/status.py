@@ -1,15 +1,16 @@
 """Core tool `status`: who this butler is and how it is doing."""
 
 from fastmcp import FastMCP
-from pydantic import JsonValue
 
 from butlers import __version__
 from butlers.core.context import ButlerContext
+from butlers.jsonutil import AnyJson
+from butlers.tooling import tool
 
 
 def register_status_tool(mcp: FastMCP, butler: ButlerContext) -> None:
-    @mcp.tool(meta={"module": "core"}, annotations={"readOnlyHint": True})
-    async def status() -> JsonValue:
+    @tool(mcp, meta={"module": "core"}, annotations={"readOnlyHint": True})
+    async def status() -> AnyJson:
         """Name, description, modules (with status and phase), uptime, schema, the
         database pool's connections (open, idle, maximum) and the sessions (one
         `running`, how many triggers `queued` behind it)."""

@@ -22,10 +22,11 @@ import uvicorn
 from butlers.auth.http import HostPolicy
 from butlers.auth.tokens import digest, new_user_token
 from butlers.daemon.butler import build_butler
+from butlers.daemon.calls import SessionToolServer
 from butlers.daemon.http import build_http_app
 from butlers.daemon.serve import bind_socket
 from butlers.db.embedded import free_port
-from butlers.llm.toolbox import in_memory_toolbox
+from butlers.llm.toolbox import session_toolboxes
 from butlers.settings import AuthSettings
 from tests.support.butlers import make_resource, make_settings
 
@@ -106,9 +107,10 @@ async def test_a_claude_code_session_sees_and_may_do_what_an_http_adapter_sessio
     result = await served["services"].spawner.trigger("Remember something, then schedule it")
     assert result.success, result.error
     report = json.loads(served["report"].read_text())
-    async with in_memory_toolbox(served["mcp"], "health")("s-compare") as toolbox:
-        in_memory = sorted(tool.name for tool in await toolbox.list())
-    assert report["tools"] == in_memory
+    open_toolbox = session_toolboxes(SessionToolServer(served["mcp"]), "health")
+    async with open_toolbox("s-compare") as toolbox:
+        listed = sorted(tool.name for tool in await toolbox.list())
+    assert report["tools"] == listed
     assert "schedule_create" not in report["tools"] and "trigger" not in report["tools"]
     assert report["calls"] == {"state_set": False, "schedule_create": True, "trigger": True}
     assert report["prompt"] == "Remember something, then schedule it"

@@ -14,12 +14,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from butlers.redaction import MASK as REDACTED
 from butlers.redaction import Redactor
-from butlers.telemetry import (
-    JsonLinesSpanExporter,
-    ToolSpanMiddleware,
-    configure_tracing,
-    tracer,
-)
+from butlers.telemetry import ToolSpanMiddleware, configure_tracing, tracer
+from butlers.telemetry.export import JsonLinesSpanExporter
 from tests.support.spans import read_spans
 
 EXPORTER = InMemorySpanExporter()

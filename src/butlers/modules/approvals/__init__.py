@@ -12,14 +12,15 @@ from typing import Annotated, Literal
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.approvals.gate import ApprovalGate
 from butlers.modules.approvals.store import ApprovalStore
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
+from butlers.tooling import tool
 
 log = logging.getLogger(__name__)
 NAME = "approvals"
@@ -52,15 +53,15 @@ class ApprovalsModule(Module):
         mcp.add_middleware(self.gate)
         meta = tool_meta(NAME)
 
-        @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def approval_list(
             status: Literal["pending", "approved", "denied", "expired"] | None = "pending",
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Approval requests, newest first (pending ones by default)."""
             return to_json(await store.list(status, limit))
 
-        @mcp.tool(meta=meta | access_meta(sessions=False))
+        @tool(mcp, meta=meta | access_meta(sessions=False))
         async def approval_decide(
             approval_id: uuid.UUID,
             decision: Literal["approved", "denied", "approve", "deny"],
@@ -74,7 +75,7 @@ class ApprovalsModule(Module):
                 ),
             ] = None,
             reason: Annotated[str | None, Field(max_length=2000)] = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Approve (the held call runs) or deny (the caller gets an error) a pending
             request. Needs the user's token; a request past its deadline, or whose caller
             went away, is expired and can no longer be decided."""
@@ -99,8 +100,8 @@ class ApprovalsModule(Module):
             log.info("approval %s %s by %s", approval_id, status, identity.label)
             return to_json(row)
 
-        @mcp.tool(meta=meta)
-        async def approval_expire_stale() -> JsonValue:
+        @tool(mcp, meta=meta)
+        async def approval_expire_stale() -> AnyJson:
             """Expire pending requests past their deadline whose held call is gone."""
             expired = await store.expire_stale()
             return {"expired": [str(i) for i in expired]}

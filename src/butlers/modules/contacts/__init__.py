@@ -10,18 +10,19 @@ from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 from butlers.modules.contacts.store import ContactStore
 from butlers.stores.records import Record
+from butlers.tooling import tool
 
 NAME = "contacts"
 Name = Annotated[str, Field(min_length=1, max_length=300)]
 
 
-def _found(row: Record | None, contact_id: uuid.UUID) -> JsonValue:
+def _found(row: Record | None, contact_id: uuid.UUID) -> AnyJson:
     if row is None:
         raise ToolError(f"no contact {contact_id}; find one with contact_search")
     return to_json(row)
@@ -42,16 +43,17 @@ class ContactsModule(Module):
             email: str | None = None,
             phone: str | None = None,
             birthday: date | None = None,
-            details: dict[str, JsonValue] | None = None,
-        ) -> JsonValue:
+            details: dict[str, AnyJson] | None = None,
+        ) -> AnyJson:
             """Add a contact. Record only facts the user gave."""
             row = await store.add(name.strip(), email, phone, birthday, details or {})
             return to_json(row)
 
-        mcp.tool(contact_add, meta=meta)
-        mcp.tool(contact_add, name="contact_create", meta=meta)
+        tool(mcp, contact_add, meta=meta)
+        tool(mcp, contact_add, name="contact_create", meta=meta)
 
-        @mcp.tool(
+        @tool(
+            mcp,
             meta=tool_meta(NAME, "conditional", ("email", "phone")),
             annotations={"idempotentHint": True},
         )
@@ -61,8 +63,8 @@ class ContactsModule(Module):
             email: str | None = None,
             phone: str | None = None,
             birthday: date | None = None,
-            details: dict[str, JsonValue] | None = None,
-        ) -> JsonValue:
+            details: dict[str, AnyJson] | None = None,
+        ) -> AnyJson:
             """Change the given fields of a contact; omitted fields stay as they are."""
             given = {
                 "name": name,
@@ -76,41 +78,41 @@ class ContactsModule(Module):
                 raise ToolError("nothing to update: pass at least one field")
             return _found(await store.update(contact_id, changes), contact_id)
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def contact_search(
             query: Annotated[str, Field(min_length=1)],
             limit: Annotated[int, Field(ge=1, le=200)] = 20,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Contacts whose name, email or phone contains `query` (case-insensitive)."""
             return to_json(await store.search(query, limit))
 
-        @mcp.tool(meta=meta, annotations=read)
-        async def contact_get(contact_id: uuid.UUID) -> JsonValue:
+        @tool(mcp, meta=meta, annotations=read)
+        async def contact_get(contact_id: uuid.UUID) -> AnyJson:
             """One contact with its notes and interactions."""
             return _found(await store.get(contact_id), contact_id)
 
-        @mcp.tool(meta=tool_meta(NAME, "always"), annotations={"destructiveHint": True})
-        async def contact_delete(contact_id: uuid.UUID) -> JsonValue:
+        @tool(mcp, meta=tool_meta(NAME, "always"), annotations={"destructiveHint": True})
+        async def contact_delete(contact_id: uuid.UUID) -> AnyJson:
             """Delete a contact with its notes and interactions (needs approval)."""
             deleted = await store.delete(contact_id)
             if not deleted:
                 raise ToolError(f"no contact {contact_id}")
             return {"contact_id": str(contact_id), "deleted": True}
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def contact_note_add(
             contact_id: uuid.UUID, body: Annotated[str, Field(min_length=1)]
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Attach a note to a contact."""
             return _found(await store.add_note(contact_id, body), contact_id)
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def interaction_log(
             contact_id: uuid.UUID,
             kind: Annotated[str, Field(min_length=1, description="call, meeting, message, ...")],
             summary: str | None = None,
             occurred_at: datetime | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Record an interaction with a contact."""
             row = await store.log_interaction(contact_id, kind, summary, occurred_at)
             return _found(row, contact_id)

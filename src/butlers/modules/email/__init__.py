@@ -15,12 +15,13 @@ from typing import Annotated, Any
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, tool_meta
 from butlers.modules.channels import ChannelError
 from butlers.spec import ENV_NAME_PATTERN
+from butlers.tooling import tool
 
 NAME = "email"
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
@@ -149,12 +150,12 @@ class EmailModule(Module):
         mailbox = self.mailbox
         meta = tool_meta(NAME)
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def email_send(
             body: Annotated[str, Field(min_length=1)],
             subject: Annotated[str, Field(min_length=1, max_length=998)],
             to: str | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Send a plain-text email (to the default recipient unless `to` is given)."""
             try:
                 message_id = await mailbox.send(to, subject, body)
@@ -165,10 +166,10 @@ class EmailModule(Module):
         if mailbox.config.imap_host is None:
             return
 
-        @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def email_inbox(
             limit: Annotated[int, Field(ge=1, le=100)] = 10, unseen_only: bool = True
-        ) -> JsonValue:
+        ) -> AnyJson:
             """The newest messages of the IMAP inbox (not marked as read)."""
             try:
                 messages = await asyncio.to_thread(mailbox.fetch, limit, unseen_only)

@@ -4,12 +4,13 @@ import uuid
 from typing import Annotated
 
 from fastmcp import FastMCP
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from butlers.db.pool import dumps
 from butlers.db.sql import like_contains
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
+from butlers.tooling import tool
 
 NAME = "general"
 CollectionName = Annotated[str, Field(min_length=1, max_length=200)]
@@ -25,10 +26,10 @@ class GeneralModule(Module):
         meta = tool_meta(NAME)
         read = {"readOnlyHint": True}
 
-        @mcp.tool(meta=meta, annotations={"idempotentHint": True})
+        @tool(mcp, meta=meta, annotations={"idempotentHint": True})
         async def collection_create(
             name: CollectionName, description: str | None = None
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Create a collection (a list, a notebook); returns the existing one if present."""
             row = await pool.fetchrow(
                 "INSERT INTO collections (name, description) VALUES ($1, $2) "
@@ -40,8 +41,8 @@ class GeneralModule(Module):
             )
             return to_json(dict(row))
 
-        @mcp.tool(meta=meta, annotations=read)
-        async def collection_list() -> JsonValue:
+        @tool(mcp, meta=meta, annotations=read)
+        async def collection_list() -> AnyJson:
             """Collections with their number of notes."""
             rows = await pool.fetch(
                 "SELECT c.id, c.name, c.description, count(n.id) AS notes FROM collections c "
@@ -49,14 +50,14 @@ class GeneralModule(Module):
             )
             return to_json([dict(r) for r in rows])
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def note_add(
             title: Annotated[str, Field(min_length=1, max_length=500)],
             body: str = "",
             collection: CollectionName = "inbox",
             tags: list[str] | None = None,
-            data: dict[str, JsonValue] | None = None,
-        ) -> JsonValue:
+            data: dict[str, AnyJson] | None = None,
+        ) -> AnyJson:
             """File a note in a collection (created on first use)."""
             async with pool.acquire() as conn, conn.transaction():
                 collection_id = await conn.fetchval(
@@ -75,13 +76,13 @@ class GeneralModule(Module):
                 )
             return to_json({"collection": collection, "title": title, **dict(row)})
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def note_list(
             collection: str | None = None,
             tag: str | None = None,
             query: str | None = None,
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Notes, newest first, filtered by collection, tag or text in title/body."""
             rows = await pool.fetch(
                 f"SELECT {NOTE} FROM notes n JOIN collections c ON c.id = n.collection_id "
@@ -96,8 +97,8 @@ class GeneralModule(Module):
             )
             return to_json([dict(r) for r in rows])
 
-        @mcp.tool(meta=meta, annotations={"destructiveHint": True})
-        async def note_delete(note_id: uuid.UUID) -> JsonValue:
+        @tool(mcp, meta=meta, annotations={"destructiveHint": True})
+        async def note_delete(note_id: uuid.UUID) -> AnyJson:
             """Delete one note."""
             status = await pool.execute("DELETE FROM notes WHERE id = $1", note_id)
             return {"note_id": str(note_id), "deleted": status != "DELETE 0"}

@@ -6,11 +6,12 @@ from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 from butlers.modules.health.store import HealthStore
+from butlers.tooling import tool
 
 NAME = "health"
 Limit = Annotated[int, Field(ge=1, le=1000)]
@@ -18,7 +19,7 @@ MeasurementType = Annotated[
     str, Field(min_length=1, max_length=100, description="e.g. weight, blood_pressure")
 ]
 Value = Annotated[
-    float | dict[str, JsonValue],
+    float | dict[str, AnyJson],
     Field(description='A number, or an object such as {"systolic": 120, "diastolic": 80}.'),
 ]
 
@@ -36,79 +37,79 @@ class HealthModule(Module):
         meta = tool_meta(NAME)
         read = {"readOnlyHint": True}
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def measurement_log(
             type: MeasurementType,
             value: Value,
             unit: str | None = None,
             measured_at: datetime | None = None,
             notes: str | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Record a measurement (weight, blood pressure, heart rate, ...) with its unit."""
             row = await store.log_measurement(_type(type), value, unit, measured_at, notes)
             return to_json(row)
 
-        @mcp.tool(meta=meta, annotations=read)
-        async def measurement_list(type: str | None = None, limit: Limit = 50) -> JsonValue:
+        @tool(mcp, meta=meta, annotations=read)
+        async def measurement_list(type: str | None = None, limit: Limit = 50) -> AnyJson:
             """Recent measurements, newest first, optionally of one type."""
             rows = await store.measurements(_type(type) if type else None, None, None, limit)
             return to_json(rows)
 
-        @mcp.tool(meta=meta, annotations=read)
-        async def measurement_latest(type: MeasurementType) -> JsonValue:
+        @tool(mcp, meta=meta, annotations=read)
+        async def measurement_latest(type: MeasurementType) -> AnyJson:
             """The most recent measurement of a type; null when there is none."""
             rows = await store.measurements(_type(type), None, None, 1)
             return to_json(rows[0]) if rows else None
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def measurement_range(
             type: MeasurementType, start: datetime, end: datetime, limit: Limit = 1000
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Measurements of a type with start <= measured_at < end, newest first."""
             if end <= start:
                 raise ToolError("end must be after start")
             return to_json(await store.measurements(_type(type), start, end, limit))
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def medication_add(
             name: Annotated[str, Field(min_length=1, max_length=200)],
             dosage: str | None = None,
             frequency: str | None = None,
             notes: str | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Add a medication (or update the one with this name)."""
             return to_json(await store.add_medication(name.strip(), dosage, frequency, notes))
 
-        @mcp.tool(meta=meta, annotations=read)
-        async def medication_list(active_only: bool = True) -> JsonValue:
+        @tool(mcp, meta=meta, annotations=read)
+        async def medication_list(active_only: bool = True) -> AnyJson:
             """Medications with their last dose time."""
             return to_json(await store.medications(active_only))
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def medication_log_dose(
             medication_id: uuid.UUID, taken_at: datetime | None = None, notes: str | None = None
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Record that a dose of a medication was taken."""
             row = await store.log_dose(medication_id, taken_at, notes)
             if row is None:
                 raise ToolError(f"no medication {medication_id}; see medication_list")
             return to_json(row)
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def symptom_log(
             name: Annotated[str, Field(min_length=1, max_length=200)],
             severity: Annotated[int | None, Field(ge=1, le=10)] = None,
             occurred_at: datetime | None = None,
             notes: str | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Record a symptom with an optional severity from 1 (mild) to 10 (severe)."""
             row = await store.log_symptom(_type(name), severity, occurred_at, notes)
             return to_json(row)
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def symptom_list(
             name: str | None = None, since: datetime | None = None, limit: Limit = 50
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Recorded symptoms, newest first."""
             rows = await store.symptoms(_type(name) if name else None, since, limit)
             return to_json(rows)

@@ -8,11 +8,12 @@ import asyncio
 from typing import Annotated, Literal
 
 from fastmcp import FastMCP
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.channels import ChannelError
+from butlers.tooling import tool
 
 NAME = "messenger"
 CHANNEL_MODULES = ("telegram", "email")
@@ -42,13 +43,13 @@ class MessengerModule(Module):
                 return f"channel {channel!r} is not enabled in spec.modules"
             return f"channel {channel!r} is {state.status} (phase {state.phase}): {state.error}"
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def notify(
             message: Annotated[str, Field(min_length=1, max_length=20000)],
             channel: Literal["telegram", "email"] | None = None,
             recipient: str | None = None,
             subject: str | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Send a notification to the user; every attempt is logged in `deliveries`."""
             name: str = channel or config.default_channel or next(iter(channels), "telegram")
             provider_id, error = None, None
@@ -76,12 +77,12 @@ class MessengerModule(Module):
             )
             return to_json(dict(row))
 
-        @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def deliveries_list(
             channel: str | None = None,
             status: Literal["sent", "failed"] | None = None,
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """The delivery log, newest first."""
             rows = await pool.fetch(
                 "SELECT id, channel, recipient, subject, body, status, error, "
@@ -94,8 +95,8 @@ class MessengerModule(Module):
             )
             return to_json([dict(r) for r in rows])
 
-        @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
-        async def channels_list() -> JsonValue:
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
+        async def channels_list() -> AnyJson:
             """Each known channel and whether it can deliver right now."""
             return [
                 {

@@ -14,11 +14,11 @@ from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue, ValidationError
+from pydantic import Field, ValidationError
 
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
-from butlers.jsonutil import json_object, to_json
+from butlers.jsonutil import AnyJson, json_object, to_json
 from butlers.mcp_clients import McpClient
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.switchboard.pipeline import Pipeline
@@ -27,6 +27,7 @@ from butlers.modules.switchboard.store import IdempotencyConflict, SwitchboardSt
 from butlers.spec import SWITCHBOARD_MODULE
 from butlers.switchboard.classification import RouteEntry
 from butlers.switchboard.envelope import parse_envelope
+from butlers.tooling import tool
 
 NAME = SWITCHBOARD_MODULE
 Seconds = Annotated[float, Field(gt=0, le=3600)]
@@ -101,15 +102,15 @@ class SwitchboardModule(Module):
         read = {"readOnlyHint": True}
         pipeline_meta = meta | access_meta(sessions=False)  # no session re-enters the pipeline
 
-        @mcp.tool(meta=pipeline_meta)
+        @tool(mcp, meta=pipeline_meta)
         async def ingest_v1(
-            envelope: Annotated[dict[str, JsonValue], Field(description="An IngestEnvelopeV1.")],
+            envelope: Annotated[dict[str, AnyJson], Field(description="An IngestEnvelopeV1.")],
             wait: Annotated[
                 bool, Field(description="Return only after classification and dispatch.")
             ] = False,
             route_timeout_seconds: Seconds | None = None,
             classification_timeout_seconds: Seconds | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Accept a message: persisted once per idempotency key (per caller), then
             classified and routed. The same key with different content is refused as a
             conflict.
@@ -132,19 +133,19 @@ class SwitchboardModule(Module):
             except IdempotencyConflict as exc:
                 raise ToolError(str(exc)) from None
 
-        @mcp.tool(meta=pipeline_meta)
+        @tool(mcp, meta=pipeline_meta)
         async def classify_message(
             text: Annotated[str, Field(min_length=1, max_length=100_000)],
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Split a message into {butler, prompt, segment} entries (nothing is routed)."""
             return (await pipeline.classify(text)).to_json()
 
-        @mcp.tool(meta=pipeline_meta)
+        @tool(mcp, meta=pipeline_meta)
         async def route(
             butler: Annotated[str, Field(min_length=1)],
             prompt: Annotated[str, Field(min_length=1)],
             timeout_seconds: Seconds | None = None,
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Hand one prompt to a registered butler's `trigger`; logged in routing_log."""
             outcome = await pipeline.route(
                 RouteEntry(butler, prompt, prompt), request_id=None, timeout=timeout_seconds
@@ -153,27 +154,27 @@ class SwitchboardModule(Module):
 
         register_registry_tools(mcp, store, meta)
 
-        @mcp.tool(meta=meta, annotations=read)
-        async def butler_registry_list() -> JsonValue:
+        @tool(mcp, meta=meta, annotations=read)
+        async def butler_registry_list() -> AnyJson:
             """Registered butlers with URL, hints, modules, last heartbeat and liveness."""
             rows = await store.registry(config.heartbeat_stale_seconds)
             return to_json(rows)
 
-        @mcp.tool(meta=meta, annotations=read)
+        @tool(mcp, meta=meta, annotations=read)
         async def routing_log_list(
             request_id: uuid.UUID | None = None, limit: Annotated[int, Field(ge=1, le=500)] = 50
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Routing decisions and their outcomes, newest first."""
             return to_json(await store.routes(request_id, limit))
 
-        @mcp.tool(meta=meta, annotations=read)
-        async def switchboard_stats() -> JsonValue:
+        @tool(mcp, meta=meta, annotations=read)
+        async def switchboard_stats() -> AnyJson:
             """MCP sessions opened so far and kept now (`mcp_clients_*`), and messages being
             processed."""
             return pipeline.stats()
 
-        @mcp.tool(meta=meta, annotations=read)
-        async def message_get(request_id: uuid.UUID) -> JsonValue:
+        @tool(mcp, meta=meta, annotations=read)
+        async def message_get(request_id: uuid.UUID) -> AnyJson:
             """One ingested message with its status, classification and routes."""
             message = await store.message(request_id)
             if message is None:

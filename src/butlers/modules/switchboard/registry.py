@@ -14,11 +14,13 @@ import logging
 from typing import Annotated
 
 from fastmcp import FastMCP
-from pydantic import Field, JsonValue
+from pydantic import Field
 
 from butlers.auth.access import access_meta
+from butlers.jsonutil import AnyJson
 from butlers.modules.switchboard.store import SwitchboardStore
 from butlers.spec import NAME_PATTERN
+from butlers.tooling import tool
 
 log = logging.getLogger(__name__)
 # The same bounds as a Butler spec's description and routing hints.
@@ -42,27 +44,27 @@ Modules = Annotated[
 def register_registry_tools(mcp: FastMCP, store: SwitchboardStore, meta: dict[str, object]) -> None:
     own_name = meta | access_meta(sessions=False, self_arg="name", user=False)
 
-    @mcp.tool(meta=own_name)
+    @tool(mcp, meta=own_name)
     async def butler_register(
         name: Name,
         description: Description,
         url: Url,
         hints: Hints | None = None,
         modules: Modules | None = None,
-    ) -> JsonValue:
+    ) -> AnyJson:
         """Register (or re-register) a butler and its MCP URL for routing. Only the butler
         itself, with its own token, may register its name."""
         await store.register(name, description, url, hints or [], modules or [])
         log.info("registered butler %s at %s", name, url)
         return {"registered": name, "url": url}
 
-    @mcp.tool(meta=own_name)
-    async def butler_heartbeat(name: Name) -> JsonValue:
+    @tool(mcp, meta=own_name)
+    async def butler_heartbeat(name: Name) -> AnyJson:
         """Mark a registered butler alive; `known` is false when it must register again."""
         return {"name": name, "known": await store.heartbeat(name)}
 
-    @mcp.tool(meta=meta | access_meta(sessions=False, self_arg="name"))
-    async def butler_deregister(name: Name) -> JsonValue:
+    @tool(mcp, meta=meta | access_meta(sessions=False, self_arg="name"))
+    async def butler_deregister(name: Name) -> AnyJson:
         """Remove a butler from routing (the butler itself, or the user's token). A butler
         still running registers again with its next heartbeat."""
         deregistered = await store.deregister(name)

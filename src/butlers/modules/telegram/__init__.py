@@ -12,12 +12,13 @@ from typing import Annotated, Any
 import httpx2 as httpx
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, JsonValue
+from pydantic import Field
 
-from butlers.jsonutil import to_json
+from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, tool_meta
 from butlers.modules.channels import ChannelError
 from butlers.spec import ENV_NAME_PATTERN
+from butlers.tooling import tool
 
 NAME = "telegram"
 log = logging.getLogger(__name__)
@@ -135,10 +136,10 @@ class TelegramModule(Module):
         assert bot is not None
         meta = tool_meta(NAME)
 
-        @mcp.tool(meta=meta)
+        @tool(mcp, meta=meta)
         async def telegram_send(
             text: Annotated[str, Field(min_length=1, max_length=4096)], chat_id: str | None = None
-        ) -> JsonValue:
+        ) -> AnyJson:
             """Send a Telegram message (to the default chat unless `chat_id` is given)."""
             try:
                 message_id = await bot.send(chat_id, None, text)
@@ -146,8 +147,8 @@ class TelegramModule(Module):
                 raise ToolError(str(exc)) from None
             return {"message_id": message_id, "chat_id": chat_id or bot.chat_id}
 
-        @mcp.tool(meta=meta, annotations={"readOnlyHint": True})
-        async def telegram_updates(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> JsonValue:
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
+        async def telegram_updates(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> AnyJson:
             """Recent incoming updates (when polling is on, see config `poll`)."""
             return to_json(list(bot.updates)[-limit:])
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from butlers.daemon.calls import SessionToolServer
 from butlers.llm.anthropic import AnthropicChatModel
 from butlers.llm.loop import LoopRuntime
 from butlers.llm.openai import OpenAIChatModel
-from butlers.llm.toolbox import in_memory_toolbox
+from butlers.llm.toolbox import session_toolboxes
 from butlers.llm.types import ModelError, SessionRequest, SessionTrace
 
 REQUEST = SessionRequest(
@@ -16,7 +17,7 @@ REQUEST = SessionRequest(
 
 
 def _runtime(model, server):  # type: ignore[no-untyped-def]
-    return LoopRuntime(model, in_memory_toolbox(server, "health"), "m")
+    return LoopRuntime(model, session_toolboxes(SessionToolServer(server), "health"), "m")
 
 
 async def test_openai_adapter_runs_a_tool_call_then_answers(fake_endpoint, tiny_butler):

@@ -5,36 +5,31 @@ context in the request's `_meta`, so a call from the switchboard continues the
 switchboard's trace inside the target butler. `ToolSpanMiddleware` adds one
 span per tool call with the attributes the dashboards and tests rely on.
 
-Exporters: OTLP over HTTP when an endpoint is configured; a JSON-lines file
-(used by the multi-process e2e suite to collect spans of every butler);
-in-memory for in-process tests.
+Exporters (`telemetry.export`, with the OpenTelemetry SDK it needs): OTLP over HTTP
+when an endpoint is configured; a JSON-lines file (used by the multi-process e2e suite
+to collect spans of every butler); in-memory for in-process tests. A butler that
+traces nothing never imports the SDK (about 1.4 MB of every butler process, with
+`psutil`): spans then go to the API's no-op tracer.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
-    SimpleSpanProcessor,
-    SpanExporter,
-    SpanExportResult,
-)
 from opentelemetry.trace import Status, StatusCode
 
 from butlers.redaction import Redactor
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 log = logging.getLogger("butlers.tool_span")
 TRACER = "butlers"
@@ -45,23 +40,43 @@ def tracer() -> trace.Tracer:
     return trace.get_tracer(TRACER)
 
 
-# -- exporters ----------------------------------------------------------------------
+def configure_tracing(
+    service: str,
+    *,
+    otlp_endpoint: str | None = None,
+    span_file: Path | None = None,
+    exporter: SpanExporter | None = None,
+) -> TracerProvider | None:
+    """Install a tracer provider for this process; None when nothing is configured.
 
+    FastMCP is switched to propagation-only: it carries trace context across MCP
+    calls but opens no spans of its own, so a target butler's tool span is a direct
+    child of the caller's span (the switchboard's route span), and each call costs
+    two spans fewer. The MCP SDK's client spans are left out for the same reason.
+    """
+    import fastmcp
 
-def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
-    context = span.get_span_context()
-    parent = span.parent
-    return {
-        "name": span.name,
-        "trace_id": format(context.trace_id, "032x") if context else None,
-        "span_id": format(context.span_id, "016x") if context else None,
-        "parent_span_id": format(parent.span_id, "016x") if parent else None,
-        "service": span.resource.attributes.get("service.name"),
-        "attributes": dict(span.attributes or {}),
-        "status": span.status.status_code.name,
-        "start_ns": span.start_time,
-        "end_ns": span.end_time,
-    }
+    fastmcp.settings.telemetry_mode = "propagation_only"
+    exporters: list[tuple[SpanExporter, bool]] = []
+    if otlp_endpoint:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        endpoint = otlp_endpoint.rstrip("/")
+        if not endpoint.endswith("/v1/traces"):
+            endpoint += "/v1/traces"
+        exporters.append((OTLPSpanExporter(endpoint=endpoint, timeout=10), True))
+    if span_file:
+        from butlers.telemetry.export import JsonLinesSpanExporter
+
+        # Batched: the file is written from the processor's thread, never the event loop.
+        exporters.append((JsonLinesSpanExporter(span_file), True))
+    if exporter is not None:
+        exporters.append((exporter, False))
+    if not exporters:
+        return None
+    from butlers.telemetry.export import install_provider
+
+    return install_provider(service, exporters)
 
 
 EXPORT_DELAY_MS = 100  # how long finished spans wait to be written, at most
@@ -92,88 +107,6 @@ def span_arguments(value: Any, depth: int = 0) -> Any:
             cut_list.append(f"…{len(value) - SPAN_ITEMS_LIMIT} more items")
         return cut_list
     return value
-
-
-class JsonLinesSpanExporter(SpanExporter):
-    """Appends each finished span as one JSON line to a file only its owner can read."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        lines = "".join(json.dumps(span_to_dict(s), default=str) + "\n" for s in spans)
-        with self._lock:
-            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            os.fchmod(fd, 0o600)  # also when the file existed with a wider mode
-            with os.fdopen(fd, "a") as fh:
-                fh.write(lines)
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        return None
-
-
-class _PassThroughTracer(trace.NoOpTracer):
-    """Opens no span: whatever is current stays current (and is what gets injected)."""
-
-    @contextmanager
-    def start_as_current_span(self, *_args: Any, **_kwargs: Any) -> Iterator[trace.Span]:  # type: ignore[override]
-        yield trace.get_current_span()
-
-
-class ButlersTracerProvider(TracerProvider):
-    """The MCP SDK's per-request client spans are left out: the caller's own span
-    (e.g. the switchboard's route span) is then the parent of the callee's spans."""
-
-    def get_tracer(self, instrumenting_module_name: str, *args: Any, **kwargs: Any) -> trace.Tracer:
-        if instrumenting_module_name == MCP_SDK_TRACER:
-            return _PassThroughTracer()
-        return super().get_tracer(instrumenting_module_name, *args, **kwargs)
-
-
-def configure_tracing(
-    service: str,
-    *,
-    otlp_endpoint: str | None = None,
-    span_file: Path | None = None,
-    exporter: SpanExporter | None = None,
-) -> TracerProvider | None:
-    """Install a tracer provider for this process; None when nothing is configured.
-
-    FastMCP is switched to propagation-only: it carries trace context across MCP
-    calls but opens no spans of its own, so a target butler's tool span is a direct
-    child of the caller's span (the switchboard's route span), and each call costs
-    two spans fewer. The MCP SDK's client spans are left out for the same reason.
-    """
-    import fastmcp
-
-    fastmcp.settings.telemetry_mode = "propagation_only"
-    exporters: list[tuple[SpanExporter, bool]] = []
-    if otlp_endpoint:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        endpoint = otlp_endpoint.rstrip("/")
-        if not endpoint.endswith("/v1/traces"):
-            endpoint += "/v1/traces"
-        exporters.append((OTLPSpanExporter(endpoint=endpoint, timeout=10), True))
-    if span_file:
-        # Batched: the file is written from the processor's thread, never the event loop.
-        exporters.append((JsonLinesSpanExporter(span_file), True))
-    if exporter is not None:
-        exporters.append((exporter, False))
-    if not exporters:
-        return None
-    provider = ButlersTracerProvider(resource=Resource.create({"service.name": service}))
-    for item, batched in exporters:
-        provider.add_span_processor(
-            BatchSpanProcessor(item, schedule_delay_millis=EXPORT_DELAY_MS)
-            if batched
-            else SimpleSpanProcessor(item)
-        )
-    trace.set_tracer_provider(provider)
-    return provider
 
 
 # -- tool spans -----------------------------------------------------------------------
