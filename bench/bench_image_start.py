@@ -10,8 +10,10 @@ starts, in turn:
 - no bytecode: the same container told to ignore the image's bytecode
   (PYTHONPYCACHEPREFIX), i.e. an image that compiles every module at each start.
 Wall time from launch to the first 200, and CPU seconds used by then (the process's,
-or the container cgroup's). Goal (issue 14): a pod Ready <= 3 s after its container
-starts. Needs a Docker engine (started or installed as for the images lane); prints
+or the container cgroup's); then, after IDLE seconds of nothing, the RSS of the butler
+process (in the container: every process of its cgroup, which is the butler alone).
+Goals (issue 14): a pod Ready <= 3 s after its container starts; idle RSS <= 90 MB.
+Needs a Docker engine (started or installed as for the images lane); prints
 figures and ratios, never fails on timing.
 """
 
@@ -40,8 +42,9 @@ from tests.support.docker_pods import DockerPod, RenderedPod, render_butler_pod 
 from tests.support.scratch import scratch_dir  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
+IDLE = 3.0  # seconds after Ready before the idle RSS is read
 TICKS = os.sysconf("SC_CLK_TCK")
-Sample = tuple[float, float | None]  # wall seconds, CPU seconds (None: unknown)
+Sample = tuple[float, float | None, float | None]  # wall s, CPU s, idle RSS MB (None: unknown)
 
 
 async def wait_ready(url: str, alive: Callable[[], Awaitable[bool]], timeout: float = 60) -> float:
@@ -64,10 +67,42 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
 
 
-def container_cpu(name: str) -> float | None:
-    cid = subprocess.run(
+def process_rss(pid: int) -> float | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for row in status.splitlines():
+        if row.startswith("VmRSS:"):
+            return int(row.split()[1]) / 1024
+    return None
+
+
+def _container_id(name: str) -> str:
+    return subprocess.run(
         ["docker", "inspect", "--format", "{{.Id}}", name], capture_output=True, text=True
     ).stdout.strip()
+
+
+def container_rss(name: str) -> float | None:
+    """The summed RSS of the container's processes (host pids from its cgroup)."""
+    cid = _container_id(name)
+    for directory in (
+        f"/sys/fs/cgroup/system.slice/docker-{cid}.scope",
+        f"/sys/fs/cgroup/docker/{cid}",
+        f"/sys/fs/cgroup/memory/docker/{cid}",
+    ):
+        try:
+            pids = [int(p) for p in Path(directory, "cgroup.procs").read_text().split()]
+        except OSError:
+            continue
+        sizes = [process_rss(pid) for pid in pids]
+        return sum(size for size in sizes if size is not None) if pids else None
+    return None
+
+
+def container_cpu(name: str) -> float | None:
+    cid = _container_id(name)
     for path, scale in (
         (f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage", 1e-9),  # cgroup v1
         (f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.stat", 1e-6),  # v2, systemd
@@ -104,7 +139,9 @@ async def local_start(rendered: RenderedPod, workdir: Path) -> Sample:
     try:
         await wait_ready(f"http://127.0.0.1:{rendered.port}/ready", alive)
         wall = time.perf_counter() - started
-        return wall, process_cpu(process.pid)
+        cpu = process_cpu(process.pid)
+        await asyncio.sleep(IDLE)
+        return wall, cpu, process_rss(process.pid)
     finally:
         process.terminate()
         await asyncio.wait_for(process.wait(), 30)
@@ -117,22 +154,27 @@ async def container_start(pod: DockerPod, port: int) -> Sample:
     try:
         await wait_ready(f"http://127.0.0.1:{port}/ready", lambda: pod.running(name))
         wall = time.perf_counter() - started
-        return wall, container_cpu(name)
+        cpu = container_cpu(name)
+        await asyncio.sleep(IDLE)
+        return wall, cpu, await asyncio.to_thread(container_rss, name)
     finally:
         await pod.remove()
 
 
 def line(label: str, samples: list[Sample], baseline: list[Sample] | None) -> str:
-    walls = [wall for wall, _ in samples]
-    cpus = [cpu for _, cpu in samples if cpu is not None]
+    walls = [wall for wall, _, _ in samples]
+    cpus = [cpu for _, cpu, _ in samples if cpu is not None]
+    sizes = [rss for _, _, rss in samples if rss is not None]
     wall = statistics.median(walls)
     text = f"{label:<12} {wall:6.2f} s (min {min(walls):.2f}, max {max(walls):.2f})"
     if cpus:
         text += f"   CPU {statistics.median(cpus):5.2f} s"
+    if sizes:
+        text += f"   idle RSS {statistics.median(sizes):5.1f} MB"
     if baseline:
-        base_wall = statistics.median(w for w, _ in baseline)
+        base_wall = statistics.median(w for w, _, _ in baseline)
         text += f"   {wall / base_wall:4.1f}x wall"
-        base_cpus = [c for _, c in baseline if c is not None]
+        base_cpus = [c for _, c, _ in baseline if c is not None]
         if cpus and base_cpus:
             text += f", {statistics.median(cpus) / statistics.median(base_cpus):4.1f}x CPU"
     return text
@@ -152,7 +194,10 @@ async def measure(tag: str, admin_dsn: str, workdir: Path) -> None:
         results["local"].append(await local_start(rendered, workdir))
         results["container"].append(await container_start(pod, rendered.port))
         results["no bytecode"].append(await container_start(cold, rendered.port))
-    print(f"butler start -> /ready 200, median of {ROUNDS} interleaved rounds (goal <= 3 s)")
+    print(
+        f"butler start -> /ready 200, median of {ROUNDS} interleaved rounds (goal <= 3 s); "
+        f"RSS after {IDLE:.0f} s idle (goal <= 90 MB)"
+    )
     print(f"migrate container (init step, schema already provisioned): {migrate:.2f} s")
     print(line("local", results["local"], None))
     print(line("container", results["container"], results["local"]))
