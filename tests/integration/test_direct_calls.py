@@ -20,6 +20,7 @@ from butlers.auth.tokens import TokenBook, digest, new_user_token
 from butlers.daemon.direct import DirectToolCalls
 from butlers.daemon.guard import ArgumentGuard
 from butlers.daemon.http import build_http_app
+from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT
 from butlers.daemon.server import install_schema_lookup
 from tests.support.raw_mcp import decode
 from tests.support.serving import served_asgi
@@ -50,6 +51,11 @@ def _server() -> FastMCP:
         raise RuntimeError("a bug")
 
     @mcp.tool
+    async def nap(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "rested"
+
+    @mcp.tool
     async def slow() -> str:
         SLOW.started.set()
         try:
@@ -72,7 +78,9 @@ SLOW = _Slow()
 
 
 @contextlib.asynccontextmanager
-async def _serving(direct: bool) -> AsyncIterator[tuple[str, Any]]:
+async def _serving(
+    direct: bool, idle_timeout: float = SESSION_IDLE_TIMEOUT
+) -> AsyncIterator[tuple[str, Any]]:
     mcp = _server()
     await install_schema_lookup(mcp)
     app = build_http_app(
@@ -81,6 +89,7 @@ async def _serving(direct: bool) -> AsyncIterator[tuple[str, Any]]:
         _ready,
         book=TokenBook(user_digests={digest(TOKEN): "user", digest(OTHER): "other"}),
         hosts=HostPolicy(),
+        session_idle_timeout=idle_timeout,
         direct_calls=direct,
     )
     async with served_asgi(app) as base:
@@ -248,6 +257,39 @@ async def test_a_session_call_is_cancelled_by_the_clients_notification() -> None
         "error": {"code": -32800, "message": "Request cancelled"},
     }
     assert SLOW.cancelled.is_set()
+
+
+async def test_a_session_outlives_its_idle_timeout_during_a_call_and_idles_out_after() -> None:
+    """The SDK's idle timer is held while a direct call runs, and armed again after it."""
+    idle = 0.4
+    async with (
+        _serving(direct=True, idle_timeout=idle) as (url, app),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        session = await _open(http, url, TOKEN)
+        headers = {
+            "Accept": ACCEPT,
+            "Authorization": f"Bearer {TOKEN}",
+            "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": SESSION_VERSION,
+        }
+
+        async def nap(ident: int, seconds: float) -> httpx.Response:
+            call = {"name": "nap", "arguments": {"seconds": seconds}}
+            body = {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": call}
+            return await http.post(url, json=body, headers=headers)
+
+        answer = decode(await nap(1, 3 * idle))
+        assert answer["result"]["structuredContent"] == {"result": "rested"}
+        # Right after a call three idle timeouts long, the session is still there ...
+        assert (await nap(2, 0)).status_code == 200
+        assert _direct_path(app).answered == 2
+        # ... and, left alone after a call, it idles out. The probes are direct calls too
+        # (the SDK arms the timer after each request it answers itself).
+        deadline = asyncio.get_running_loop().time() + 10
+        while (await nap(3, 0)).status_code != 404:
+            assert asyncio.get_running_loop().time() < deadline, "the idle timer was not armed"
+            await asyncio.sleep(3 * idle)
 
 
 async def test_a_stateless_call_is_cancelled_when_its_client_goes_away() -> None:

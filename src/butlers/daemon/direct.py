@@ -42,11 +42,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError
 from fastmcp.server.dependencies import _client_tool_call, _ClientToolCall
 from fastmcp.telemetry import extract_trace_context
+from fastmcp.tools.base import ToolResult
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.inbound import (
@@ -288,7 +288,8 @@ class DirectToolCalls:
             if idle is not None and transport is not None and transport._idle_timeout:
                 transport._requests_in_flight -= 1
                 if not transport._requests_in_flight:
-                    idle.deadline = anyio.current_time() + transport._idle_timeout
+                    # `anyio.current_time()` on asyncio, without its backend look-up
+                    idle.deadline = asyncio.get_running_loop().time() + transport._idle_timeout
 
     async def _stateless(
         self, plan: _Plan, identity: Identity, receive: Any
@@ -351,7 +352,7 @@ class DirectToolCalls:
             except FastMCPError as exc:
                 shaped = _tool_error(str(exc))
             else:
-                shaped = _shape(result.to_mcp_result())
+                shaped = _shape_result(result)
             shaped = self._for_version(plan.version, shaped)
             return {"jsonrpc": "2.0", "id": plan.request_id, "result": shaped}
         except Exception:
@@ -372,6 +373,25 @@ def _shape(result: Any) -> dict[str, Any]:
     elif not isinstance(result, CallToolResult):
         result = CallToolResult(content=result)
     shaped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return shaped
+
+
+def _shape_result(result: ToolResult) -> dict[str, Any]:
+    """`_shape(result.to_mcp_result())` without building a `CallToolResult` from blocks
+    that are already validated: the same fields (the version's model validates them
+    again in `_for_version`)."""
+    if result._raw_mcp_result is not None or type(result) is not ToolResult:
+        return _shape(result.to_mcp_result())
+    shaped: dict[str, Any] = {}
+    if result.meta is not None:
+        shaped["_meta"] = result.meta
+    shaped["content"] = [
+        block.model_dump(by_alias=True, mode="json", exclude_none=True) for block in result.content
+    ]
+    if result.structured_content is not None:
+        shaped["structuredContent"] = result.structured_content
+    shaped["isError"] = result.is_error
+    shaped["resultType"] = "complete"  # `CallToolResult`'s default
     return shaped
 
 
