@@ -14,7 +14,7 @@ from fastmcp import FastMCP
 from butlers.auth.http import HostPolicy
 from butlers.auth.tokens import TokenBook, digest, new_user_token
 from butlers.daemon.http import build_http_app
-from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT
+from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT, HeaderTimeoutProtocol
 from tests.support.serving import served_asgi
 
 TOKEN = new_user_token()
@@ -78,3 +78,67 @@ async def test_an_idle_mcp_session_is_forgotten() -> None:
 
 def test_sessions_expire_after_minutes_not_half_an_hour() -> None:
     assert SESSION_IDLE_TIMEOUT <= 300
+
+
+class _Recorder:
+    """A connection's transport that keeps what was written to it, write by write."""
+
+    def __init__(self, transport: Any, writes: list[bytes]) -> None:
+        self._transport = transport
+        self.writes = writes
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+        self._transport.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+written: list[bytes] = []
+
+
+class _RecordingProtocol(HeaderTimeoutProtocol):
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(_Recorder(transport, written))
+
+
+async def test_a_response_head_goes_out_with_its_body_and_never_waits_for_one() -> None:
+    """One write for the head and the body of an answer (not two segments); a head with
+    no body yet (a HEAD request, an event stream) still goes out at once."""
+    stream_go = asyncio.Event()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b'{"ok":true}'
+        headers = [(b"content-type", b"application/json")]
+        if scope["path"] == "/stream":
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await stream_go.wait()
+            await send({"type": "http.response.body", "body": body})
+            return
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async with served_asgi(app, http=_RecordingProtocol) as base, asyncio.timeout(30):
+        reader, writer = await asyncio.open_connection("127.0.0.1", int(base.rsplit(":", 1)[1]))
+        written.clear()
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert await reader.readexactly(11) == b'{"ok":true}'
+        assert written == [head + b'{"ok":true}']
+        written.clear()
+        writer.write(b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        assert head.startswith(b"HTTP/1.1 200")
+        assert written == [head]
+        written.clear()
+        writer.write(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)  # no body yet
+        assert b"transfer-encoding: chunked" in head
+        assert written == [head]
+        stream_go.set()
+        assert await reader.readuntil(b"0\r\n\r\n") == b'b\r\n{"ok":true}\r\n0\r\n\r\n'
+        writer.close()

@@ -15,10 +15,12 @@ START_TIMEOUT = 30.0
 
 
 @asynccontextmanager
-async def served_asgi(app: Any) -> AsyncIterator[str]:
-    """Yields the base URL (`http://127.0.0.1:<port>`) once uvicorn listens."""
+async def served_asgi(app: Any, http: Any = "auto") -> AsyncIterator[str]:
+    """Yields the base URL (`http://127.0.0.1:<port>`) once uvicorn listens; `http` is
+    uvicorn's HTTP protocol (a name or a class, as `uvicorn.Config` takes it)."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=http)
+    server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
         async with asyncio.timeout(START_TIMEOUT):

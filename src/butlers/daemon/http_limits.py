@@ -57,6 +57,7 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._coalescing = _HeadWithBody(transport, self.loop)
         self._arm()
 
     def on_message_begin(self) -> None:
@@ -66,10 +67,51 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm()
         super().on_headers_complete()
+        if self.cycle is not None and self.cycle.transport is self.transport:
+            self.cycle.transport = self._coalescing  # type: ignore[assignment]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+
+class _HeadWithBody:
+    """The transport as a response sees it: the status line and headers go out with the
+    first body bytes in one write (uvicorn writes them separately: two segments, and a
+    client woken twice), or on the loop's next turn when no body follows (HEAD, 100
+    Continue, a stream that is slow to start)."""
+
+    __slots__ = ("_held", "_loop", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held + data)
+        elif data.startswith(b"HTTP/") and data.endswith(b"\r\n\r\n"):
+            self._held = data
+            self._loop.call_soon(self._flush)
+        else:
+            self._transport.write(data)
+
+    def _flush(self) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            if not self._transport.is_closing():
+                self._transport.write(held)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class BodyLimit:
