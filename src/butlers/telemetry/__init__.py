@@ -183,4 +183,8 @@ class ToolSpanMiddleware(Middleware):
 
 
 def _is_error(result: Any) -> bool:
-    return bool(getattr(result, "is_error", False) or getattr(result, "isError", False))
+    # `is_error` first: asking a pydantic result for a missing `isError` costs an exception.
+    flag = getattr(result, "is_error", None)
+    if flag is None:
+        flag = getattr(result, "isError", False)
+    return bool(flag)
