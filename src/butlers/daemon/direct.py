@@ -19,7 +19,7 @@ itself, with one JSON body, and hands everything else to the SDK unchanged:
 - what it keeps of the protocol: a 2025 call holds its session open (the SDK's idle
   timer is suspended while it runs) and can be cancelled by `notifications/cancelled`
   (answered `-32800`, as the SDK answers); a 2026 call is cancelled when its client
-  closes the connection (the 2026 rule).
+  closes the connection (the 2026 rule; watched from `WATCH_AFTER` into the call).
 - what it gives up: messages from server to client during the call. A tool of the
   table (`calls.ToolCaller`) takes no FastMCP `Context`, so it cannot report progress,
   log to the client, sample or elicit anyway: a progress token or log level a client
