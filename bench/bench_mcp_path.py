@@ -24,6 +24,10 @@ the median over repeats and their spread (min-max).
 - `butler / lean`: our own client (the one the switchboard, the dashboard and the CLI use).
 - `butler / fastmcp`: FastMCP's `Client` over streamable HTTP.
 
+`--against REVISION` (e.g. `main`, a commit) adds the same butler served by that
+revision's `src/` (same spec, schema and credentials, another port) with the bare client,
+2025 and 2026: a before/after comparison within one run.
+
 server/floor = butler with the bare client / floor with the bare client, warm and cold
 (goal <= 1.5);
 client cost = butler with that client - butler with the bare client (goal, lean: <= 0.5 ms).
@@ -38,15 +42,18 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx2 as httpx
 
 from _bare_http import BareHttp
-from _common import ecosystem, user_client
+from _common import ROOT, ecosystem, user_client
 from butlers.db.embedded import free_port
+from butlers.ecosystem.supervisor import ButlerProcess, Ecosystem
 
 N = int(os.environ.get("BENCH_MCP_N", "400"))
 REPEATS = 3
@@ -104,6 +111,77 @@ async def _wait_port(port: int, deadline: float = 20.0) -> None:
             await asyncio.sleep(0.05)
 
 
+def _against() -> str | None:
+    args = sys.argv[1:]
+    if not args:
+        return None
+    if len(args) == 2 and args[0] == "--against":
+        return args[1]
+    raise SystemExit("usage: bench_mcp_path.py [--against REVISION]")
+
+
+def _export_src(revision: str, into: Path) -> Path:
+    """`src/` of `revision` (of this repository), unpacked under `into`."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", revision, "src"], capture_output=True, check=False
+    )
+    if archive.returncode != 0:
+        raise RuntimeError(f"git archive {revision}: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into / "src"
+
+
+def _serve_revision(src: Path, eco: Ecosystem, butler: ButlerProcess, port: int) -> Any:
+    """The same butler (spec, schema, credentials) served by the code under `src`."""
+    assert eco.tokens is not None
+    env = {k: v for k, v in os.environ.items() if k in butler.plan.variables}
+    env |= eco.tokens.butler_env(butler.name, None)
+    env |= {
+        "BUTLERS_DSN": butler.dsn,
+        "BUTLERS_SCHEMA": butler.schema,
+        "BUTLERS_HOST": "127.0.0.1",
+        "BUTLERS_LOG_LEVEL": "WARNING",
+        "BUTLERS_PARENT_PID": str(os.getpid()),
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(src),
+    }
+    code = (
+        "import sys; from pathlib import Path; from butlers.daemon.serve import run; "
+        "sys.exit(run(Path(sys.argv[1]), port=int(sys.argv[2])))"
+    )
+    command = [sys.executable, "-c", code, str(butler.spec_path), str(port)]
+    return subprocess.Popen(command, env=env)
+
+
+def _bare_pair(url: str, token: str, session_id: str) -> tuple[BareHttp, BareHttp]:
+    """The bare client in a 2025-11-25 session, and as stateless 2026-07-28 requests."""
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": ACCEPT,
+        "Authorization": f"Bearer {token}",
+    }
+    session = BareHttp(
+        url,
+        {**headers, "Mcp-Session-Id": session_id, "MCP-Protocol-Version": SESSION_VERSION},
+        _call_body(1),
+    )
+    modern_meta: dict[str, object] = {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    modern = BareHttp(
+        url,
+        {
+            **headers,
+            "MCP-Protocol-Version": MODERN_VERSION,
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "state_get",
+        },
+        _call_body(1, modern_meta),
+    )
+    return session, modern
+
+
 def _lean_client(
     token: str,
 ) -> tuple[Callable[[str], Awaitable[object]], Callable[[], Awaitable[None]]]:
@@ -129,51 +207,42 @@ def _lean_client(
 
 
 async def main() -> None:
+    revision = _against()
+    with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
+        src = _export_src(revision, Path(tmp)) if revision else None
+        await _main(revision, src)
+
+
+async def _main(revision: str | None, src: Path | None) -> None:
     async with ecosystem(["health"]) as eco:
         butler = eco.butlers["health"]
         assert eco.tokens is not None
         token = eco.tokens.user_token
         url = butler.url
-        auth = {"Authorization": f"Bearer {token}"}
         port = free_port()
         floor_proc = subprocess.Popen(  # noqa: ASYNC220 (started once, before timing)
             [sys.executable, str(HERE / "_floor_server.py"), butler.dsn, butler.schema, str(port)],
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
+        other_port = free_port()
+        other = _serve_revision(src, eco, butler, other_port) if src else None
         closers: list[Callable[[], Awaitable[object]]] = []
         try:
             await _wait_port(port)
+            if other is not None:
+                await _wait_port(other_port)
             async with user_client(eco, "health") as fast:
                 await fast.call_tool("state_set", {"key": "bench", "value": {"weight": 80}})
                 session_id = await _open_session(url, token)
                 json_headers = {"Content-Type": "application/json", "Accept": ACCEPT}
                 floor = BareHttp(f"http://127.0.0.1:{port}/", json_headers, _call_body(1))
-                bare_session = BareHttp(
-                    url,
-                    {
-                        **json_headers,
-                        **auth,
-                        "Mcp-Session-Id": session_id,
-                        "MCP-Protocol-Version": SESSION_VERSION,
-                    },
-                    _call_body(1),
-                )
-                modern_meta = {
-                    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                }
-                bare_modern = BareHttp(
-                    url,
-                    {
-                        **json_headers,
-                        **auth,
-                        "MCP-Protocol-Version": MODERN_VERSION,
-                        "Mcp-Method": "tools/call",
-                        "Mcp-Name": "state_get",
-                    },
-                    _call_body(1, modern_meta),
-                )
-                for bare in (floor, bare_session, bare_modern):
+                bare_session, bare_modern = _bare_pair(url, token, session_id)
+                others: tuple[BareHttp, ...] = ()
+                if other is not None:
+                    other_url = f"http://127.0.0.1:{other_port}/mcp"
+                    other_session = await _open_session(other_url, token)
+                    others = _bare_pair(other_url, token, other_session)
+                for bare in (floor, bare_session, bare_modern, *others):
                     await bare.open()
                     closers.append(bare.close)
                 lean_call, lean_close = _lean_client(token)
@@ -189,6 +258,9 @@ async def main() -> None:
                     "butler / lean": lambda: lean_call(url),
                     "butler / fastmcp": fastmcp_call,
                 }
+                if others:
+                    configs[f"{revision} / bare 2025"] = others[0].call
+                    configs[f"{revision} / bare 2026"] = others[1].call
                 for name, fn in configs.items():  # each answers, and is warm
                     for _ in range(WARMUP):
                         answer = await fn()
@@ -205,11 +277,17 @@ async def main() -> None:
                     "butler / bare 2025": await _cpu_per_call(butler.process.pid, bare_session),
                     "butler / bare 2026": await _cpu_per_call(butler.process.pid, bare_modern),
                 }
+                if other is not None:
+                    cpu[f"{revision} / bare 2025"] = await _cpu_per_call(other.pid, others[0])
+                    cpu[f"{revision} / bare 2026"] = await _cpu_per_call(other.pid, others[1])
         finally:
             for close in closers:
                 await close()
             floor_proc.terminate()
             floor_proc.wait(10)
+            if other is not None:
+                other.terminate()
+                other.wait(10)
     _report(medians)
     print(
         "server CPU per call (user+system of the serving process, one client at a time): "
