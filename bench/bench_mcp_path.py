@@ -3,8 +3,8 @@
 One butler (`health`, a real `butlers serve` process) and a floor server (`_floor_server.py`:
 uvicorn + httptools answering the same asyncpg query as `state_get`, on the same event
 loop) run side by side. Every configuration makes `state_get` calls in blocks of BLOCK
-calls; each round runs a floor block before every other configuration's block (the
-configurations in a rotating order), so every block follows a block of the *other*
+calls; each round runs a floor block before every other configuration's block (those
+in a new random order every round), so every block follows a block of the *other*
 server: N rounds per repeat, 3 repeats. Per repeat each configuration's median; printed:
 the median over repeats and their spread (min-max).
 
@@ -24,9 +24,12 @@ the median over repeats and their spread (min-max).
 - `butler / lean`: our own client (the one the switchboard, the dashboard and the CLI use).
 - `butler / fastmcp`: FastMCP's `Client` over streamable HTTP.
 
-`--against REVISION` (e.g. `main`, a commit) adds the same butler served by that
-revision's `src/` (same spec, schema and credentials, another port) with the bare client,
-2025 and 2026: a before/after comparison within one run.
+`--against REVISION` (e.g. `main`, a commit) adds the same butler (same spec, schema and
+credentials, other ports) served twice more, each as a `butlers serve` process of its
+own: by this tree's `src/` (`tree`) and by that revision's (`REVISION`), with the bare
+client, 2025 and 2026: a before/after within one run (compare those two rows with each
+other: a process of its own is ~0.08 ms slower on a cold call than a child of the
+ecosystem's fork server).
 
 server/floor = butler with the bare client / floor with the bare client, warm and cold
 (goal <= 1.5);
@@ -39,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -209,11 +213,15 @@ def _lean_client(
 async def main() -> None:
     revision = _against()
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
-        src = _export_src(revision, Path(tmp)) if revision else None
-        await _main(revision, src)
+        # Both served the same way (a `butlers serve` process of its own, not a child of
+        # the ecosystem's fork server, which is faster on a cold call by ~0.08 ms).
+        sources: dict[str, Path] = {}
+        if revision is not None:
+            sources = {"tree": ROOT / "src", revision: _export_src(revision, Path(tmp))}
+        await _main(sources)
 
 
-async def _main(revision: str | None, src: Path | None) -> None:
+async def _main(sources: dict[str, Path]) -> None:
     async with ecosystem(["health"]) as eco:
         butler = eco.butlers["health"]
         assert eco.tokens is not None
@@ -224,25 +232,28 @@ async def _main(revision: str | None, src: Path | None) -> None:
             [sys.executable, str(HERE / "_floor_server.py"), butler.dsn, butler.schema, str(port)],
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
-        other_port = free_port()
-        other = _serve_revision(src, eco, butler, other_port) if src else None
+        ports = {label: free_port() for label in sources}
+        served = {
+            label: _serve_revision(src, eco, butler, ports[label]) for label, src in sources.items()
+        }
         closers: list[Callable[[], Awaitable[object]]] = []
         try:
             await _wait_port(port)
-            if other is not None:
-                await _wait_port(other_port)
+            for label in served:
+                await _wait_port(ports[label])
             async with user_client(eco, "health") as fast:
                 await fast.call_tool("state_set", {"key": "bench", "value": {"weight": 80}})
                 session_id = await _open_session(url, token)
                 json_headers = {"Content-Type": "application/json", "Accept": ACCEPT}
                 floor = BareHttp(f"http://127.0.0.1:{port}/", json_headers, _call_body(1))
                 bare_session, bare_modern = _bare_pair(url, token, session_id)
-                others: tuple[BareHttp, ...] = ()
-                if other is not None:
-                    other_url = f"http://127.0.0.1:{other_port}/mcp"
+                pairs: dict[str, tuple[BareHttp, BareHttp]] = {}
+                for label in served:
+                    other_url = f"http://127.0.0.1:{ports[label]}/mcp"
                     other_session = await _open_session(other_url, token)
-                    others = _bare_pair(other_url, token, other_session)
-                for bare in (floor, bare_session, bare_modern, *others):
+                    pairs[label] = _bare_pair(other_url, token, other_session)
+                served_bare = [bare for pair in pairs.values() for bare in pair]
+                for bare in (floor, bare_session, bare_modern, *served_bare):
                     await bare.open()
                     closers.append(bare.close)
                 lean_call, lean_close = _lean_client(token)
@@ -258,9 +269,9 @@ async def _main(revision: str | None, src: Path | None) -> None:
                     "butler / lean": lambda: lean_call(url),
                     "butler / fastmcp": fastmcp_call,
                 }
-                if others:
-                    configs[f"{revision} / bare 2025"] = others[0].call
-                    configs[f"{revision} / bare 2026"] = others[1].call
+                for label, (session_call, modern_call) in pairs.items():
+                    configs[f"{label} / bare 2025"] = session_call.call
+                    configs[f"{label} / bare 2026"] = modern_call.call
                 for name, fn in configs.items():  # each answers, and is warm
                     for _ in range(WARMUP):
                         answer = await fn()
@@ -277,17 +288,18 @@ async def _main(revision: str | None, src: Path | None) -> None:
                     "butler / bare 2025": await _cpu_per_call(butler.process.pid, bare_session),
                     "butler / bare 2026": await _cpu_per_call(butler.process.pid, bare_modern),
                 }
-                if other is not None:
-                    cpu[f"{revision} / bare 2025"] = await _cpu_per_call(other.pid, others[0])
-                    cpu[f"{revision} / bare 2026"] = await _cpu_per_call(other.pid, others[1])
+                for label, (session_call, modern_call) in pairs.items():
+                    pid = served[label].pid
+                    cpu[f"{label} / bare 2025"] = await _cpu_per_call(pid, session_call)
+                    cpu[f"{label} / bare 2026"] = await _cpu_per_call(pid, modern_call)
         finally:
             for close in closers:
                 await close()
             floor_proc.terminate()
             floor_proc.wait(10)
-            if other is not None:
-                other.terminate()
-                other.wait(10)
+            for process in served.values():
+                process.terminate()
+                process.wait(10)
     _report(medians)
     print(
         "server CPU per call (user+system of the serving process, one client at a time): "
@@ -317,8 +329,12 @@ async def _measure(
     configs: dict[str, Callable[[], Awaitable[object]]],
 ) -> dict[str, dict[str, list[float]]]:
     """{"warm"|"cold": {configuration: per-repeat medians in ms}}: blocks of BLOCK calls,
-    a floor block before every other block, the others in a rotating order."""
+    a floor block before every other block, the others in a new order every round."""
     others = [name for name in configs if name != FLOOR]
+    # A new order every round: a rotation keeps each configuration after the same one,
+    # and what a call leaves behind (FastMCP's client keeps working after its call
+    # returns) would always land on the same neighbour.
+    order = random.Random(14)
     medians: dict[str, dict[str, list[float]]] = {
         kind: {name: [] for name in configs} for kind in ("warm", "cold")
     }
@@ -326,9 +342,9 @@ async def _measure(
         samples: dict[str, dict[str, list[float]]] = {
             kind: {name: [] for name in configs} for kind in ("warm", "cold")
         }
-        for i in range(N):
-            shift = i % len(others)
-            for other in others[shift:] + others[:shift]:
+        for _ in range(N):
+            order.shuffle(others)
+            for other in others:
                 for name in (FLOOR, other):
                     fn = configs[name]
                     for call in range(BLOCK):
