@@ -13,7 +13,9 @@ imported by then. Each costs megabytes in every butler process:
 - the OpenTelemetry SDK (with `psutil`, ~1.4 MB) when nothing is traced
   (`telemetry.export`);
 - griffe (~2 MB with what its parses leave): FastMCP parses tool docstrings with it;
-  butler tools hand theirs over as descriptions (`tooling.tool`).
+  butler tools hand theirs over as descriptions (`tooling.tool`);
+- modules the butler does not enable (the email module with `imaplib` and `smtplib`,
+  telegram, messenger): the registry imports a module when its class is asked for.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ NOT_IMPORTED = (
     "opentelemetry.sdk",
     "psutil",
     "griffe",
+    "butlers.modules.email",
+    "butlers.modules.telegram",
+    "butlers.modules.messenger",
+    "imaplib",
+    "smtplib",
 )
 
 BUILD = """
