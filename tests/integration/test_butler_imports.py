@@ -15,7 +15,9 @@ imported by then. Each costs megabytes in every butler process:
 - griffe (~2 MB with what its parses leave): FastMCP parses tool docstrings with it;
   butler tools hand theirs over as descriptions (`tooling.tool`);
 - modules the butler does not enable (the email module with `imaplib` and `smtplib`,
-  telegram, messenger): the registry imports a module when its class is asked for.
+  telegram, messenger): the registry imports a module when its class is asked for;
+- croniter with dateutil (~0.9 MB) in a butler without schedules: the spec and the
+  scheduler import it when a cron expression is first validated or computed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ NOT_IMPORTED = (
     "butlers.modules.messenger",
     "imaplib",
     "smtplib",
+    "croniter",
 )
 
 BUILD = """
