@@ -13,7 +13,11 @@ imported by then. Each costs megabytes in every butler process:
 - the OpenTelemetry SDK (with `psutil`, ~1.4 MB) when nothing is traced
   (`telemetry.export`);
 - griffe (~2 MB with what its parses leave): FastMCP parses tool docstrings with it;
-  butler tools hand theirs over as descriptions (`tooling.tool`).
+  butler tools hand theirs over as descriptions (`tooling.tool`);
+- modules the butler does not enable (the email module with `imaplib` and `smtplib`,
+  telegram, messenger): the registry imports a module when its class is asked for;
+- croniter with dateutil (~0.9 MB) in a butler without schedules: the spec and the
+  scheduler import it when a cron expression is first validated or computed.
 """
 
 from __future__ import annotations
@@ -37,6 +41,12 @@ NOT_IMPORTED = (
     "opentelemetry.sdk",
     "psutil",
     "griffe",
+    "butlers.modules.email",
+    "butlers.modules.telegram",
+    "butlers.modules.messenger",
+    "imaplib",
+    "smtplib",
+    "croniter",
 )
 
 BUILD = """

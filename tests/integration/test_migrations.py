@@ -8,10 +8,10 @@ import pytest
 from butlers import migrations
 from butlers.db.provision import deprovision, provision
 from butlers.modules.loader import module_chains
-from butlers.modules.registry import REGISTRY
+from butlers.modules.registry import all_module_classes, module_class
 from tests.support.contracts import REQUIRED_SESSION_FIELDS
 
-MODULES_WITH_CHAINS = sorted(name for name, cls in REGISTRY.items() if cls.chain is not None)
+MODULES_WITH_CHAINS = [m.name for m in all_module_classes() if m.chain is not None]
 
 
 async def _tables(dsn: str, schema: str) -> set[str]:
@@ -94,7 +94,7 @@ async def test_module_chain_upgrade_downgrade_upgrade(
     tables, down to base removes exactly them (other chains untouched), up again
     restores them; the version table follows each step."""
     chains = [migrations.CORE, *module_chains({module: {}} | _dependencies(module))]
-    chain = REGISTRY[module].chain
+    chain = module_class(module).chain
     assert chain is not None and chain in chains
     schema = f"{session_tag}mig_{module}"
     creds = await provision(pg_admin_dsn, schema)
@@ -126,10 +126,10 @@ async def test_module_chain_upgrade_downgrade_upgrade(
 def _dependencies(module: str) -> dict[str, dict[str, object]]:
     """Every module `module` needs, transitively, enabled with its defaults."""
     found: dict[str, dict[str, object]] = {}
-    todo = list(REGISTRY[module].dependencies)
+    todo = list(module_class(module).dependencies)
     while todo:
         name = todo.pop()
         if name not in found:
             found[name] = {}
-            todo += REGISTRY[name].dependencies
+            todo += module_class(name).dependencies
     return found

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from fastmcp import FastMCP
 from fastmcp.tools import Tool
+from mcp.server.request_state import InvalidRequestState, RequestStateSecurity
 
 from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices
@@ -22,9 +23,33 @@ from butlers.tools.state import register_state_tools
 from butlers.tools.status import register_status_tool
 
 
+class NoRequestState:
+    """The `requestState` codec of a butler, which never asks for input mid-call.
+
+    A tool, prompt or resource that answers `input_required` (MCP 2026-07-28: elicitation
+    or sampling across rounds) gets its `requestState` sealed by the SDK's codec; no
+    butler tool does (none takes a FastMCP `Context`), so a butler mints no state, and
+    state a client echoes was not minted here: refused, as the SDK's default codec (a
+    per-process AES-GCM key) would refuse it, with the same "Invalid or expired
+    requestState". That default derives its key at start-up, which loads and
+    initialises the OpenSSL inside `cryptography` (~1.4 MB of every butler process).
+    Sealing raises, so a tool that did ask for input fails instead of minting state.
+    """
+
+    def seal(self, payload: bytes) -> str:
+        raise RuntimeError("a butler mints no requestState (its tools never ask for input)")
+
+    def unseal(self, token: str) -> bytes:
+        raise InvalidRequestState("not minted by this butler (a butler mints none)")
+
+
 def build_server(butler: ButlerContext) -> FastMCP:
     """A FastMCP server with the core tools of `butler`'s butler."""
-    mcp = FastMCP(name=butler.name, instructions=butler.resource.spec.instructions or None)
+    mcp = FastMCP(
+        name=butler.name,
+        instructions=butler.resource.spec.instructions or None,
+        request_state_security=RequestStateSecurity(codec=NoRequestState(), audience=butler.name),
+    )
     # First middleware, so outermost: a refused call reaches nothing else; then the
     # argument guard (NUL, NaN, oversized integers) before any module gate sees them.
     mcp.add_middleware(butler.access)

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from butlers.core.context import ButlerContext, ModuleState
 from butlers.migrations import Chain
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, ModuleServices
-from butlers.modules.registry import REGISTRY
+from butlers.modules.registry import MODULE_NAMES, module_class
 
 log = logging.getLogger(__name__)
 START_TIMEOUT = 30.0
@@ -24,8 +24,9 @@ class DependencyCycleError(Exception):
 
 
 def dependency_order(enabled: Mapping[str, Any]) -> list[str]:
-    """Enabled known modules, each after the enabled modules it depends on."""
-    known = [name for name in enabled if name in REGISTRY]
+    """Enabled known modules, each after the enabled modules it depends on (imports
+    only the enabled modules)."""
+    known = [name for name in enabled if name in MODULE_NAMES]
     order: list[str] = []
     visiting: set[str] = set()
 
@@ -35,9 +36,9 @@ def dependency_order(enabled: Mapping[str, Any]) -> list[str]:
         if name in visiting:
             raise DependencyCycleError(" -> ".join((*path, name)))
         visiting.add(name)
-        cls = REGISTRY[name]
+        cls = module_class(name)
         for dep in (*cls.dependencies, *cls.optional_dependencies):
-            if dep in enabled and dep in REGISTRY:
+            if dep in enabled and dep in MODULE_NAMES:
                 visit(dep, (*path, name))
         visiting.discard(name)
         order.append(name)
@@ -52,8 +53,8 @@ def module_chains(enabled: Mapping[str, Any]) -> list[Chain]:
     try:
         names = dependency_order(enabled)
     except DependencyCycleError:
-        names = sorted(n for n in enabled if n in REGISTRY)
-    return [chain for name in names if (chain := REGISTRY[name].chain) is not None]
+        names = sorted(n for n in enabled if n in MODULE_NAMES)
+    return [chain for name in names if (chain := module_class(name).chain) is not None]
 
 
 def session_hidden_tools(enabled: Mapping[str, Any]) -> tuple[str, ...]:
@@ -61,8 +62,8 @@ def session_hidden_tools(enabled: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(
         tool
         for name in sorted(enabled)
-        if name in REGISTRY
-        for tool in REGISTRY[name].session_hidden_tools
+        if name in MODULE_NAMES
+        for tool in module_class(name).session_hidden_tools
     )
 
 
@@ -71,9 +72,9 @@ def module_env_names(enabled: Mapping[str, Any]) -> set[str]:
     A configuration that does not validate names none: that module fails at start."""
     names: set[str] = set()
     for name, raw in enabled.items():
-        module = REGISTRY.get(name)
-        if module is None:
+        if name not in MODULE_NAMES:
             continue
+        module = module_class(name)
         try:
             config = module.config_model.model_validate(raw or {})
         except ValidationError:
@@ -124,13 +125,13 @@ async def start_modules(mcp: FastMCP, butler: ButlerContext, services: ModuleSer
             )
 
     for name in enabled:
-        if name not in REGISTRY:
+        if name not in MODULE_NAMES:
             record(
                 ModuleState(
                     name,
                     "failed",
                     "config",
-                    f"unknown module {name!r}; known modules: {', '.join(sorted(REGISTRY))}",
+                    f"unknown module {name!r}; known modules: {', '.join(sorted(MODULE_NAMES))}",
                 )
             )
     try:
@@ -142,7 +143,7 @@ async def start_modules(mcp: FastMCP, butler: ButlerContext, services: ModuleSer
         return modules
 
     for name in order:
-        cls = REGISTRY[name]
+        cls = module_class(name)
         missing = [d for d in cls.dependencies if d not in enabled]
         if missing:
             record(

@@ -1,25 +1,91 @@
-"""The static registry of modules: every module a roster may enable, by name."""
+"""The static registry of modules: every module a roster may enable, by name.
 
-from butlers.modules.approvals import ApprovalsModule
-from butlers.modules.base import Module
-from butlers.modules.contacts import ContactsModule
-from butlers.modules.email import EmailModule
-from butlers.modules.general import GeneralModule
-from butlers.modules.health import HealthModule
-from butlers.modules.messenger import MessengerModule
-from butlers.modules.switchboard import SwitchboardModule
-from butlers.modules.telegram import TelegramModule
+A module's package is imported only when its class is asked for (`module_class`), so a
+butler imports the modules it enables and no other (the email module alone brings
+`imaplib`, `smtplib` and the `email` package); names (`MODULE_NAMES`) import nothing.
+Each name has its own function with an explicit import, so the registry stays a static
+table that tools (mypy, import-linter) read.
+"""
 
-REGISTRY: dict[str, type[Module]] = {
-    module.name: module
-    for module in (
-        ApprovalsModule,
-        ContactsModule,
-        EmailModule,
-        GeneralModule,
-        HealthModule,
-        MessengerModule,
-        SwitchboardModule,
-        TelegramModule,
-    )
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from butlers.modules.base import Module
+
+
+def _approvals() -> type[Module]:
+    from butlers.modules.approvals import ApprovalsModule
+
+    return ApprovalsModule
+
+
+def _contacts() -> type[Module]:
+    from butlers.modules.contacts import ContactsModule
+
+    return ContactsModule
+
+
+def _email() -> type[Module]:
+    from butlers.modules.email import EmailModule
+
+    return EmailModule
+
+
+def _general() -> type[Module]:
+    from butlers.modules.general import GeneralModule
+
+    return GeneralModule
+
+
+def _health() -> type[Module]:
+    from butlers.modules.health import HealthModule
+
+    return HealthModule
+
+
+def _messenger() -> type[Module]:
+    from butlers.modules.messenger import MessengerModule
+
+    return MessengerModule
+
+
+def _switchboard() -> type[Module]:
+    from butlers.modules.switchboard import SwitchboardModule
+
+    return SwitchboardModule
+
+
+def _telegram() -> type[Module]:
+    from butlers.modules.telegram import TelegramModule
+
+    return TelegramModule
+
+
+_CLASSES: dict[str, Callable[[], type[Module]]] = {
+    "approvals": _approvals,
+    "contacts": _contacts,
+    "email": _email,
+    "general": _general,
+    "health": _health,
+    "messenger": _messenger,
+    "switchboard": _switchboard,
+    "telegram": _telegram,
 }
+
+MODULE_NAMES: frozenset[str] = frozenset(_CLASSES)
+
+
+def module_class(name: str) -> type[Module]:
+    """The class of the module registered as `name` (its package imported now).
+
+    Raises KeyError for a name not in `MODULE_NAMES`."""
+    return _CLASSES[name]()
+
+
+def all_module_classes() -> list[type[Module]]:
+    """Every registered module's class, by name (imports every module: for tools and
+    tests that cover all modules, never for a butler)."""
+    return [_CLASSES[name]() for name in sorted(_CLASSES)]

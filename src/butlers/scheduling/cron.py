@@ -4,6 +4,9 @@ Butlers sharing a cron expression would otherwise all call their LLM at the same
 second. Each butler shifts its fire times by an offset derived from a hash of its
 name: the same for every restart, at most 15 minutes and always shorter than the
 cron's interval (so a schedule never skips or doubles a cycle).
+
+croniter (with dateutil, ~0.9 MB) is imported by the first computation, so a butler
+without schedules never loads it.
 """
 
 from __future__ import annotations
@@ -12,13 +15,13 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
-from croniter import croniter
-
 MAX_STAGGER = timedelta(minutes=15)
 
 
 def cron_interval(cron: str, base: datetime) -> timedelta:
     """The shortest gap between consecutive fire times seen over a few cycles after `base`."""
+    from croniter import croniter
+
     it = croniter(cron, base)
     times: list[datetime] = [it.get_next(datetime) for _ in range(4)]
     return min(b - a for a, b in pairwise(times))
@@ -38,5 +41,7 @@ def next_due(cron: str, butler: str, after: datetime | None = None) -> datetime:
     """The first staggered fire time strictly after `after` (default now), UTC."""
     after = (after or datetime.now(UTC)).astimezone(UTC)
     offset = stagger_offset(butler, cron, after)
+    from croniter import croniter
+
     unshifted: datetime = croniter(cron, after - offset).get_next(datetime)
     return (unshifted + offset).astimezone(UTC)

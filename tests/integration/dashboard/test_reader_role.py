@@ -10,9 +10,12 @@ import pytest
 from butlers import migrations
 from butlers.db.provision import Credentials, deprovision, provision
 from butlers.db.readers import dashboard_role, dashboard_schema
-from butlers.modules.registry import REGISTRY
+from butlers.modules.registry import all_module_classes
 
-ALL_CHAINS = [migrations.CORE, *(m.chain for m in REGISTRY.values() if m.chain is not None)]
+ALL_CHAINS = [
+    migrations.CORE,
+    *(m.chain for m in all_module_classes() if m.chain is not None),
+]
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Routers for modules' own tables, mounted after the core routers.
 
 Which module has a router is a static table keyed by names of the static module
-registry (`butlers.modules.registry.REGISTRY`; a unit test holds the two
+registry (`butlers.modules.registry.MODULE_NAMES`; a unit test holds the two
 together), so a roster, which enables modules by name, never brings code of its
 own. The table is read without importing the modules themselves: the dashboard
 never loads the MCP server stack. Each router reads only the butlers that enable

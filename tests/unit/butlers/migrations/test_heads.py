@@ -10,11 +10,11 @@ import pytest
 
 from butlers import migrations
 from butlers.dashboard.schema import DASHBOARD_CHAIN
-from butlers.modules.registry import REGISTRY
+from butlers.modules.registry import all_module_classes
 
 
 def _chains() -> list[migrations.Chain]:
-    modules = [m.chain for m in REGISTRY.values() if m.chain is not None]
+    modules = [m.chain for m in all_module_classes() if m.chain is not None]
     return [migrations.CORE, DASHBOARD_CHAIN, *modules]
 
 

@@ -1,19 +1,24 @@
 """Module start-up without a database: ordering, config errors, isolation, cascades."""
 
+import json
+import subprocess
+import sys
 from typing import Any
 
+import pytest
 from fastmcp import Client
 
 from butlers.core.context import ButlerContext
 from butlers.core.spawner import Spawner
 from butlers.daemon.server import build_server
-from butlers.modules.base import ModuleServices
+from butlers.modules.base import Module, ModuleServices
 from butlers.modules.loader import (
     dependency_order,
     module_chains,
     session_hidden_tools,
     start_modules,
 )
+from butlers.modules.registry import MODULE_NAMES, all_module_classes, module_class
 from butlers.redaction import Redactor
 from butlers.spec import ButlerResource
 from butlers.stores.sessions import SessionStore
@@ -113,3 +118,30 @@ def test_session_hidden_tools_come_from_the_enabled_modules() -> None:
         "route",
     )
     assert session_hidden_tools({"health": {}, "nope": {}}) == ()
+
+
+def test_every_registered_name_loads_the_module_of_that_name() -> None:
+    assert {"email", "general", "health", "switchboard", "telegram"} <= MODULE_NAMES
+    for name in MODULE_NAMES:
+        cls = module_class(name)
+        assert issubclass(cls, Module) and cls.name == name
+    assert [cls.name for cls in all_module_classes()] == sorted(MODULE_NAMES)
+    with pytest.raises(KeyError):
+        module_class("teleport")
+
+
+def test_module_names_and_an_enabled_module_import_no_other_module() -> None:
+    """The registry imports a module's package only when its class is asked for."""
+    code = (
+        "import json, sys\n"
+        "from butlers.modules.loader import dependency_order, module_chains, module_env_names\n"
+        "from butlers.modules.registry import MODULE_NAMES\n"
+        "enabled = {'health': {}, 'teleport': {}}\n"
+        "assert dependency_order(enabled) == ['health'] and module_chains(enabled)\n"
+        "module_env_names(enabled)\n"
+        "loaded = [n for n in MODULE_NAMES if f'butlers.modules.{n}' in sys.modules]\n"
+        "print(json.dumps(sorted(loaded)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == ["health"]
