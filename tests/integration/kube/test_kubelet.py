@@ -315,6 +315,10 @@ async def test_readiness_decides_the_services_endpoints_and_the_deployments_avai
     [d] = await kube.list(build_path("apps/v1", "deployments", namespace))
     assert not (d.get("status") or {}).get("availableReplicas")
 
+    # Running is the process started, not yet listening: wait until it answers itself.
+    await wait_until(
+        lambda: serves(f"127.0.0.1:{local}", "/healthz", "ok"), "the container to listen"
+    )
     async with httpx.AsyncClient() as client:
         assert (await client.post(f"http://127.0.0.1:{local}/ready")).status_code == 200
     await wait_deployment_available(kube, namespace, "web")
