@@ -14,20 +14,29 @@ import httpx2 as httpx
 import pytest
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
+from pydantic import BaseModel
 
 from butlers.auth.http import HostPolicy
 from butlers.auth.tokens import TokenBook, digest, new_user_token
-from butlers.daemon.direct import DirectToolCalls
+from butlers import jsoncodec
+from butlers.daemon.calls import PlainResult, caller_of
+from butlers.daemon.direct import DirectToolCalls, _shape_result
 from butlers.daemon.guard import ArgumentGuard
 from butlers.daemon.http import build_http_app
 from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT
 from butlers.daemon.server import install_schema_lookup
+from butlers.jsonutil import AnyJson
 from tests.support.raw_mcp import decode
 from tests.support.serving import served_asgi
 
 TOKEN, OTHER = new_user_token(), new_user_token()
 SESSION_VERSION, MODERN_VERSION = "2025-11-25", "2026-07-28"
 ACCEPT = "application/json, text/event-stream"
+
+
+class Record(BaseModel):
+    name: str
+    tags: tuple[str, ...] = ()
 
 
 def _server() -> FastMCP:
@@ -49,6 +58,43 @@ def _server() -> FastMCP:
     @mcp.tool
     async def broken() -> str:
         raise RuntimeError("a bug")
+
+    @mcp.tool
+    async def same(value: AnyJson) -> AnyJson:
+        return value
+
+    @mcp.tool
+    async def untyped(value):  # type: ignore[no-untyped-def]  # no output schema
+        return value
+
+    @mcp.tool
+    async def big() -> AnyJson:  # past 64 bits: the argument guard refuses such arguments
+        return {"n": 2**70, "m": [-(2**80), 2**64 + 1]}
+
+    @mcp.tool
+    def nothing() -> None:
+        return None
+
+    @mcp.tool
+    async def record(name: str) -> Record:
+        return Record(name=name, tags=("a", "b"))
+
+    @mcp.tool
+    async def as_object(value: AnyJson) -> dict[str, Any]:
+        return value  # type: ignore[return-value]  # a list here is refused by FastMCP
+
+    @mcp.tool
+    async def number(text: str) -> float:
+        return float(text)
+
+    @mcp.tool
+    async def numbers(value: AnyJson) -> set[int]:
+        return value  # type: ignore[return-value]  # serialized as the annotation says
+
+    @mcp.tool
+    async def bad_model() -> str:
+        Record.model_validate({"name": 1})
+        return "unreachable"
 
     @mcp.tool
     async def nap(seconds: float) -> str:
@@ -127,6 +173,27 @@ async def _open(http: httpx.AsyncClient, url: str, token: str) -> str:
     return session
 
 
+# Results of every JSON kind, as a tool returns them.
+VALUES: list[Any] = [
+    None,
+    {"a": 1, "b": [True, False, None], "c": {"d": "e"}},
+    {},
+    [1, "two", 3.5, {"x": None}],
+    [],
+    0,
+    -(2**63),
+    2**64 + 1,
+    12345678901234567890123,
+    0.1,
+    1e-7,
+    -2.5e300,
+    "",
+    "plain",
+    "ünïcödé ✓ 😀 \u2028 \" \\ \n",
+    {"ключ": "значение", "emoji 😀": ["✓"]},
+    True,
+]
+
 CALLS = [
     ("echo", {"text": "ab", "times": 2}),
     ("words", {"text": "one two"}),
@@ -136,6 +203,18 @@ CALLS = [
     ("refuse", {}),
     ("broken", {}),
     ("missing", {}),
+    *[("same", {"value": value}) for value in VALUES],
+    *[("untyped", {"value": value}) for value in VALUES],
+    ("nothing", {}),
+    ("big", {}),
+    ("record", {"name": "ünï"}),
+    ("as_object", {"value": [1]}),
+    ("as_object", {"value": {"k": [1, 2.5]}}),
+    ("number", {"text": "0.1"}),
+    ("number", {"text": "1e300"}),
+    ("number", {"text": "nan"}),
+    ("numbers", {"value": [3, 1, 3]}),
+    ("bad_model", {}),
 ]
 
 
@@ -335,3 +414,47 @@ async def test_what_the_direct_path_cannot_read_is_answered_by_the_sdk() -> None
             response = await http.post(url, content=body, headers=headers)
             assert response.status_code == 400, response.text
         assert _direct_path(app).answered == 0
+
+
+@pytest.mark.parametrize("version", [SESSION_VERSION, "2024-11-05", MODERN_VERSION])
+async def test_plain_results_go_on_the_wire_as_fastmcps_conversion_puts_them(
+    version: str,
+) -> None:
+    """The same bytes as FastMCP's `tool._run` (`convert_result`, `ToolResult`) shaped by
+    the version's model, for every call of `CALLS` that returns; a plain JSON result
+    skips both, anything else takes them."""
+    mcp = _server()
+    await install_schema_lookup(mcp)
+    direct = DirectToolCalls(None, mcp=mcp, sessions=lambda: None)
+    caller = caller_of(mcp)
+    tools = {tool.name: tool for tool in await mcp.list_tools()}
+    plain: list[str] = []
+    for name, arguments in CALLS:
+        try:
+            expected = direct._for_version(
+                version, _shape_result(await tools[name]._run(dict(arguments)))
+            )
+        except Exception:
+            continue  # an error: shaped by the one path both share
+        try:
+            result = await caller.call(name, dict(arguments))
+        except ToolError as exc:  # the argument guard, a middleware the first call skips
+            assert "nothing was done" in str(exc)
+            continue
+        shaped = direct._plain(version, result) if type(result) is PlainResult else None
+        if shaped is not None:
+            plain.append(name)
+        got = shaped if shaped is not None else direct._for_version(version, _shape_result(result))
+        assert jsoncodec.dumps(got) == jsoncodec.dumps(expected), (name, arguments)
+    kinds = len(VALUES) - 2  # two big integers are refused by the argument guard
+    assert plain == [
+        "echo",
+        "words",
+        *["same"] * kinds,
+        *["untyped"] * kinds,
+        "nothing",
+        "big",
+        "as_object",
+        "number",  # 0.1 and 1e300; NaN is not plain, nor a model, nor `set[int]`
+        "number",
+    ]

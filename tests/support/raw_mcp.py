@@ -9,6 +9,7 @@ want to see each response.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx2 as httpx
@@ -37,7 +38,9 @@ def decode(response: httpx.Response) -> dict[str, Any]:
     """The JSON-RPC message of a response, whether plain JSON or one SSE event."""
     text = response.text
     if response.headers.get("content-type", "").startswith("text/event-stream"):
-        data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        # SSE ends lines with CR and/or LF only (`str.splitlines` also splits at U+2028).
+        lines = re.split(r"\r\n|\r|\n", text)
+        data = [line[5:].strip() for line in lines if line.startswith("data:")]
         text = data[-1] if data else "{}"
     return dict(json.loads(text or "{}"))
 

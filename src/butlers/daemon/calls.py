@@ -23,10 +23,11 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
 import weakref
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import (
@@ -36,12 +37,26 @@ from fastmcp.exceptions import (
     ToolError,
     ValidationError,
 )
-from fastmcp.server.dependencies import _client_tool_call, _ClientToolCall
+from fastmcp.server.dependencies import (
+    _client_tool_call,
+    _ClientToolCall,
+    without_injected_parameters,
+)
 from fastmcp.server.middleware import Middleware, MiddlewareContext
-from fastmcp.tools import Tool
-from fastmcp.tools.base import ToolResult
+from fastmcp.tools import FunctionTool, Tool
+from fastmcp.tools.base import (
+    InputRequiredToolResult,
+    ToolResult,
+    _serialize_to_jsonable,
+    default_serializer,
+)
+from fastmcp.tools.function_tool import _strict_input_validation, _wrap_body_errors
+from fastmcp.utilities.async_utils import is_coroutine_function
 from fastmcp.utilities.exceptions import get_http_status_code, is_timeout_error
+from fastmcp.utilities.types import get_cached_typeadapter
 from fastmcp.utilities.versions import dedupe_with_versions
+from mcp_types import InputRequiredResult, TextContent
+from pydantic import JsonValue
 from pydantic import ValidationError as PydanticValidationError
 
 from butlers.auth.identity import current_mcp_session
@@ -85,15 +100,141 @@ class _CallMessage:
         self.meta = meta
 
 
+class PlainResult(ToolResult):
+    """A `ToolResult` `_Runner` built from a plain JSON value: exactly the fields
+    `FunctionTool.convert_result` gives it (a single text block, or none), built without
+    validation; `text` is that block's text (None: no block) and `structured` the
+    structured content, both as they go on the wire. `daemon/direct.py` shapes it
+    without the version's model (see `_Runner`)."""
+
+
+_IDENTITY_RETURNS: tuple[Any, ...] = (
+    inspect.Signature.empty,
+    None,
+    Any,
+    JsonValue,
+    dict,
+    list,
+    dict[str, Any],
+    dict[str, JsonValue],
+    list[Any],
+    list[JsonValue],
+)
+
+
+def _dumps_as_is(annotation: Any) -> bool:
+    """Whether FastMCP's serialization of a result for this return annotation
+    (`dump_python(value, mode="json")`) gives any plain JSON value back unchanged."""
+    if isinstance(annotation, str):
+        return True  # FastMCP serializes it as `Any`
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        annotation = get_args(annotation)[0]
+    return any(annotation == known for known in _IDENTITY_RETURNS)
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Built only of what a JSON parser builds (exact types, finite floats, string keys):
+    pydantic's JSON-mode serialization gives such a value back unchanged."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if depth > 64:
+        return False
+    if kind is dict:
+        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v, depth + 1) for v in value)
+    return False
+
+
+class _Runner:
+    """`FunctionTool.run` for one tool, with what it builds per call built once, and
+    `convert_result` for a plain JSON result without the pydantic models around it.
+
+    Per call `FunctionTool.run` wraps the function (`_wrap_body_errors`,
+    `without_injected_parameters`: cached look-ups) and finds its call validator
+    (`get_cached_typeadapter`); here they are looked up once, the same objects, and
+    `FunctionTool._run_body` (argument validation, the body, its timeout, the error
+    classes) runs as in `run`. A result that is plain JSON (`_plain`) becomes a
+    `PlainResult` with the fields `convert_result` gives it: the text block of
+    `_convert_to_content` (the string itself, FastMCP's JSON of anything else, no block
+    for null or an empty list), the structured content (objects only without an output
+    schema; `{"result": value}` and `_meta.fastmcp.wrap_result` when the output schema
+    wraps). Anything else (content blocks, models, bytes, an input request) goes through
+    `convert_result` itself. `tests/unit/daemon/test_direct_shapes.py` holds the two
+    to the same bytes on the wire."""
+
+    __slots__ = ("adapter", "is_async", "serialize", "tool", "wrap")
+
+    def __init__(self, tool: FunctionTool) -> None:
+        self.tool = tool
+        body_fn = _wrap_body_errors(tool.fn, materialize_generators=True)
+        wrapper_fn = without_injected_parameters(body_fn, run_in_thread=tool.run_in_thread)
+        self.adapter = get_cached_typeadapter(_wrap_body_errors(wrapper_fn))
+        self.is_async = is_coroutine_function(wrapper_fn)
+        schema = tool.output_schema
+        self.wrap = schema is not None and bool(schema.get("x-fastmcp-wrap-result"))
+        # A return annotation whose serialization may change a plain value (a model,
+        # a dataclass, `set[int]`, ...) is serialized first, as `convert_result` does.
+        self.serialize = not _dumps_as_is(tool.return_type)
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        tool = self.tool
+        value = await tool._run_body(
+            self.adapter, self.is_async, arguments, strict=_strict_input_validation()
+        )
+        if isinstance(value, InputRequiredResult):
+            return InputRequiredToolResult(value)
+        if not _plain(value):  # content blocks, models, bytes, ...: FastMCP's conversion
+            return tool.convert_result(value)
+        if self.serialize:  # as `convert_result` serializes it for the return annotation
+            raw = value
+            try:
+                value = _serialize_to_jsonable(raw, tool.return_type)
+            except Exception:
+                return tool.convert_result(raw)  # which raises or falls back as it does
+            if not _plain(value):
+                return tool.convert_result(raw)
+        if value is None or (type(value) is list and not value):
+            text = None
+        elif type(value) is str:
+            text = value
+        else:
+            text = default_serializer(value)
+        content = [] if text is None else [TextContent.model_construct(type="text", text=text)]
+        if tool.output_schema is None:
+            structured = value if type(value) is dict else None
+            meta = None
+        elif self.wrap:
+            structured = {"result": value}
+            meta = {"fastmcp": {"wrap_result": True}}
+        elif type(value) is dict:
+            structured = value
+            meta = None
+        else:  # an object schema and no object: `ToolResult` refuses it, as it does
+            return tool.convert_result(value)
+        result = PlainResult.model_construct(
+            content=content, structured_content=structured, meta=meta, is_error=False
+        )
+        return result
+
+
 class ToolCaller:
     def __init__(self, mcp: FastMCP) -> None:
         self._mcp = mcp
         self._tools: dict[str, Tool] = {}
+        self._runners: dict[str, _Runner] = {}
         self._hooks_key: tuple[int, ...] = ()
         self._hooks_list: list[Any] | None = None
 
     def install(self, tools: Sequence[Tool]) -> None:
         self._tools = {tool.name: tool for tool in tools if not _takes_context(tool)}
+        self._runners = {
+            name: _Runner(tool) for name, tool in self._tools.items() if type(tool) is FunctionTool
+        }
 
     def silent(self, name: str) -> bool:
         """The tool runs from the table: it takes no `Context`, so it can send the client
@@ -153,7 +294,10 @@ class ToolCaller:
         tool = self._tools.get(name)
         if tool is None:  # a middleware renamed the call
             return await self._mcp.call_tool(name, arguments, run_middleware=False)
+        runner = self._runners.get(name)
         try:
+            if runner is not None and runner.tool is tool:
+                return await runner.run(arguments)
             return await tool._run(arguments)
         except ValidationError:
             log.warning("Invalid arguments for tool %r", name)

@@ -68,7 +68,7 @@ from opentelemetry import context as otel_context
 from butlers import jsoncodec
 from butlers.auth.identity import Identity, current_identity, current_mcp_session
 from butlers.auth.middleware import SCOPE_KEY
-from butlers.daemon.calls import caller_of
+from butlers.daemon.calls import PlainResult, caller_of
 
 log = logging.getLogger(__name__)
 REQUEST_CANCELLED = -32800  # what the SDK answers a cancelled 2025 request
@@ -127,6 +127,7 @@ class DirectToolCalls:
         self.answered = 0  # how many calls took this path (tests read it)
         self._annotations: dict[str, tuple[Any, bool]] = {}
         self._stamp: Any = None
+        self._layouts: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
@@ -219,7 +220,37 @@ class DirectToolCalls:
     def _for_version(self, version: str, result: dict[str, Any]) -> dict[str, Any]:
         """The result as the SDK's runner shapes it for the protocol version: the
         version's fields only; at 2026-07-28 `resultType` and the server's `_meta` stamp."""
-        shaped = serialize_server_result("tools/call", version, result)
+        return self._stamped(version, serialize_server_result("tools/call", version, result))
+
+    def _plain(self, version: str, result: PlainResult) -> dict[str, Any] | None:
+        """`_for_version(version, _shape_result(result))` for a result built from a plain
+        JSON value (`calls.PlainResult`), without the version's model: the model would
+        validate text blocks, a JSON object of plain values, FastMCP's `_meta` and
+        `isError: false`, all valid by construction, and dump them unchanged (plain
+        values dump as they are), in the model's order of fields, which `_layout`
+        reads once per version from the model itself. None when a block is not a plain
+        text block (a middleware replaced it): the full path then."""
+        layout = self._layouts.get(version)
+        if layout is None:
+            layout = self._layouts[version] = _layout(version)
+        fields, block_fields = layout
+        blocks = []
+        for block in result.content:
+            if type(block) is not TextContent or block.annotations or block.meta:
+                return None
+            parts = {"text": block.text, "type": "text"}
+            blocks.append({key: parts[key] for key in block_fields})
+        values = {
+            "_meta": result.meta,
+            "content": blocks,
+            "structuredContent": result.structured_content,
+            "isError": result.is_error,
+            "resultType": "complete",
+        }
+        shaped = {key: values[key] for key in fields if values[key] is not None}
+        return self._stamped(version, shaped)
+
+    def _stamped(self, version: str, shaped: dict[str, Any]) -> dict[str, Any]:
         if version in MODERN_PROTOCOL_VERSIONS:
             if shaped.get("resultType") is None:
                 shaped["resultType"] = "complete"
@@ -364,7 +395,10 @@ class DirectToolCalls:
             except FastMCPError as exc:
                 shaped = _tool_error(str(exc))
             else:
-                shaped = _shape_result(result)
+                plain = self._plain(plan.version, result) if type(result) is PlainResult else None
+                if plain is None:
+                    plain = self._for_version(plan.version, _shape_result(result))
+                return {"jsonrpc": "2.0", "id": plan.request_id, "result": plain}
             shaped = self._for_version(plan.version, shaped)
             return {"jsonrpc": "2.0", "id": plan.request_id, "result": shaped}
         except Exception:
@@ -405,6 +439,20 @@ def _shape_result(result: ToolResult) -> dict[str, Any]:
     shaped["isError"] = result.is_error
     shaped["resultType"] = "complete"  # `CallToolResult`'s default
     return shaped
+
+
+def _layout(version: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The order in which the version's `CallToolResult` model puts the fields a
+    `PlainResult` has, and its text block's fields (the fields it drops are left out)."""
+    probe = {
+        "_meta": {},
+        "content": [{"type": "text", "text": ""}],
+        "structuredContent": {},
+        "isError": False,
+        "resultType": "complete",
+    }
+    shaped = serialize_server_result("tools/call", version, probe)
+    return tuple(shaped), tuple(shaped["content"][0])
 
 
 def _tool_error(text: str) -> dict[str, Any]:
