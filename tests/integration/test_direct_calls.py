@@ -458,3 +458,26 @@ async def test_plain_results_go_on_the_wire_as_fastmcps_conversion_puts_them(
         "number",  # 0.1 and 1e300; NaN is not plain, nor a model, nor `set[int]`
         "number",
     ]
+
+
+def test_the_runners_results_are_what_model_construct_builds() -> None:
+    from fastmcp.tools.base import ToolResult
+    from mcp_types import TextContent
+
+    from butlers.daemon.calls import _plain_result, _text_block
+
+    block = _text_block("ü")
+    assert block == TextContent.model_construct(type="text", text="ü")
+    assert block.model_fields_set == {"type", "text"}
+    meta = {"fastmcp": {"wrap_result": True}}
+    built = _plain_result([block], {"result": 1}, meta)
+    expected = PlainResult.model_construct(
+        content=[block], structured_content={"result": 1}, meta=meta, is_error=False
+    )
+    assert built == expected
+    assert built.model_dump() == expected.model_dump()
+    assert built.to_mcp_result() == expected.to_mcp_result()
+    validated = ToolResult(
+        content=[TextContent(type="text", text="ü")], structured_content={"result": 1}, meta=meta
+    )
+    assert built.model_dump() == validated.model_dump()
