@@ -16,9 +16,9 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import BaseModel
 
+from butlers import jsoncodec
 from butlers.auth.http import HostPolicy
 from butlers.auth.tokens import TokenBook, digest, new_user_token
-from butlers import jsoncodec
 from butlers.daemon.calls import PlainResult, caller_of
 from butlers.daemon.direct import DirectToolCalls, _shape_result
 from butlers.daemon.guard import ArgumentGuard
@@ -189,7 +189,7 @@ VALUES: list[Any] = [
     -2.5e300,
     "",
     "plain",
-    "ünïcödé ✓ 😀 \u2028 \" \\ \n",
+    'ünïcödé ✓ 😀 \u2028 " \\ \n',
     {"ключ": "значение", "emoji 😀": ["✓"]},
     True,
 ]
