@@ -127,7 +127,7 @@ class DirectToolCalls:
         self.answered = 0  # how many calls took this path (tests read it)
         self._annotations: dict[str, tuple[Any, bool]] = {}
         self._stamp: Any = None
-        self._layouts: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self._layouts: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | None] = {}
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
@@ -230,9 +230,11 @@ class DirectToolCalls:
         values dump as they are), in the model's order of fields, which `_layout`
         reads once per version from the model itself. None when a block is not a plain
         text block (a middleware replaced it): the full path then."""
-        layout = self._layouts.get(version)
+        if version not in self._layouts:
+            self._layouts[version] = _layout(version)
+        layout = self._layouts[version]
         if layout is None:
-            layout = self._layouts[version] = _layout(version)
+            return None
         fields, block_fields = layout
         blocks = []
         for block in result.content:
@@ -441,9 +443,10 @@ def _shape_result(result: ToolResult) -> dict[str, Any]:
     return shaped
 
 
-def _layout(version: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _layout(version: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """The order in which the version's `CallToolResult` model puts the fields a
-    `PlainResult` has, and its text block's fields (the fields it drops are left out)."""
+    `PlainResult` has, and its text block's fields (the fields it drops are left out);
+    None when the model adds a field of its own (then every result takes the model)."""
     probe = {
         "_meta": {},
         "content": [{"type": "text", "text": ""}],
@@ -452,7 +455,10 @@ def _layout(version: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         "resultType": "complete",
     }
     shaped = serialize_server_result("tools/call", version, probe)
-    return tuple(shaped), tuple(shaped["content"][0])
+    fields, block_fields = tuple(shaped), tuple(shaped["content"][0])
+    if not (set(fields) <= set(probe) and set(block_fields) <= {"type", "text"}):
+        return None
+    return fields, block_fields
 
 
 def _tool_error(text: str) -> dict[str, Any]:
