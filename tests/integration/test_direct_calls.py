@@ -8,13 +8,13 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
 import httpx2 as httpx
 import pytest
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import BaseModel
+from pydantic import BaseModel, PlainSerializer
 
 from butlers import jsoncodec
 from butlers.auth.http import HostPolicy
@@ -32,6 +32,9 @@ from tests.support.serving import served_asgi
 TOKEN, OTHER = new_user_token(), new_user_token()
 SESSION_VERSION, MODERN_VERSION = "2025-11-25", "2026-07-28"
 ACCEPT = "application/json, text/event-stream"
+
+
+Tagged = PlainSerializer(lambda value: {"tagged": value})
 
 
 class Record(BaseModel):
@@ -90,6 +93,10 @@ def _server() -> FastMCP:
     @mcp.tool
     async def numbers(value: AnyJson) -> set[int]:
         return value  # type: ignore[return-value]  # serialized as the annotation says
+
+    @mcp.tool
+    async def serialized(value: AnyJson) -> Annotated[dict[str, Any], Tagged]:
+        return {"value": value}
 
     @mcp.tool
     async def bad_model() -> str:
@@ -214,6 +221,7 @@ CALLS = [
     ("number", {"text": "1e300"}),
     ("number", {"text": "nan"}),
     ("numbers", {"value": [3, 1, 3]}),
+    ("serialized", {"value": [1, "x"]}),
     ("bad_model", {}),
 ]
 
@@ -457,6 +465,7 @@ async def test_plain_results_go_on_the_wire_as_fastmcps_conversion_puts_them(
         "as_object",
         "number",  # 0.1 and 1e300; NaN is not plain, nor a model, nor `set[int]`
         "number",
+        "serialized",  # plain once its serializer ran
     ]
 
 

@@ -6,8 +6,10 @@ tool runs. A butler's tools are fixed once it is built, so `ToolCaller` keeps th
 a table (installed with the input-schema table, `server.install_schema_lookup`, and
 again whenever the tools change) and runs the server's own middleware chain (access
 rule, argument guard, approval gate, tool span: `FastMCP._run_middleware`) around the
-tool's own `_run` (argument validation, result conversion), with `call_tool`'s error
-handling. A name missing from the table goes through `FastMCP.call_tool` itself.
+tool, with `call_tool`'s error handling: a plain function tool through its `_Runner`
+(FastMCP's own argument validation and body, its result converted without the pydantic
+models when it is plain JSON), any other through its own `_run`. A name missing from
+the table goes through `FastMCP.call_tool` itself.
 Two callers use it: the direct HTTP path (`daemon/direct.py`) and the session toolbox
 (`SessionToolServer` below, injected into `llm.toolbox`).
 
@@ -103,10 +105,9 @@ class _CallMessage:
 
 class PlainResult(ToolResult):
     """A `ToolResult` `_Runner` built from a plain JSON value: exactly the fields
-    `FunctionTool.convert_result` gives it (a single text block, or none), built without
-    validation; `text` is that block's text (None: no block) and `structured` the
-    structured content, both as they go on the wire. `daemon/direct.py` shapes it
-    without the version's model (see `_Runner`)."""
+    `FunctionTool.convert_result` gives it (one text block or none, plain structured
+    content, FastMCP's `_meta`), built without validation. `daemon/direct.py` puts it on
+    the wire without the version's model (`DirectToolCalls._plain`)."""
 
 
 _IDENTITY_RETURNS: tuple[Any, ...] = (
@@ -136,9 +137,12 @@ def _dumps_as_is(annotation: Any) -> bool:
     (`dump_python(value, mode="json")`) gives any plain JSON value back unchanged."""
     if isinstance(annotation, str):
         return True  # FastMCP serializes it as `Any`
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        annotation = get_args(annotation)[0]
+    if get_origin(annotation) is Annotated:
+        annotation, *metadata = get_args(annotation)
+        # A description, a JSON-schema hook (`jsonutil.AnyJson`): the same serialization.
+        # A serializer (`PlainSerializer`, ...) builds a schema of its own: not as is.
+        if any(hasattr(item, "__get_pydantic_core_schema__") for item in metadata):
+            return False
     return any(annotation == known for known in _IDENTITY_RETURNS)
 
 
@@ -185,7 +189,7 @@ class _Runner:
     for null or an empty list), the structured content (objects only without an output
     schema; `{"result": value}` and `_meta.fastmcp.wrap_result` when the output schema
     wraps). Anything else (content blocks, models, bytes, an input request) goes through
-    `convert_result` itself. `tests/unit/daemon/test_direct_shapes.py` holds the two
+    `convert_result` itself. `tests/integration/test_direct_calls.py` holds the two
     to the same bytes on the wire."""
 
     __slots__ = ("adapter", "is_async", "serialize", "tool", "wrap")
@@ -300,7 +304,7 @@ class ToolCaller:
         for the middleware."""
         if name not in self._tools:
             return await self._mcp.call_tool(name, arguments)
-        context: MiddlewareContext[Any] = MiddlewareContext(  # not `[Any](`: ~5 us more
+        context: MiddlewareContext[Any] = MiddlewareContext(  # not `[Any](`: ~1 us more
             message=_CallMessage(name, arguments, meta),
             source="client",
             type="request",
