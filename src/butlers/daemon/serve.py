@@ -183,6 +183,9 @@ async def _serve_http(
         timeout_graceful_shutdown=10,
         http=HeaderTimeoutProtocol,  # a deadline for request headers (slowloris)
         ws="none",  # no WebSocket endpoint: the `websockets` protocol stays unimported
+        # No proxy sits in front of a butler that it should believe: X-Forwarded-* from a
+        # local process must not rewrite who the client is (and the layer costs a call).
+        proxy_headers=False,
         limit_concurrency=MAX_CONNECTIONS,
     )
     server = _GracefulServer(config)
