@@ -109,7 +109,7 @@ async def process_exit(pid: int, *, interval: float = 1.0) -> None:
     except ProcessLookupError:
         return
     except (AttributeError, OSError):
-        while _alive(pid):  # noqa: ASYNC110 (no pidfd: polling is the only way to learn it)
+        while process_alive(pid):  # noqa: ASYNC110 (no pidfd: polling is the only way to learn it)
             await asyncio.sleep(interval)
         return
     loop = asyncio.get_running_loop()
@@ -127,11 +127,16 @@ async def process_exit(pid: int, *, interval: float = 1.0) -> None:
         os.close(fd)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` exists (a zombie child of ours is reaped, and is gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True  # somebody else's process by now, or ours under another uid
-    return True
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)  # a zombie still answers kill(0)
+        return done == 0
+    except ChildProcessError:
+        return True  # not our child: kill(0) said it exists

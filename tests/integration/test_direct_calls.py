@@ -180,6 +180,16 @@ async def _open(http: httpx.AsyncClient, url: str, token: str) -> str:
     return session
 
 
+def _in_session(session: str, token: str) -> dict[str, str]:
+    """The headers of a request in the 2025 session `session`, sent with `token`."""
+    return {
+        "Accept": ACCEPT,
+        "Authorization": f"Bearer {token}",
+        "Mcp-Session-Id": session,
+        "MCP-Protocol-Version": SESSION_VERSION,
+    }
+
+
 # Results of every JSON kind, as a tool returns them.
 VALUES: list[Any] = [
     None,
@@ -277,12 +287,7 @@ async def test_a_session_is_not_used_with_another_credential() -> None:
             "method": "tools/call",
             "params": {"name": "echo", "arguments": {"text": "x"}},
         }
-        headers = {
-            "Accept": ACCEPT,
-            "Authorization": f"Bearer {OTHER}",
-            "Mcp-Session-Id": session,
-            "MCP-Protocol-Version": SESSION_VERSION,
-        }
+        headers = _in_session(session, OTHER)
         response = await http.post(url, json=body, headers=headers)
         assert response.status_code == 404
         assert _direct_path(app).answered == 0
@@ -322,12 +327,7 @@ async def test_a_session_call_is_cancelled_by_the_clients_notification() -> None
     SLOW.__init__()
     async with _serving(direct=True) as (url, _app), httpx.AsyncClient(timeout=10) as http:
         session = await _open(http, url, TOKEN)
-        headers = {
-            "Accept": ACCEPT,
-            "Authorization": f"Bearer {TOKEN}",
-            "Mcp-Session-Id": session,
-            "MCP-Protocol-Version": SESSION_VERSION,
-        }
+        headers = _in_session(session, TOKEN)
         body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow"}}
         call = asyncio.create_task(http.post(url, json=body, headers=headers))
         await asyncio.wait_for(SLOW.started.wait(), 5)
@@ -354,12 +354,7 @@ async def test_a_session_outlives_its_idle_timeout_during_a_call_and_idles_out_a
         httpx.AsyncClient(timeout=10) as http,
     ):
         session = await _open(http, url, TOKEN)
-        headers = {
-            "Accept": ACCEPT,
-            "Authorization": f"Bearer {TOKEN}",
-            "Mcp-Session-Id": session,
-            "MCP-Protocol-Version": SESSION_VERSION,
-        }
+        headers = _in_session(session, TOKEN)
 
         async def nap(ident: int, seconds: float) -> httpx.Response:
             call = {"name": "nap", "arguments": {"seconds": seconds}}

@@ -13,7 +13,7 @@ import httpx2 as httpx
 from butlers.ecosystem.state import EcosystemState, read_state, state_path
 from butlers.errors import EcosystemError
 from butlers.settings import EcosystemSettings
-from butlers.waiting import wait_until_blocking
+from butlers.waiting import process_alive, wait_until_blocking
 
 DETACH_TIMEOUT = 120.0
 DOWN_TIMEOUT = 60.0
@@ -34,25 +34,10 @@ class PidFile:
             pid = int(self.path.read_text().strip())
         except (OSError, ValueError):
             return None
-        return pid if _alive(pid) else None
+        return pid if process_alive(pid) else None
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still answers kill(0); reap it if it is ours.
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        return True
 
 
 def ensure_not_running(data_dir: Path) -> None:
@@ -111,7 +96,7 @@ def stop_running(data_dir: Path, timeout: float = DOWN_TIMEOUT) -> bool:
         return False
     os.kill(pid, signal.SIGTERM)
     wait_until_blocking(
-        lambda: not _alive(pid),
+        lambda: not process_alive(pid),
         timeout=timeout,
         message=f"the supervisor (pid {pid}) did not stop within {timeout:.0f} s",
         error=EcosystemError,
