@@ -67,6 +67,10 @@ HERE = Path(__file__).resolve().parent
 SESSION_VERSION = "2025-11-25"
 MODERN_VERSION = "2026-07-28"
 ACCEPT = "application/json, text/event-stream"
+# Every server in a session of its own, as the ecosystem's butler is (its own `setsid`):
+# with the kernel's autogroup scheduling a process shares its CPU share with the rest of
+# its session, so a server in the client's session is scheduled unlike one outside it.
+SESSIONS = os.environ.get("BENCH_MCP_SESSIONS", "1") != "0"
 FLOOR = "floor / bare"
 
 
@@ -154,7 +158,7 @@ def _serve_revision(src: Path, eco: Ecosystem, butler: ButlerProcess, port: int)
         "sys.exit(run(Path(sys.argv[1]), port=int(sys.argv[2])))"
     )
     command = [sys.executable, "-c", code, str(butler.spec_path), str(port)]
-    return subprocess.Popen(command, env=env)
+    return subprocess.Popen(command, env=env, start_new_session=SESSIONS)
 
 
 def _bare_pair(url: str, token: str, session_id: str) -> tuple[BareHttp, BareHttp]:
@@ -231,6 +235,7 @@ async def _main(sources: dict[str, Path]) -> None:
         floor_proc = subprocess.Popen(  # noqa: ASYNC220 (started once, before timing)
             [sys.executable, str(HERE / "_floor_server.py"), butler.dsn, butler.schema, str(port)],
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            start_new_session=SESSIONS,
         )
         ports = {label: free_port() for label in sources}
         served = {
