@@ -58,6 +58,7 @@ from _bare_http import BareHttp
 from _common import ROOT, ecosystem, user_client
 from butlers.db.embedded import free_port
 from butlers.ecosystem.supervisor import ButlerProcess, Ecosystem
+from tests.support import raw_mcp
 
 N = int(os.environ.get("BENCH_MCP_N", "400"))
 REPEATS = 3
@@ -85,25 +86,8 @@ def _call_body(ident: int, meta: dict[str, object] | None = None) -> bytes:
 
 async def _open_session(url: str, token: str) -> str:
     """A 2025-11-25 MCP session (initialize + initialized); its id."""
-    headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": SESSION_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "0"},
-        },
-    }
     async with httpx.AsyncClient(timeout=10) as http:
-        opened = await http.post(url, json=init, headers=headers)
-        opened.raise_for_status()
-        session_id = opened.headers["mcp-session-id"]
-        headers |= {"Mcp-Session-Id": session_id, "MCP-Protocol-Version": SESSION_VERSION}
-        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        (await http.post(url, json=note, headers=headers)).raise_for_status()
-    return session_id
+        return await raw_mcp.open_session(http, url, token, SESSION_VERSION)
 
 
 async def _wait_port(port: int, deadline: float = 20.0) -> None:

@@ -26,6 +26,7 @@ from butlers.daemon.http import build_http_app
 from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT
 from butlers.daemon.server import install_schema_lookup
 from butlers.jsonutil import AnyJson
+from tests.support import raw_mcp
 from tests.support.raw_mcp import decode
 from tests.support.serving import served_asgi
 
@@ -161,33 +162,12 @@ def _direct_path(app: Any) -> DirectToolCalls:
 
 
 async def _open(http: httpx.AsyncClient, url: str, token: str) -> str:
-    headers = {"Accept": ACCEPT, "Authorization": f"Bearer {token}"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": SESSION_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
-    opened = await http.post(url, json=init, headers=headers)
-    session = opened.headers["mcp-session-id"]
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": SESSION_VERSION}
-    (await http.post(url, json=note, headers=headers)).raise_for_status()
-    return session
+    return await raw_mcp.open_session(http, url, token, SESSION_VERSION)
 
 
 def _in_session(session: str, token: str) -> dict[str, str]:
     """The headers of a request in the 2025 session `session`, sent with `token`."""
-    return {
-        "Accept": ACCEPT,
-        "Authorization": f"Bearer {token}",
-        "Mcp-Session-Id": session,
-        "MCP-Protocol-Version": SESSION_VERSION,
-    }
+    return raw_mcp.headers(token, session, version=SESSION_VERSION)
 
 
 # Results of every JSON kind, as a tool returns them.
@@ -238,14 +218,9 @@ CALLS = [
 
 async def _answers(direct: bool, era: str) -> tuple[list[dict[str, Any]], int]:
     async with _serving(direct) as (url, app), httpx.AsyncClient(timeout=10) as http:
-        headers = {
-            "Accept": ACCEPT,
-            "Content-Type": "application/json",
-            "Authorization": f"Bearer {TOKEN}",
-        }
+        headers = raw_mcp.headers(TOKEN)
         if era == "2025":
-            session = await _open(http, url, TOKEN)
-            headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": SESSION_VERSION}
+            headers = _in_session(await _open(http, url, TOKEN), TOKEN)
         answers = []
         for ident, (name, arguments) in enumerate(CALLS, start=1):
             params: dict[str, Any] = {"name": name, "arguments": arguments}

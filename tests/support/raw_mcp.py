@@ -23,14 +23,19 @@ def rpc(method: str, params: dict[str, Any] | None = None, ident: int = 1) -> di
 
 
 def headers(
-    token: str | None = None, session_id: str | None = None, **extra: str
+    token: str | None = None,
+    session_id: str | None = None,
+    *,
+    version: str = PROTOCOL_VERSION,
+    **extra: str,
 ) -> dict[str, str]:
+    """A JSON POST's headers: with `token`, and in session `session_id` of `version`."""
     values = {"Accept": ACCEPT, "Content-Type": "application/json"}
     if token:
         values["Authorization"] = f"Bearer {token}"
     if session_id:
         values["Mcp-Session-Id"] = session_id
-        values["MCP-Protocol-Version"] = PROTOCOL_VERSION
+        values["MCP-Protocol-Version"] = version
     return values | extra
 
 
@@ -45,12 +50,14 @@ def decode(response: httpx.Response) -> dict[str, Any]:
     return dict(json.loads(text or "{}"))
 
 
-async def open_session(http: httpx.AsyncClient, url: str, token: str | None) -> str:
-    """initialize + initialized with `token`; the new MCP session's id."""
+async def open_session(
+    http: httpx.AsyncClient, url: str, token: str | None, version: str = PROTOCOL_VERSION
+) -> str:
+    """initialize + initialized with `token`, asking for `version`; the new session's id."""
     init = rpc(
         "initialize",
         {
-            "protocolVersion": PROTOCOL_VERSION,
+            "protocolVersion": version,
             "capabilities": {},
             "clientInfo": {"name": "raw", "version": "0"},
         },
@@ -59,7 +66,7 @@ async def open_session(http: httpx.AsyncClient, url: str, token: str | None) -> 
     response.raise_for_status()
     session_id = response.headers["mcp-session-id"]
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    done = await http.post(url, json=note, headers=headers(token, session_id))
+    done = await http.post(url, json=note, headers=headers(token, session_id, version=version))
     done.raise_for_status()
     return session_id
 

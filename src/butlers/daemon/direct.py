@@ -40,6 +40,7 @@ import logging
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastmcp import FastMCP
@@ -92,24 +93,16 @@ Message = dict[str, Any]
 SessionsOf = Callable[[], StreamableHTTPSessionManager | None]
 
 
+@dataclass(slots=True)
 class _Plan:
-    __slots__ = ("arguments", "meta", "name", "request_id", "session_id", "version")
+    """A `tools/call` the direct path answers: what it asked for, and in which session."""
 
-    def __init__(
-        self,
-        request_id: int | str,
-        name: str,
-        arguments: dict[str, Any],
-        meta: dict[str, Any] | None,
-        session_id: str | None,
-        version: str,
-    ) -> None:
-        self.request_id = request_id
-        self.name = name
-        self.arguments = arguments
-        self.meta = meta
-        self.session_id = session_id
-        self.version = version
+    request_id: int | str
+    name: str
+    arguments: dict[str, Any]
+    meta: dict[str, Any] | None
+    session_id: str | None
+    version: str
 
 
 class DirectToolCalls:
