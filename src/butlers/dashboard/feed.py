@@ -4,8 +4,9 @@ One connection LISTENs on `butlers_changes`. Hints are batched per butler and
 table, the rows re-read (one query per batch) and published as events. When the
 LISTEN connection drops, the feed polls each butler's tables for rows changed
 since its watermark every `poll_interval` seconds while it reconnects; after a
-reconnect one more poll catches what happened in between. Each (row, state) is
-published once, whichever way it was seen.
+reconnect one more poll catches what happened in between (a connection lost while
+being set up is replaced like any other). A re-read that fails is followed by such a
+poll too. Each (row, state) is published once, whichever way it was seen.
 
 That catch-up poll compares against a baseline per butler (its watermark and its
 schedules as last read), so each butler's baseline is taken as soon as the feed
@@ -62,7 +63,7 @@ class ChangeFeed:
         self.listener_pid: int | None = None
         self._pending: dict[tuple[str, str], set[str]] = {}
         self._pending_count = 0
-        self._overflowed = False  # hints were dropped: a catch-up poll follows the flush
+        self._catch_up = False  # hints were dropped or failed: a catch-up poll follows the flush
         self._flush_task: asyncio.Task[None] | None = None
         self._seen: OrderedDict[tuple[Any, ...], None] = OrderedDict()
         self._watermarks: dict[str, datetime] = {}
@@ -91,13 +92,20 @@ class ChangeFeed:
                     await self._poll_safely()
                     await asyncio.sleep(self.poll_interval)
                     continue
+                failure: BaseException | None = None
                 try:
                     await self._listen(conn)
+                except (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS) as exc:
+                    failure = exc  # lost while being set up: reconnect, the feed never ends
                 finally:
                     self.listener_pid = None
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(conn.close(), 2)
                 self.reconnects += 1
+                if failure is not None:
+                    self._set_mode("poll", describe_failure(failure))
+                    await self._poll_safely()
+                    await asyncio.sleep(self.poll_interval)
         finally:
             if self._flush_task is not None:
                 self._flush_task.cancel()
@@ -158,7 +166,7 @@ class ChangeFeed:
         if butler is None or table not in SOURCES:
             return  # another ecosystem's schema on the same server
         if self._pending_count >= MAX_PENDING:
-            self._overflowed = True  # too many at once: a catch-up poll finds the rest
+            self._catch_up = True  # too many at once: a catch-up poll finds the rest
             return
         ids = self._pending.setdefault((butler, table), set())
         if row_id not in ids:
@@ -181,8 +189,8 @@ class ChangeFeed:
             await asyncio.gather(
                 *(self._reread(b, SOURCES[t], ids) for (b, t), ids in pending.items())
             )
-            if self._overflowed:
-                self._overflowed = False
+            if self._catch_up:
+                self._catch_up = False
                 await self._poll_safely()
 
     async def _reread(self, butler: str, source: ChangeSource, ids: set[str]) -> None:
@@ -192,6 +200,7 @@ class ChangeFeed:
             rows = await self._db.fetch(butler, source.select_by_ids(), wanted)
         except Exception as exc:
             log.warning("re-reading %s of %s failed: %s", source.table, butler, exc)
+            self._catch_up = True  # a catch-up poll follows the flush
             return
         found = set()
         for row in rows:

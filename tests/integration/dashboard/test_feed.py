@@ -18,6 +18,7 @@ from butlers import migrations
 from butlers.dashboard import feed as feed_module
 from butlers.dashboard.db import DatabaseManager
 from butlers.dashboard.directory import ButlerInfo, StaticDirectory
+from butlers.dashboard.errors import DatabaseUnavailable
 from butlers.dashboard.events import EventBroker
 from butlers.dashboard.feed import LISTEN_APPLICATION, ChangeFeed
 from butlers.db.provision import Credentials, deprovision, provision
@@ -83,6 +84,19 @@ async def wait_until(check: Any, timeout: float = 10.0, what: str = "condition")
     while not check():
         assert time.monotonic() < deadline, f"{what} not met in {timeout} s"
         await asyncio.sleep(0.02)
+
+
+async def terminate_listen(pg_admin_dsn: str, reader: Credentials) -> None:
+    admin = await asyncpg.connect(pg_admin_dsn)
+    try:
+        await admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = $1 AND usename = $2",
+            LISTEN_APPLICATION,
+            reader.role,
+        )
+    finally:
+        await admin.close()
 
 
 def published(broker: EventBroker, kind: str, field: str = "session_id") -> list[str]:
@@ -192,16 +206,7 @@ async def test_a_butler_learned_of_later_misses_nothing_while_listen_is_down(
             await listen(conn)
 
         monkeypatch.setattr(r.feed, "_listen", listen_after_changes)
-        admin = await asyncpg.connect(pg_admin_dsn)
-        try:
-            await admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE application_name = $1 AND usename = $2",
-                LISTEN_APPLICATION,
-                r.reader.role,
-            )
-        finally:
-            await admin.close()
+        await terminate_listen(pg_admin_dsn, r.reader)
         await wait_until(lambda: len(changed) == 2 and r.feed.mode == "listen")
         session_id, schedule_id = changed
         await wait_until(
@@ -212,3 +217,42 @@ async def test_a_butler_learned_of_later_misses_nothing_while_listen_is_down(
             5,
             "the events of what changed while LISTEN was down",
         )
+
+
+async def test_a_listen_connection_lost_while_being_set_up_is_replaced(
+    pg_admin_dsn: str,
+    setup: tuple[Credentials, Credentials, ChangeFeed, EventBroker],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reader, butler, feed, broker = setup
+    listen = feed._listen
+
+    async def lost_before_listen(conn: asyncpg.Connection) -> None:
+        monkeypatch.setattr(feed, "_listen", listen)  # this reconnect only
+        await conn.close()  # as if terminated before LISTEN was sent
+        await listen(conn)
+
+    monkeypatch.setattr(feed, "_listen", lost_before_listen)
+    await terminate_listen(pg_admin_dsn, reader)
+    await wait_until(lambda: feed.reconnects >= 2 and feed.mode == "listen", 5, "LISTEN again")
+    ids = await insert_sessions(butler.dsn(pg_admin_dsn), 1)
+    await wait_until(lambda: set(ids) <= set(published(broker, "session_start")), 5, "the event")
+
+
+async def test_a_failed_re_read_is_caught_up_by_a_poll(
+    pg_admin_dsn: str,
+    setup: tuple[Credentials, Credentials, ChangeFeed, EventBroker],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _reader, butler, feed, broker = setup
+    db = feed._db
+    fetch = db.fetch
+
+    async def fails_once(name: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+        monkeypatch.setattr(db, "fetch", fetch)
+        raise DatabaseUnavailable(f"cannot read the schema of butler {name!r}: timed out")
+
+    monkeypatch.setattr(db, "fetch", fails_once)
+    ids = await insert_sessions(butler.dsn(pg_admin_dsn), 1)
+    await wait_until(lambda: set(ids) <= set(published(broker, "session_start")), 5, "the event")
+    assert feed.mode == "listen"
