@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { useAutoRefresh } from "./useAutoRefresh";
 import { useButler } from "./useApi";
+import { LiveEventsProvider } from "./useLiveEvents";
 import { useSearch } from "./useSearch";
 
 function wrapper() {
@@ -78,5 +79,52 @@ describe("useButler", () => {
     rerender({ name: "health" });
     await waitFor(() => expect(fetchMock).toHaveBeenCalledTimes(1));
     expect(String((fetchMock.mock.calls[0] as unknown[])[0])).toBe("/api/butlers/health");
+  });
+});
+
+class FakeEventSource {
+  static last: FakeEventSource | null = null;
+  onopen: (() => void) | null = null;
+  onerror: (() => void) | null = null;
+  private listeners = new Map<string, (event: MessageEvent<string>) => void>();
+  constructor(readonly url: string) {
+    FakeEventSource.last = this;
+  }
+  addEventListener(type: string, listener: (event: MessageEvent<string>) => void) {
+    this.listeners.set(type, listener);
+  }
+  emit(type: string, data: unknown, id = "") {
+    const event = new MessageEvent("message", { data: JSON.stringify(data), lastEventId: id });
+    this.listeners.get(type)?.(event as MessageEvent<string>);
+  }
+  close() {}
+}
+
+describe("LiveEventsProvider", () => {
+  it("makes every query stale on connecting until an event with an id has arrived", () => {
+    vi.stubGlobal("EventSource", FakeEventSource);
+    const client = new QueryClient();
+    const invalidate = vi.spyOn(client, "invalidateQueries").mockResolvedValue();
+    const { unmount } = renderHook(() => null, {
+      wrapper: ({ children }: { children: ReactNode }) => (
+        <QueryClientProvider client={client}>
+          <LiveEventsProvider>{children}</LiveEventsProvider>
+        </QueryClientProvider>
+      ),
+    });
+    const source = FakeEventSource.last;
+    expect(source?.url).toBe("/api/events");
+    act(() => source?.emit("connected", { status: "ok" }));
+    // A page's reads may predate the subscription: all of them are refreshed.
+    expect(invalidate).toHaveBeenCalledTimes(1);
+    expect(invalidate).toHaveBeenLastCalledWith();
+    act(() => source?.emit("connected", { status: "ok" })); // reconnected, still no id
+    expect(invalidate).toHaveBeenCalledTimes(2);
+    act(() => source?.emit("feed_status", { mode: "listen" }, "41"));
+    invalidate.mockClear();
+    // A reconnect now sends Last-Event-ID: the server replays (or sends resync).
+    act(() => source?.emit("connected", { status: "ok" }));
+    expect(invalidate).not.toHaveBeenCalled();
+    unmount();
   });
 });

@@ -19,6 +19,9 @@ const LiveContext = createContext<Live>({ connection: "connecting", events: [] }
  * One EventSource for the whole app. Every event invalidates the queries it makes stale
  * (so pages update without a reload) and goes into a short activity feed. The browser
  * reconnects by itself, sending Last-Event-ID; the server replays what was missed.
+ * Until an event with an id has arrived there is no Last-Event-ID to send: a connection
+ * then makes every query stale, since what pages read before the stream was subscribed
+ * may have changed with no event left to say so.
  */
 export function LiveEventsProvider({ children }: { children: ReactNode }) {
   const client = useQueryClient();
@@ -30,12 +33,14 @@ export function LiveEventsProvider({ children }: { children: ReactNode }) {
       return;
     }
     const source = new EventSource(`${API_BASE}/events`);
+    let resumable = false; // an event with an id arrived: a reconnect replays from it
     source.onopen = () => setLive((l) => ({ ...l, connection: "live" }));
     source.onerror = () => setLive((l) => ({ ...l, connection: "reconnecting" }));
     for (const type of EVENT_TYPES) {
       source.addEventListener(type, (raw) => {
         const event = parseEvent(type, raw as MessageEvent<string>);
-        const keys = keysFor(type, event.data);
+        const keys = type === "connected" && !resumable ? "all" : keysFor(type, event.data);
+        if (event.id) resumable = true;
         if (keys === "all") {
           void client.invalidateQueries();
         } else {

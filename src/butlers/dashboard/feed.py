@@ -4,8 +4,17 @@ One connection LISTENs on `butlers_changes`. Hints are batched per butler and
 table, the rows re-read (one query per batch) and published as events. When the
 LISTEN connection drops, the feed polls each butler's tables for rows changed
 since its watermark every `poll_interval` seconds while it reconnects; after a
-reconnect one more poll catches what happened in between. Each (row, state) is
-published once, whichever way it was seen.
+reconnect one more poll catches what happened in between (a connection lost while
+being set up is replaced like any other). A re-read that fails is followed by such a
+poll too. Each (row, state) is published once, whichever way it was seen.
+
+That catch-up poll compares against a baseline per butler (its watermark and its
+schedules as last read), so each butler's baseline is taken as soon as the feed
+learns of it (`poke()` by discovery, or at the next health check), not at the
+first reconnect: a butler first polled only then would have the rows changed
+while LISTEN was down counted as its starting state, and never published. A
+baseline is only a reference for later polls: a hint for a row in it still
+publishes the row.
 """
 
 from __future__ import annotations
@@ -54,13 +63,18 @@ class ChangeFeed:
         self.listener_pid: int | None = None
         self._pending: dict[tuple[str, str], set[str]] = {}
         self._pending_count = 0
-        self._overflowed = False  # hints were dropped: a catch-up poll follows the flush
+        self._catch_up = False  # hints were dropped or failed: a catch-up poll follows the flush
         self._flush_task: asyncio.Task[None] | None = None
         self._seen: OrderedDict[tuple[Any, ...], None] = OrderedDict()
         self._watermarks: dict[str, datetime] = {}
         self._schedules: dict[str, dict[str, Any]] = {}  # butler → schedule id → updated_at
         self.reconnects = 0
         self._poll_errors: dict[str, str] = {}
+        self._wake = asyncio.Event()  # the butlers changed, or the LISTEN connection is lost
+
+    def poke(self) -> None:
+        """The set of butlers changed: take the new ones' baselines now."""
+        self._wake.set()
 
     # -- the owner task ----------------------------------------------------------------
 
@@ -78,28 +92,48 @@ class ChangeFeed:
                     await self._poll_safely()
                     await asyncio.sleep(self.poll_interval)
                     continue
+                failure: BaseException | None = None
                 try:
                     await self._listen(conn)
+                except (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS) as exc:
+                    failure = exc  # lost while being set up: reconnect, the feed never ends
                 finally:
                     self.listener_pid = None
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(conn.close(), 2)
                 self.reconnects += 1
+                if failure is not None:
+                    self._set_mode("poll", describe_failure(failure))
+                    await self._poll_safely()
+                    await asyncio.sleep(self.poll_interval)
         finally:
             if self._flush_task is not None:
                 self._flush_task.cancel()
 
     async def _listen(self, conn: asyncpg.Connection) -> None:
         lost = asyncio.Event()
-        conn.add_termination_listener(lambda _conn: lost.set())
+
+        def on_lost(_conn: object) -> None:
+            lost.set()
+            self._wake.set()
+
+        conn.add_termination_listener(on_lost)
         await conn.add_listener(CHANNEL, self._on_notify)
         self.listener_pid = conn.get_server_pid()
         await self._poll_safely()  # whatever changed before LISTEN took effect
         self._set_mode("listen", None)
+        loop = asyncio.get_running_loop()
+        check_at = loop.time() + HEALTH_INTERVAL
         while not lost.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(lost.wait(), HEALTH_INTERVAL)
+                await asyncio.wait_for(self._wake.wait(), max(0.0, check_at - loop.time()))
+            self._wake.clear()
+            if lost.is_set():
                 break
+            await self._take_baselines()
+            if loop.time() < check_at:
+                continue  # woken by poke(): no health check due yet
+            check_at = loop.time() + HEALTH_INTERVAL
             try:
                 now = await asyncio.wait_for(conn.fetchval("SELECT clock_timestamp()"), 2)
             except Exception as exc:
@@ -132,7 +166,7 @@ class ChangeFeed:
         if butler is None or table not in SOURCES:
             return  # another ecosystem's schema on the same server
         if self._pending_count >= MAX_PENDING:
-            self._overflowed = True  # too many at once: a catch-up poll finds the rest
+            self._catch_up = True  # too many at once: a catch-up poll finds the rest
             return
         ids = self._pending.setdefault((butler, table), set())
         if row_id not in ids:
@@ -155,8 +189,8 @@ class ChangeFeed:
             await asyncio.gather(
                 *(self._reread(b, SOURCES[t], ids) for (b, t), ids in pending.items())
             )
-            if self._overflowed:
-                self._overflowed = False
+            if self._catch_up:
+                self._catch_up = False
                 await self._poll_safely()
 
     async def _reread(self, butler: str, source: ChangeSource, ids: set[str]) -> None:
@@ -166,6 +200,7 @@ class ChangeFeed:
             rows = await self._db.fetch(butler, source.select_by_ids(), wanted)
         except Exception as exc:
             log.warning("re-reading %s of %s failed: %s", source.table, butler, exc)
+            self._catch_up = True  # a catch-up poll follows the flush
             return
         found = set()
         for row in rows:
@@ -196,6 +231,14 @@ class ChangeFeed:
         except Exception as exc:
             log.warning("catch-up poll failed: %s", describe_failure(exc))
 
+    async def _take_baselines(self) -> None:
+        """Poll each butler without a baseline yet (learned of since the last poll, or
+        whose first poll failed): while LISTEN works this publishes nothing, it only sets
+        what a catch-up poll after a reconnect compares against."""
+        new = [info for name, info in self._butlers().items() if name not in self._watermarks]
+        if new:
+            await asyncio.gather(*(self._poll_butler(info) for info in new))
+
     async def poll(self) -> None:
         """Publish rows changed since each butler's watermark (first call: just set it)."""
         butlers = self._butlers()
@@ -206,18 +249,19 @@ class ChangeFeed:
 
     async def _poll_butler(self, info: ButlerInfo) -> None:
         try:
-            pool = await self._db.pool(info.name)
-            async with asyncio.timeout(self._db.timeout), pool.acquire() as conn:
-                now: datetime = await conn.fetchval("SELECT clock_timestamp()")
-                since = self._watermarks.get(info.name)
-                for source in SOURCES.values():
-                    if source.module and source.module not in info.modules:
-                        continue
-                    if source.table == "scheduled_tasks":
-                        await self._poll_schedules(info.name, conn, source, since is None)
-                    elif since is not None:
-                        for row in await conn.fetch(source.select_since(), since):
-                            self._emit_all(source.to_event(info.name, row))
+            async with asyncio.timeout(self._db.timeout):  # opening the pool too
+                pool = await self._db.pool(info.name)
+                async with pool.acquire() as conn:
+                    now: datetime = await conn.fetchval("SELECT clock_timestamp()")
+                    since = self._watermarks.get(info.name)
+                    for source in SOURCES.values():
+                        if source.module and source.module not in info.modules:
+                            continue
+                        if source.table == "scheduled_tasks":
+                            await self._poll_schedules(info.name, conn, source, since is None)
+                        elif since is not None:
+                            for row in await conn.fetch(source.select_since(), since):
+                                self._emit_all(source.to_event(info.name, row))
         except Exception as exc:
             reason = describe_failure(exc)
             if self._poll_errors.get(info.name) != reason:  # once per distinct failure
@@ -235,10 +279,7 @@ class ChangeFeed:
         current = {str(r["id"]): r["updated_at"] for r in rows}
         self._schedules[butler] = current
         if first:
-            for row in rows:  # the state at start-up is no change
-                for _kind, _data, key in source.to_event(butler, row):
-                    self._seen[key] = None
-            return
+            return  # the state when the feed learns of a butler is no change
         for row in rows:
             if known.get(str(row["id"])) != row["updated_at"]:
                 self._emit_all(source.to_event(butler, row))

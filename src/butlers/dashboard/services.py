@@ -2,7 +2,8 @@
 
 Called by the app's lifespan. The background tasks it starts, each owned by the
 `Dashboard` and cancelled by `aclose()`: the discovery loop (new butlers appear
-without a restart), the status monitor and the change feed.
+without a restart; it pokes the monitor and the change feed), the status monitor and
+the change feed.
 """
 
 from __future__ import annotations
@@ -122,3 +123,4 @@ async def _discover(dashboard: Dashboard, dsn: str) -> None:
             refresh_secrets(dashboard.redactor, dashboard.settings, dashboard.directory, dsn)
             dashboard.sync_pools()
             dashboard.monitor.poke()
+            dashboard.feed.poke()  # each new butler's baseline, before LISTEN can drop

@@ -273,33 +273,66 @@ async def test_a_sent_message_appears_live_with_its_tool_calls_cost_and_trace(
     assert watcher.problems == []
 
 
+async def _pending_listed(page: Any) -> None:
+    """Until the page's first read of the pending approvals has arrived."""
+    empty = page.get_by_text("Nothing waits for approval.")
+    await empty.or_(page.get_by_role("list", name="Pending approvals")).first.wait_for()
+
+
+async def _approval_of(dashboard: httpx.AsyncClient, contact_id: str) -> None:
+    """Until the dashboard's API lists the approval a held call on `contact_id` waits for."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while contact_id not in (await dashboard.get("/api/approvals/actions")).text:
+        assert asyncio.get_running_loop().time() < deadline, "the call was not held in 10 s"
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("stream", ["open", "late"])
 async def test_approving_a_held_call_from_the_ui_resumes_it(
-    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle
+    ui: tuple[Any, Watcher],
+    butler_ecosystem: EcosystemHandle,
+    dashboard: httpx.AsyncClient,
+    stream: str,
 ) -> None:
+    """`late`: the page's event stream connects only after the call is held (a page
+    that read its lists just before a change, whose stream was not yet subscribed): the
+    stream's first connection must refresh what the page read."""
     page, watcher = ui
     contact = await butler_ecosystem.call("relationship", "contact_add", {"name": "UI Held"})
     contact_id = str(contact["id"])
+    subscribe = asyncio.Event()
+
+    async def hold_the_stream(route: Any) -> None:
+        await subscribe.wait()
+        await route.continue_()
+
+    if stream == "late":
+        await page.route("**/api/events", hold_the_stream)
     await _open(page, "/approvals")
+    await _pending_listed(page)
     held = asyncio.create_task(
         butler_ecosystem.call("relationship", "contact_delete", {"contact_id": contact_id})
     )
     try:
+        if stream == "late":
+            await _approval_of(dashboard, contact_id)
+            subscribe.set()
         item = page.locator("li.approval", has_text=contact_id)
         listed = asyncio.ensure_future(item.wait_for(timeout=30_000))
         await asyncio.wait([listed, held], return_when=asyncio.FIRST_COMPLETED)
         if held.done():  # the call ended without being held: say how
             listed.cancel()
             pytest.fail(f"the call was never held for approval: {held.result()!r}")
-        await listed  # listed live (approval_requested event), no reload
+        await listed  # listed live (approval_requested event, or the stream's first connection)
         await page.locator("a .count-badge").wait_for()  # the nav's live badge
         assert "left" in (await item.locator(".countdown").text_content() or "")
-        await item.get_by_label(re.compile("^Reason for")).fill("tidy up")
+        await item.get_by_label(re.compile("^Reason for")).fill(f"tidy up {contact_id}")
         await page.screenshot(path=_shot("approvals_pending"), full_page=True)
         await item.get_by_role("button", name=re.compile("^Approve")).click()
         assert await asyncio.wait_for(held, 15) == {"contact_id": contact_id, "deleted": True}
         await item.wait_for(state="detached")
         history = page.get_by_role("table", name="Decided approvals")
-        await history.locator("tr", has_text="tidy up").wait_for()
+        await history.locator("tr", has_text=f"tidy up {contact_id}").wait_for()
     finally:
         if not held.done():
             held.cancel()
