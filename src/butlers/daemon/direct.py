@@ -46,7 +46,7 @@ from typing import Any
 from fastmcp import FastMCP
 from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError
 from fastmcp.server.dependencies import _client_tool_call, _ClientToolCall
-from fastmcp.telemetry import extract_trace_context
+from fastmcp.telemetry import TRACE_PARENT_KEY, TRACE_STATE_KEY, extract_trace_context
 from fastmcp.tools.base import ToolResult
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -380,7 +380,11 @@ class DirectToolCalls:
         # gives it (the approval gate records it for direct callers).
         session = current_mcp_session.set(plan.session_id or os.urandom(16).hex())
         client_call = _client_tool_call.set(_ClientToolCall())  # as FastMCP's handler sets it
-        parent = extract_trace_context(plan.meta) if plan.meta else None
+        # FastMCP's extraction (which reads its settings and the environment) only when
+        # there is a trace context to extract: without one it gives the current context.
+        meta = plan.meta
+        traced = meta is not None and (TRACE_PARENT_KEY in meta or TRACE_STATE_KEY in meta)
+        parent = extract_trace_context(meta) if traced else None
         attached = otel_context.attach(parent) if parent is not None else None
         try:
             try:

@@ -54,3 +54,39 @@ def test_a_library_traceback_becomes_one_line(tmp_path: Path) -> None:
     )
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].endswith("Error calling tool 'x' (ValueError)"), lines
+
+
+def test_records_on_the_loop_are_written_a_turn_later_in_order_and_at_exit(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "logs" / "health.log"
+    done = _run(
+        f"""
+        import asyncio, logging
+        from pathlib import Path
+        from butlers.logs import configure_logging
+        path = Path({str(log)!r})
+        configure_logging("health", log_file=path)
+        logger = logging.getLogger("butlers.x")
+
+        async def main():
+            values = ["as logged"]
+            logger.info("first %s", values)
+            values[0] = "changed later"
+            assert "first" not in path.read_text(), "written before the loop's next turn"
+            await asyncio.sleep(0)
+            assert "first ['as logged']" in path.read_text()
+            logger.info("second")
+            logger.warning("third")  # at once, after what is pending
+            assert "third" in path.read_text(), "a warning waits for the loop"
+            logger.info("fourth")
+            raise SystemExit(0)  # the loop never turns again: written at exit
+
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(main())
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr + log.read_text()
+    lines = [line.split(": ", 1)[1] for line in log.read_text().splitlines()]
+    assert lines == ["first ['as logged']", "second", "third", "fourth"]
