@@ -282,7 +282,7 @@ class ToolCaller:
         self._mcp = mcp
         self._tools: dict[str, Tool] = {}
         self._runners: dict[str, _Runner] = {}
-        self._hooks_key: tuple[int, ...] = ()
+        self._hooks_key: list[Middleware] = []
         self._hooks_list: list[Any] | None = None
 
     def install(self, tools: Sequence[Tool]) -> None:
@@ -326,8 +326,7 @@ class ToolCaller:
         `tools/call` runs of them (FastMCP's dispatcher calls `on_message` and
         `on_request` too, which do nothing unless overridden); remembered per list."""
         middleware = self._mcp.middleware
-        key = tuple(id(m) for m in middleware)
-        if key != self._hooks_key:
+        if middleware != self._hooks_key:  # (middlewares compare by identity)
             hooks: list[Any] | None = []
             for mw in middleware:
                 kind = type(mw)
@@ -340,7 +339,7 @@ class ToolCaller:
                 if kind.on_call_tool is not Middleware.on_call_tool:
                     assert hooks is not None
                     hooks.append(mw.on_call_tool)
-            self._hooks_key, self._hooks_list = key, hooks
+            self._hooks_key, self._hooks_list = list(middleware), hooks
         return self._hooks_list
 
     async def _invoke(self, context: MiddlewareContext[Any]) -> ToolResult:

@@ -41,6 +41,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from fastmcp import FastMCP
@@ -470,7 +471,12 @@ def _accepts(headers: dict[str, str]) -> bool:
     """JSON body in, and a client that takes both answers (as the SDK requires)."""
     if not headers.get("content-type", "").startswith("application/json"):
         return False
-    kinds = {part.split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")}
+    return _accepts_both(headers.get("accept", ""))
+
+
+@lru_cache(maxsize=64)  # a client sends the same `Accept` on every request
+def _accepts_both(accept: str) -> bool:
+    kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
     wildcard = "*/*" in kinds
     return (wildcard or bool(kinds & {"application/json", "application/*"})) and (
         wildcard or bool(kinds & {"text/event-stream", "text/*"})
