@@ -134,6 +134,14 @@ class LoopDeferredHandler(logging.Handler):
         self._write_pending()
         self.target.handle(record)
 
+    def addFilter(self, filter: Any) -> None:
+        """Filters (the redaction of secrets) run on the target, when a record is written:
+        off the loop's turn too."""
+        self.target.addFilter(filter)
+
+    def removeFilter(self, filter: Any) -> None:
+        self.target.removeFilter(filter)
+
     def _write_pending(self) -> None:
         with self.lock:  # type: ignore[union-attr]
             self._scheduled = None

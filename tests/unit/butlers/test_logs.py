@@ -90,3 +90,29 @@ def test_records_on_the_loop_are_written_a_turn_later_in_order_and_at_exit(
     assert done.returncode == 0, done.stderr + log.read_text()
     lines = [line.split(": ", 1)[1] for line in log.read_text().splitlines()]
     assert lines == ["first ['as logged']", "second", "third", "fourth"]
+
+
+def test_secrets_are_masked_in_records_written_a_turn_later(tmp_path: Path) -> None:
+    log = tmp_path / "health.log"
+    done = _run(
+        f"""
+        import asyncio, logging
+        from pathlib import Path
+        from butlers.logs import configure_logging
+        from butlers.redaction import Redactor, install_log_redaction
+        configure_logging("health", log_file=Path({str(log)!r}))
+        install_log_redaction(Redactor(["sk-secret-123"]))
+
+        async def main():
+            logging.getLogger("butlers.x").info("deferred %s", "sk-secret-123")
+            await asyncio.sleep(0)
+            logging.getLogger("butlers.x").warning("at once sk-secret-123")
+
+        asyncio.run(main())
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    text = log.read_text()
+    assert "sk-secret-123" not in text and text.count("deferred") == 1, text
+    assert "at once" in text
