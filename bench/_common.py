@@ -56,9 +56,10 @@ async def ecosystem(
     extra_env: dict[str, str] | None = None,
     *,
     dashboard: bool = False,
+    log_level: str = "WARNING",
 ) -> AsyncIterator[Ecosystem]:
     """Butlers from the roster (all, or `names`) on free ports and a throwaway server
-    (with the dashboard when asked)."""
+    (with the dashboard when asked), logging to files at `log_level`."""
     with tempfile.TemporaryDirectory(prefix="butlers-bench-") as tmp:
         data_dir = Path(tmp)
         server = EmbeddedPostgres(data_dir / "pg", fsync=False)
@@ -72,7 +73,7 @@ async def ecosystem(
                 roster_dir=ROOT / "roster",
                 database_url=server.admin_dsn(),
                 free_ports=True,
-                log_level="WARNING",
+                log_level=log_level,
                 dashboard=dashboard,
             )
             eco = Ecosystem(settings=settings, resources=resources, extra_env=extra_env or {})

@@ -72,6 +72,10 @@ ACCEPT = "application/json, text/event-stream"
 # with the kernel's autogroup scheduling a process shares its CPU share with the rest of
 # its session, so a server in the client's session is scheduled unlike one outside it.
 SESSIONS = os.environ.get("BENCH_MCP_SESSIONS", "1") != "0"
+# Butlers log at the level users run them at (INFO: a line per tool call), to files as
+# under `butlers up`; BENCH_MCP_LOG_LEVEL=WARNING measures them without that line (the
+# figures until issue 14's third stop).
+LOG_LEVEL = os.environ.get("BENCH_MCP_LOG_LEVEL", "INFO").upper()
 FLOOR = "floor / bare"
 
 
@@ -123,7 +127,9 @@ def _export_src(revision: str, into: Path) -> Path:
     return into / "src"
 
 
-def _serve_revision(src: Path, eco: Ecosystem, butler: ButlerProcess, port: int) -> Any:
+def _serve_revision(
+    src: Path, eco: Ecosystem, butler: ButlerProcess, port: int, log_file: Path
+) -> Any:
     """The same butler (spec, schema, credentials) served by the code under `src`."""
     assert eco.tokens is not None
     env = {k: v for k, v in os.environ.items() if k in butler.plan.variables}
@@ -132,7 +138,8 @@ def _serve_revision(src: Path, eco: Ecosystem, butler: ButlerProcess, port: int)
         "BUTLERS_DSN": butler.dsn,
         "BUTLERS_SCHEMA": butler.schema,
         "BUTLERS_HOST": "127.0.0.1",
-        "BUTLERS_LOG_LEVEL": "WARNING",
+        "BUTLERS_LOG_LEVEL": LOG_LEVEL,
+        "BUTLERS_LOG_FILE": str(log_file),
         "BUTLERS_PARENT_PID": str(os.getpid()),
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": str(src),
@@ -210,7 +217,7 @@ async def main() -> None:
 
 
 async def _main(sources: dict[str, Path]) -> None:
-    async with ecosystem(["health"]) as eco:
+    async with ecosystem(["health"], log_level=LOG_LEVEL) as eco:
         butler = eco.butlers["health"]
         assert eco.tokens is not None
         token = eco.tokens.user_token
@@ -223,7 +230,10 @@ async def _main(sources: dict[str, Path]) -> None:
         )
         ports = {label: free_port() for label in sources}
         served = {
-            label: _serve_revision(src, eco, butler, ports[label]) for label, src in sources.items()
+            label: _serve_revision(
+                src, eco, butler, ports[label], eco.settings.data_dir / f"bench-{label}.log"
+            )
+            for label, src in sources.items()
         }
         closers: list[Callable[[], Awaitable[object]]] = []
         try:
@@ -350,7 +360,8 @@ async def _measure(
 def _report(medians: dict[str, dict[str, list[float]]]) -> None:
     print(
         f"tools/call state_get: butler vs transport floor, interleaved blocks of {BLOCK} "
-        f"calls, n={N} rounds x {REPEATS} repeats (median of repeat medians, spread min-max)"
+        f"calls, n={N} rounds x {REPEATS} repeats (median of repeat medians, spread min-max); "
+        f"butlers log at {LOG_LEVEL}, to files"
     )
     for kind, label in (
         ("warm", "warm: the calls of a block after its first"),
