@@ -98,11 +98,19 @@ def _loopback_or_ip(name: str) -> bool:
     return True
 
 
-def _header(scope: Scope, wanted: bytes) -> str | None:
+def _gate_headers(scope: Scope) -> tuple[str | None, str | None, str | None]:
+    """`Host`, `Origin` and `Authorization` (the first of each), in one pass."""
+    host = origin = authorization = None
     for name, value in scope.get("headers") or ():
-        if name == wanted:
-            return bytes(value).decode("latin-1")
-    return None
+        if name == b"host":
+            if host is None:
+                host = bytes(value).decode("latin-1")
+        elif name == b"origin":
+            if origin is None:
+                origin = bytes(value).decode("latin-1")
+        elif name == b"authorization" and authorization is None:
+            authorization = bytes(value).decode("latin-1")
+    return host, origin, authorization
 
 
 class AuthGate:
@@ -118,11 +126,10 @@ class AuthGate:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        host = _header(scope, b"host")
+        host, origin, authorization = _gate_headers(scope)
         if not self.hosts.host_ok(host):
             await _refuse(send, 403, "forbidden", f"Host {host!r} is not served by this butler")
             return
-        origin = _header(scope, b"origin")
         if not self.hosts.origin_ok(origin):
             await _refuse(send, 403, "forbidden", f"Origin {origin!r} may not call this butler")
             return
@@ -130,7 +137,7 @@ class AuthGate:
         if path.startswith(METADATA_PATH):
             await self._metadata(scope, send, host)
             return
-        token = _bearer(_header(scope, b"authorization"))
+        token = _bearer(authorization)
         identity = self.book.verify(token) if token else None
         if identity is None:
             await self._challenge(scope, send, host, invalid=token is not None)

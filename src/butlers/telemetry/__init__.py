@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -40,11 +41,29 @@ def tracer() -> trace.Tracer:
     return trace.get_tracer(TRACER)
 
 
+# The environment may name a provider for the API to load on first use.
+_PROVIDER_FROM_ENVIRONMENT = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_configured = False  # a provider, once set, is never unset (the API sets it once)
+
+
 def tracing_configured() -> bool:
     """Whether this process has a tracer provider (`configure_tracing`, or another one
-    set through OpenTelemetry): without one every span is a non-recording no-op."""
+    set through OpenTelemetry): without one every span is a non-recording no-op.
+
+    Asked on every tool call: the API's `get_tracer_provider` looks the environment up
+    each time no provider is set (~1 us, several in a busy process). Until one is set,
+    the API's own global is read instead (a missing attribute falls back to the API)."""
+    global _configured
+    if _configured:
+        return True
+    if getattr(trace, "_TRACER_PROVIDER", _UNKNOWN) is None and not _PROVIDER_FROM_ENVIRONMENT:
+        return False
     provider = trace.get_tracer_provider()
-    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    _configured = not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    return _configured
+
+
+_UNKNOWN = object()
 
 
 def configure_tracing(
