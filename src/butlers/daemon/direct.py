@@ -317,7 +317,7 @@ class DirectToolCalls:
                 transport._requests_in_flight -= 1
                 if not transport._requests_in_flight:
                     # `anyio.current_time()` on asyncio, without its backend look-up
-                    idle.deadline = asyncio.get_running_loop().time() + transport._idle_timeout
+                    idle.deadline = task.get_loop().time() + transport._idle_timeout
 
     async def _stateless(
         self, plan: _Plan, identity: Identity, receive: Any
@@ -341,7 +341,7 @@ class DirectToolCalls:
             gone = asyncio.ensure_future(_disconnected(receive))
             gone.add_done_callback(went_away)
 
-        timer = asyncio.get_running_loop().call_later(WATCH_AFTER, watch)
+        timer = task.get_loop().call_later(WATCH_AFTER, watch)
         try:
             return await self._run(plan, identity)
         except asyncio.CancelledError:

@@ -135,23 +135,40 @@ class BodyLimit:
             return
         chunks: list[bytes] = []
         size = 0
+        # `asyncio.timeout` without its context manager's bookkeeping (~2 us a request):
+        # a timer that cancels this task, told apart from any other cancellation.
+        task = asyncio.current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            task.cancel()
+
+        deadline = task.get_loop().call_later(self.timeout, expire)
         try:
-            async with asyncio.timeout(self.timeout):
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        return
-                    chunk = message.get("body", b"")
-                    size += len(chunk)
-                    if size > self.max_bytes:
-                        await _refuse(send, 413, f"request body over {self.max_bytes} bytes")
-                        return
-                    chunks.append(chunk)
-                    if not message.get("more_body", False):
-                        break
-        except TimeoutError:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_bytes:
+                    await _refuse(send, 413, f"request body over {self.max_bytes} bytes")
+                    return
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        except asyncio.CancelledError:
+            if not expired or task.uncancel() > cancelling:
+                raise  # cancelled by someone else
+            deadline.cancel()
             await _refuse(send, 408, f"request body not received within {self.timeout:g} s")
             return
+        finally:
+            deadline.cancel()
         body = b"".join(chunks)
         delivered = False
 
