@@ -32,6 +32,7 @@ from typing import Any
 FORMAT = "%(asctime)s %(levelname)s [%(component)s] %(name)s: %(message)s"
 MAX_LOG_BYTES = 10 * 1024 * 1024
 LOG_BACKUPS = 5
+MAX_DEFERRED = 1000  # records held for the loop's next turn, at most
 # Loggers of libraries that bring their own handlers: adopted into ours.
 ADOPTED = ("fastmcp", "mcp", "uvicorn", "uvicorn.error")
 QUIET = ("uvicorn.access", "httpx", "httpx2", "httpcore", "mcp.server.streamable_http", "alembic")
@@ -105,8 +106,9 @@ class LoopDeferredHandler(logging.Handler):
     loop's next turn (one flush per turn, in order); everything else at once, after the
     records still pending. The message is rendered when the record is logged (its
     arguments may change later); its time is the time it was logged. Pending records
-    are written by `flush` and `close` too (`logging.shutdown` at exit); a process
-    killed outright loses at most the records of its last turn."""
+    are written by `flush` and `close` too (`logging.shutdown` at exit), and at once when
+    `MAX_DEFERRED` are held; a process killed outright loses at most the records of
+    its last turn."""
 
     def __init__(self, target: logging.Handler) -> None:
         super().__init__()
@@ -127,7 +129,9 @@ class LoopDeferredHandler(logging.Handler):
                     self.handleError(record)
                     return
                 self._pending.append(record)
-                if self._scheduled is not loop:  # (a loop that stopped may never run it)
+                if len(self._pending) >= MAX_DEFERRED:  # a turn that logs without end
+                    self._write_pending()
+                elif self._scheduled is not loop:  # (a loop that stopped may never run it)
                     self._scheduled = loop
                     loop.call_soon(self._write_pending)
                 return

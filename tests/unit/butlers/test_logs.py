@@ -116,3 +116,27 @@ def test_secrets_are_masked_in_records_written_a_turn_later(tmp_path: Path) -> N
     text = log.read_text()
     assert "sk-secret-123" not in text and text.count("deferred") == 1, text
     assert "at once" in text
+
+
+def test_a_turn_that_logs_without_end_holds_a_bounded_number_of_records(tmp_path: Path) -> None:
+    log = tmp_path / "health.log"
+    done = _run(
+        f"""
+        import asyncio, logging
+        from pathlib import Path
+        from butlers.logs import MAX_DEFERRED, configure_logging
+        path = Path({str(log)!r})
+        configure_logging("health", log_file=path)
+
+        async def main():
+            for i in range(3 * MAX_DEFERRED + 10):
+                logging.getLogger("butlers.x").info("line %d", i)
+            held = 3 * MAX_DEFERRED + 10 - len(path.read_text().splitlines())
+            assert 0 < held < MAX_DEFERRED, held
+
+        asyncio.run(main())
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, log.read_text()[-2000:]
+    assert len(log.read_text().splitlines()) == 3010
