@@ -283,7 +283,7 @@ class ToolCaller:
         self._tools: dict[str, Tool] = {}
         self._runners: dict[str, _Runner] = {}
         self._hooks_key: list[Middleware] = []
-        self._hooks_list: list[Any] | None = None
+        self._hooks_chain: Any = None
 
     def install(self, tools: Sequence[Tool]) -> None:
         self._tools = {tool.name: tool for tool in tools if not _takes_context(tool)}
@@ -311,20 +311,18 @@ class ToolCaller:
             method="tools/call",
             fastmcp_context=None,
         )
-        hooks = self._hooks()
-        if hooks is None:  # a middleware hooks more than `on_call_tool`: FastMCP's runner
+        chain = self._chain()
+        if chain is None:  # a middleware hooks more than `on_call_tool`: FastMCP's runner
             result: ToolResult = await self._mcp._run_middleware(context, self._invoke)
             return result
-        chain: Any = self._invoke
-        for hook in reversed(hooks):
-            chain = partial(hook, call_next=chain)
         result = await chain(context)
         return result
 
-    def _hooks(self) -> list[Any] | None:
-        """The middlewares' `on_call_tool` hooks, outermost first, when that is all a
-        `tools/call` runs of them (FastMCP's dispatcher calls `on_message` and
-        `on_request` too, which do nothing unless overridden); remembered per list."""
+    def _chain(self) -> Any:
+        """The middlewares' `on_call_tool` hooks chained around the tool, outermost first,
+        when that is all a `tools/call` runs of them (FastMCP's dispatcher calls
+        `on_message` and `on_request` too, which do nothing unless overridden), else
+        None; built once per list of middleware (the links hold no call's state)."""
         middleware = self._mcp.middleware
         if middleware != self._hooks_key:  # (middlewares compare by identity)
             hooks: list[Any] | None = []
@@ -339,8 +337,13 @@ class ToolCaller:
                 if kind.on_call_tool is not Middleware.on_call_tool:
                     assert hooks is not None
                     hooks.append(mw.on_call_tool)
-            self._hooks_key, self._hooks_list = list(middleware), hooks
-        return self._hooks_list
+            chain: Any = None
+            if hooks is not None:
+                chain = self._invoke
+                for hook in reversed(hooks):
+                    chain = partial(hook, call_next=chain)
+            self._hooks_key, self._hooks_chain = list(middleware), chain
+        return self._hooks_chain
 
     async def _invoke(self, context: MiddlewareContext[Any]) -> ToolResult:
         name = context.message.name
