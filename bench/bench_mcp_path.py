@@ -72,9 +72,10 @@ ACCEPT = "application/json, text/event-stream"
 # with the kernel's autogroup scheduling a process shares its CPU share with the rest of
 # its session, so a server in the client's session is scheduled unlike one outside it.
 SESSIONS = os.environ.get("BENCH_MCP_SESSIONS", "1") != "0"
-# Butlers log at the level users run them at (INFO: a line per tool call), to files as
-# under `butlers up`; BENCH_MCP_LOG_LEVEL=WARNING measures them without that line (the
-# figures until issue 14's third stop).
+# Butlers log at the level users run them at (INFO: a line per tool call): the
+# ecosystem's to files, as under `butlers up`, a lone `butlers serve` to stderr, as in a
+# pod; BENCH_MCP_LOG_LEVEL=WARNING measures them without that line (the figures until
+# issue 14's third stop).
 LOG_LEVEL = os.environ.get("BENCH_MCP_LOG_LEVEL", "INFO").upper()
 FLOOR = "floor / bare"
 
@@ -130,7 +131,8 @@ def _export_src(revision: str, into: Path) -> Path:
 def _serve_revision(
     src: Path, eco: Ecosystem, butler: ButlerProcess, port: int, log_file: Path
 ) -> Any:
-    """The same butler (spec, schema, credentials) served by the code under `src`."""
+    """The same butler (spec, schema, credentials) served by the code under `src`, as a
+    pod serves it (its log on stderr, into `log_file`)."""
     assert eco.tokens is not None
     env = {k: v for k, v in os.environ.items() if k in butler.plan.variables}
     env |= eco.tokens.butler_env(butler.name, None)
@@ -139,7 +141,6 @@ def _serve_revision(
         "BUTLERS_SCHEMA": butler.schema,
         "BUTLERS_HOST": "127.0.0.1",
         "BUTLERS_LOG_LEVEL": LOG_LEVEL,
-        "BUTLERS_LOG_FILE": str(log_file),
         "BUTLERS_PARENT_PID": str(os.getpid()),
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": str(src),
@@ -149,7 +150,11 @@ def _serve_revision(
         "sys.exit(run(Path(sys.argv[1]), port=int(sys.argv[2])))"
     )
     command = [sys.executable, "-c", code, str(butler.spec_path), str(port)]
-    return subprocess.Popen(command, env=env, start_new_session=SESSIONS)
+    # As in a pod: the log on stderr, which the runtime (here a file) takes.
+    with log_file.open("ab") as log:
+        return subprocess.Popen(
+            command, env=env, stdout=log, stderr=log, start_new_session=SESSIONS
+        )
 
 
 def _bare_pair(url: str, token: str, session_id: str) -> tuple[BareHttp, BareHttp]:
@@ -361,7 +366,7 @@ def _report(medians: dict[str, dict[str, list[float]]]) -> None:
     print(
         f"tools/call state_get: butler vs transport floor, interleaved blocks of {BLOCK} "
         f"calls, n={N} rounds x {REPEATS} repeats (median of repeat medians, spread min-max); "
-        f"butlers log at {LOG_LEVEL}, to files"
+        f"butlers log at {LOG_LEVEL}"
     )
     for kind, label in (
         ("warm", "warm: the calls of a block after its first"),
