@@ -42,6 +42,7 @@ HEALTH_INTERVAL = 5.0
 OVERLAP = timedelta(seconds=5)  # rows committed a little after their timestamp
 MAX_PENDING = 10_000
 SEEN_LIMIT = 20_000
+_LOST = (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS)  # the LISTEN connection
 
 
 class ChangeFeed:
@@ -87,15 +88,13 @@ class ChangeFeed:
                         timeout=5,
                         server_settings={"application_name": LISTEN_APPLICATION},
                     )
-                except (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS) as exc:
-                    self._set_mode("poll", describe_failure(exc))
-                    await self._poll_safely()
-                    await asyncio.sleep(self.poll_interval)
+                except _LOST as exc:
+                    await self._poll_while_down(exc)
                     continue
                 failure: BaseException | None = None
                 try:
                     await self._listen(conn)
-                except (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS) as exc:
+                except _LOST as exc:
                     failure = exc  # lost while being set up: reconnect, the feed never ends
                 finally:
                     self.listener_pid = None
@@ -103,12 +102,16 @@ class ChangeFeed:
                         await asyncio.wait_for(conn.close(), 2)
                 self.reconnects += 1
                 if failure is not None:
-                    self._set_mode("poll", describe_failure(failure))
-                    await self._poll_safely()
-                    await asyncio.sleep(self.poll_interval)
+                    await self._poll_while_down(failure)
         finally:
             if self._flush_task is not None:
                 self._flush_task.cancel()
+
+    async def _poll_while_down(self, failure: BaseException) -> None:
+        """No LISTEN connection: one poll, then a pause before the next attempt."""
+        self._set_mode("poll", describe_failure(failure))
+        await self._poll_safely()
+        await asyncio.sleep(self.poll_interval)
 
     async def _listen(self, conn: asyncpg.Connection) -> None:
         lost = asyncio.Event()
