@@ -10,6 +10,7 @@ from __future__ import annotations
 import httpx2 as httpx
 import pytest
 
+from butlers.waiting import wait_until
 from tests.support.raw_mcp import RawMcpSession
 
 from .harness.ecosystem import EcosystemHandle
@@ -65,8 +66,14 @@ async def test_unstorable_input_gets_an_error_naming_the_argument(
     assert result["isError"] is True and expected in text, text
     assert "asyncpg" not in text and "Traceback" not in text
     if log is not None and log.exists():
-        with log.open("rb") as fh:
-            fh.seek(before)
-            written = fh.read().decode(errors="replace")
+
+        def written_since() -> str:
+            with log.open("rb") as fh:
+                fh.seek(before)
+                return fh.read().decode(errors="replace")
+
+        # Lines below WARNING are written on the butler's next loop turn, after its answer.
+        await wait_until(lambda: tool in written_since(), timeout=5, message="no line")
+        written = written_since()
         assert "Traceback" not in written, written
         assert len([line for line in written.splitlines() if tool in line]) == 1, written

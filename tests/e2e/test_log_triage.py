@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from butlers.testing.script_server import Script, call, step
+from butlers.waiting import WaitTimeout, wait_until
 
 from .harness.ecosystem import EcosystemHandle
 from .test_switchboard_flow import classify_as, ingest
@@ -63,7 +64,24 @@ async def test_triage_greps_find_this_messages_session_tool_call_and_routing(
     )
     answer = await ingest(butler_ecosystem, "Log my weight: 83.2kg")
     [route] = answer["routes"]
-    lines = _new_lines(butler_ecosystem, offsets)
+
+    def all_written() -> list[str] | None:
+        # Lines below WARNING are written on each process's next loop turn, after the
+        # answer that turn sends: the last of them may land just after `ingest` returns.
+        lines = _new_lines(butler_ecosystem, offsets)
+        wanted = (
+            (TRIAGE["LLM invocations"], route["session_id"], "health"),
+            (TRIAGE["MCP tool calls"], "call_tool measurement_log ok", "health"),
+            (TRIAGE["routing decisions"], answer["request_id"], "switchboard"),
+        )
+        if all(_grep(p, lines, on_line=on, butler=b) for p, on, b in wanted):
+            return lines
+        return None
+
+    try:
+        lines = await wait_until(all_written, timeout=5)
+    except WaitTimeout:
+        lines = _new_lines(butler_ecosystem, offsets)  # the assertions below say what is missing
 
     invocations = _grep(
         TRIAGE["LLM invocations"], lines, on_line=route["session_id"], butler="health"
