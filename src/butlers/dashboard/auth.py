@@ -124,6 +124,7 @@ class AuthMiddleware:
             if secret is not None and hmac.compare_digest(bearer.encode(), secret.encode()):
                 state["actor"] = f"{self.identity} (bearer token)"
                 by_bearer = True
+                self.logins.throttle.succeeded(client)
             else:
                 self.logins.throttle.failed(client)
                 if on_api and path not in OPEN_PATHS:
