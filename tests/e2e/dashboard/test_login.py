@@ -124,15 +124,15 @@ async def test_failed_attempts_back_off_per_client_even_for_the_right_token(
 async def test_responses_show_paths_relative_to_the_data_directory(
     butler_ecosystem: EcosystemHandle, dashboard: httpx.AsyncClient
 ) -> None:
-    if butler_ecosystem.log_dir is None:
-        pytest.skip(f"the {butler_ecosystem.backend} backend has no data directory here")
+    health = (await dashboard.get("/api/health")).json()["data"]
+    if butler_ecosystem.log_dir is None or not health["directory"].startswith("local"):
+        pytest.skip(f"the {butler_ecosystem.backend} backend's dashboard reads no data directory")
     data_dir = str(butler_ecosystem.log_dir.parent)
+    assert data_dir not in health["directory"]
     logs = (await dashboard.get("/api/butlers/general/logs")).json()["data"]
     assert logs["source"] == "logs/general.log"
     detail = (await dashboard.get("/api/butlers/general")).json()["data"]
     assert detail["source"] == "specs/general.yaml"
-    health = (await dashboard.get("/api/health")).json()["data"]
-    assert data_dir not in health["directory"]
     checked = 0
     for route in api_routes():
         if "GET" not in route.methods or route.path == "/api/events":
