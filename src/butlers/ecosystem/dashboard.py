@@ -4,7 +4,9 @@
 (the role can read every butler schema once each butler grants it at
 migration), migrates its chain, and starts it as a child on 127.0.0.1:40200
 (`--dashboard-port`, `--no-dashboard`). The dashboard finds the butlers in
-`ecosystem.json`, where its own entry is recorded too.
+`ecosystem.json`, where its own entry is recorded too. It asks for a login (the user's
+token, or a one-time link `butlers up` prints) and gets no credential but its own role's
+DSN: the ecosystem's other secrets reach it only as fingerprints, to mask them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,7 +73,7 @@ class DashboardProcess:
         extra_env: dict[str, str],
         log_level: str,
         *,
-        secret_names: set[str] = frozenset(),  # type: ignore[assignment]
+        secret_names: Iterable[str] = (),
         secrets: list[str] | None = None,
     ) -> None:
         """Start the dashboard with only what it needs: the OS basics, the settings it
@@ -79,7 +82,7 @@ class DashboardProcess:
         database password) reach it only as fingerprints, to mask them in responses."""
         assert self.port is not None
         inherited = {**os.environ, **extra_env}
-        credential_names = {n for n in inherited if SENSITIVE_KEY.search(n)} | secret_names
+        credential_names = {n for n in inherited if SENSITIVE_KEY.search(n)} | set(secret_names)
         own = {
             name: value
             for name, value in inherited.items()
