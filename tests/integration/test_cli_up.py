@@ -245,12 +245,16 @@ def test_ctrl_c_stops_everything_cleanly(tmp_path: Path) -> None:
 
         def ready() -> bool:
             assert process.poll() is None, process.stdout.read() if process.stdout else ""
-            return (data / "ecosystem.json").exists()
+            path = data / "ecosystem.json"
+            return path.exists() and json.loads(path.read_text()).get("ready", True)
 
         wait_until_blocking(ready, timeout=60, message="butlers up never became ready")
         state = json.loads((data / "ecosystem.json").read_text())
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
+        output = process.stdout.read() if process.stdout else ""
+        login = f"sign in: {state['dashboard']['url']}login?code="
+        assert login in output and state["token"] not in output, output
     assert _wait_gone([b["pid"] for b in state["butlers"].values()]) == []
     assert _wait_gone([state["dashboard"]["pid"]]) == []
     pg_pid = (
