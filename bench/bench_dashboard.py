@@ -396,8 +396,10 @@ async def main() -> None:
             max_size=2,
             server_settings={"search_path": schemas["relationship"]},
         )
+        assert eco.tokens is not None  # the dashboard signs in with the user's token
+        bearer = {"Authorization": f"Bearer {eco.tokens.user_token}"}
         async with httpx.AsyncClient(
-            base_url=eco.dashboard.url, headers=CSRF, timeout=60
+            base_url=eco.dashboard.url, headers=CSRF | bearer, timeout=60
         ) as client:
             measured = await reads(client, raw, schemas)
             sse, notify = await sse_latency(client, general, eco.database.admin_dsn)

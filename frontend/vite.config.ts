@@ -12,7 +12,13 @@ export default defineConfig({
   build: { outDir, emptyOutDir: true, sourcemap: false },
   server: {
     port: 40173,
-    proxy: { "/api": "http://127.0.0.1:40200", "/login": "http://127.0.0.1:40200" },
+    // The dashboard `python3 dev.py ui-dev` starts for the dev server (it alone allows
+    // this origin).
+    proxy: {
+      "/api": "http://127.0.0.1:40201",
+      "/login": "http://127.0.0.1:40201",
+      "/logout": "http://127.0.0.1:40201",
+    },
   },
   test: {
     environment: "jsdom",

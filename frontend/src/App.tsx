@@ -83,6 +83,9 @@ export function App() {
           </ul>
         </nav>
         <Connection />
+        {auth.data?.data.token_required && auth.data.data.authenticated ? (
+          <SignOut who={auth.data.data.actor} />
+        ) : null}
       </header>
       <main>
         {auth.error ? <ErrorBox error={auth.error} /> : null}
@@ -105,6 +108,16 @@ export function App() {
       </main>
     </div>
     </LiveEventsProvider>
+  );
+}
+
+/** Signing out ends the session on the server too (its cookie stops working). */
+function SignOut({ who }: { who: string | null | undefined }) {
+  return (
+    <form className="sign-out" method="post" action="/logout">
+      {who ? <span className="who">{who}</span> : null}
+      <button type="submit">Sign out</button>
+    </form>
   );
 }
 

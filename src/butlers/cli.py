@@ -7,6 +7,7 @@ butlers migrate [--data-dir DIR] [--roster DIR]      every roster butler
 butlers migrate --spec FILE                          one butler, with BUTLERS_DSN
 butlers serve --spec FILE [--port N]                 one butler (a container's entrypoint)
 butlers dashboard [--data-dir DIR | --kube NAMESPACE] the dashboard alone
+butlers dashboard --open [--data-dir DIR]             sign in to it in a browser
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ if TYPE_CHECKING:
     from butlers.ecosystem.state import EcosystemState
 
 
+NO_LOGIN_HELP = (
+    "DANGEROUS: the dashboard answers without a login (loopback only); every local "
+    "account can then use it as you"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="butlers", description="Run an ecosystem of butlers.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -49,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         "--dashboard-port", type=int, help="port of the dashboard on 127.0.0.1 (default 40200)"
     )
     up.add_argument("--no-dashboard", action="store_true", help="do not start the dashboard")
+    up.add_argument("--no-login", action="store_true", help=NO_LOGIN_HELP)
     ecosystem_args(sub.add_parser("down", help="stop a running ecosystem"), roster=False)
     status = sub.add_parser("status", help="show the butlers of a running ecosystem")
     ecosystem_args(status, roster=False)
@@ -74,7 +82,14 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--data-dir", type=Path, help="a local ecosystem (default .butlers)")
     where.add_argument("--kube", metavar="NAMESPACE", help="the Butlers of a Kubernetes namespace")
     dashboard.add_argument("--port", type=int, help="listen port (default 40200)")
-    dashboard.add_argument("--host", help="listen address (default 127.0.0.1; else a token)")
+    dashboard.add_argument("--host", help="listen address (default 127.0.0.1)")
+    dashboard.add_argument(
+        "--open",
+        action="store_true",
+        help="sign in in a browser (a one-time login link); starts the dashboard unless "
+        "the ecosystem's runs",
+    )
+    dashboard.add_argument("--no-login", action="store_true", help=NO_LOGIN_HELP)
     return parser
 
 
@@ -117,11 +132,14 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     ensure_not_running(settings.data_dir)
     _require_database(settings)
+    if args.no_login:
+        _no_login()
     if args.detach:
         from butlers.ecosystem.control import start_detached
 
         state = start_detached(settings, sys.argv[0])
         _print_endpoints(state)
+        _print_login(state, one_time_link=True)
         return 0
     configure_logging("butlers", settings.log_level, log_file=settings.log_file)
     return asyncio.run(_run_foreground(settings))
@@ -147,6 +165,7 @@ async def _run_foreground(settings: EcosystemSettings) -> int:
     try:
         await ecosystem.start()
         _print_endpoints(ecosystem.describe())
+        _print_login(ecosystem.describe(), one_time_link=True)
         print("Press Ctrl-C to stop.", flush=True)
         while not stop.is_set():
             try:
@@ -182,6 +201,36 @@ def _print_endpoints(state: EcosystemState, statuses: Mapping[str, str] | None =
         "Every endpoint needs the user's token (`token` in ecosystem.json); "
         "`butlers status` shows how to connect."
     )
+    sys.stdout.flush()
+
+
+def _no_login() -> None:
+    """`--no-login`: the dashboard (this process's child, or the detached one's) answers
+    everyone on loopback; said loudly."""
+    from butlers.dashboard.serve import NO_LOGIN_WARNING
+
+    os.environ["BUTLERS_DASHBOARD_NO_LOGIN"] = "1"
+    print(f"WARNING: {NO_LOGIN_WARNING}", file=sys.stderr, flush=True)
+
+
+def _print_login(state: EcosystemState, *, one_time_link: bool) -> None:
+    """How to sign in to the dashboard: a one-time login link (valid ten minutes, once)
+    from `up`; the commands that make one from `status` (which prints no login secret)."""
+    dashboard = state.dashboard
+    if dashboard is None or not dashboard.url:
+        return
+    if os.environ.get("BUTLERS_DASHBOARD_NO_LOGIN", "") not in ("", "0"):
+        print(f"dashboard  {dashboard.url} (no login: every local account can use it)")
+    elif one_time_link and state.token:
+        from butlers.dashboard.logins import login_url
+
+        print(f"dashboard  sign in: {login_url(dashboard.url, state.token)}")
+        print("           (one-time link, valid 10 min; `butlers dashboard --open` makes another)")
+    else:
+        print(
+            "dashboard  sign in: `butlers dashboard --open` (a one-time link in your browser), "
+            f"or at {dashboard.url}login with the user's token"
+        )
     sys.stdout.flush()
 
 
@@ -237,6 +286,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(mcp_client_config(state), indent=2))
         return 0
     _print_endpoints(state, statuses)
+    _print_login(state, one_time_link=False)
     _print_connection(state, settings.data_dir)
     return 0 if all(status == "ready" for status in statuses.values()) else 1
 
@@ -299,10 +349,62 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from butlers.dashboard.serve import run
     from butlers.settings import DashboardSettings
 
+    if args.no_login:
+        _no_login()
+    if args.open and not args.kube:
+        from butlers.ecosystem.control import probe_status
+
+        data_dir = EcosystemSettings.from_env(data_dir=args.data_dir).data_dir
+        probed = probe_status(data_dir)
+        running = probed[0].dashboard if probed else None
+        if running is not None and running.url:
+            assert probed is not None
+            _open_browser(running.url, probed[0].token)
+            return 0
     settings = DashboardSettings.from_env(
         data_dir=args.data_dir, kube_namespace=args.kube, host=args.host, port=args.port
     )
+    if args.open:
+        import threading
+
+        url = f"http://{settings.host}:{settings.port}/"
+        secret = settings.token or _user_token(settings.data_dir)
+        threading.Thread(target=_open_when_up, args=(url, secret), daemon=True).start()
     return run(settings)
+
+
+def _user_token(data_dir: Path | None) -> str | None:
+    from butlers.ecosystem.state import read_state
+
+    state = read_state(data_dir) if data_dir is not None else None
+    return state.token if state is not None else None
+
+
+def _open_browser(url: str, secret: str | None) -> None:
+    """Open the dashboard signed in (a one-time link); print the link if no browser opens."""
+    import webbrowser
+
+    from butlers.dashboard.logins import login_url
+
+    link = login_url(url, secret) if secret else f"{url}login"
+    if webbrowser.open(link):
+        print(f"opened the dashboard at {url} in your browser", flush=True)
+    else:
+        print(f"no browser could be opened; sign in with this one-time link:\n  {link}", flush=True)
+
+
+def _open_when_up(url: str, secret: str | None, timeout: float = 60.0) -> None:
+    import httpx2 as httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}api/health", timeout=2.0).status_code == 200:
+                _open_browser(url, secret)
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
 
 
 def cmd_send(args: argparse.Namespace) -> int:

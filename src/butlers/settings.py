@@ -5,6 +5,7 @@ This is the only module that reads environment variables.
 
 from __future__ import annotations
 
+import getpass
 import json
 import math
 import os
@@ -343,12 +344,33 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
+def _fingerprints(raw: str | None) -> tuple[tuple[int, str, str], ...]:
+    if not raw:
+        return ()
+    try:
+        return tuple((int(n), str(p), str(d)) for n, p, d in json.loads(raw))
+    except (ValueError, TypeError) as exc:
+        raise ButlersError(
+            f"BUTLERS_DASHBOARD_MASK_DIGESTS is not a list of fingerprints: {exc}"
+        ) from None
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw in ("", "0", "false", "no"):
+        return False
+    if raw in ("1", "true", "yes"):
+        return True
+    raise ButlersError(f"{name}={raw!r}: use 1 or 0")
+
+
 def _optional_positive_float(env: Mapping[str, str], name: str) -> float | None:
     return _positive_float(env, name, 0.0) if env.get(name) else None
 
 
 DEFAULT_DASHBOARD_PORT = 40200
-DEFAULT_DASHBOARD_ORIGINS = ("http://localhost:40173",)
+# No cross-origin caller by default (`dev.py ui-dev` allows its dev server's origin).
+DEFAULT_DASHBOARD_ORIGINS: tuple[str, ...] = ()
 MIN_TOKEN_LENGTH = 16
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 
@@ -365,8 +387,12 @@ class DashboardSettings:
     # The dashboard role's DSN and its own schema (the audit log); None: from the data dir.
     dsn: str | None = field(default=None, repr=False)
     schema: str | None = None
-    # With a token, /api/* needs it (bearer or login cookie); without, bind loopback only.
+    # /api/* needs a login (this token, else the user's token of the ecosystem, as a
+    # bearer or through a login's session cookie); `login=False` (--no-login): nothing,
+    # on loopback only.
     token: str | None = field(default=None, repr=False)
+    login: bool = True
+    user: str | None = None  # the identity a login acts as (default: the OS account)
     # Bearer token for the butlers' /mcp (None: `token` of ecosystem.json, if any).
     mcp_token: str | None = field(default=None, repr=False)
     cors_origins: tuple[str, ...] = DEFAULT_DASHBOARD_ORIGINS
@@ -380,6 +406,8 @@ class DashboardSettings:
     log_level: str = "INFO"
     parent_pid: int | None = None  # exit when this process (the supervisor) is gone
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # Fingerprints of secrets to mask that this process is not given (`masking.py`).
+    mask_fingerprints: tuple[tuple[int, str, str], ...] = field(default=(), repr=False)
 
     @classmethod
     def from_env(
@@ -414,6 +442,8 @@ class DashboardSettings:
             dsn=env.get("BUTLERS_DASHBOARD_DSN") or None,
             schema=env.get("BUTLERS_DASHBOARD_SCHEMA") or None,
             token=env.get("BUTLERS_DASHBOARD_TOKEN") or None,
+            login=not _flag(env, "BUTLERS_DASHBOARD_NO_LOGIN"),
+            user=env.get("BUTLERS_DASHBOARD_USER") or None,
             mcp_token=env.get("BUTLERS_DASHBOARD_MCP_TOKEN") or None,
             cors_origins=(
                 tuple(o.strip() for o in origins.split(",") if o.strip())
@@ -432,6 +462,7 @@ class DashboardSettings:
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
             parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
             environ=dict(env),
+            mask_fingerprints=_fingerprints(env.get("BUTLERS_DASHBOARD_MASK_DIGESTS")),
         )
         settings.check()
         return settings
@@ -443,8 +474,17 @@ class DashboardSettings:
                 f"BUTLERS_DASHBOARD_TOKEN is {len(self.token)} characters long; "
                 f"use at least {MIN_TOKEN_LENGTH} (e.g. `openssl rand -hex 32`)"
             )
-        if self.token is None and self.host not in LOOPBACK_HOSTS:
+        if not self.login and self.host not in LOOPBACK_HOSTS:
             raise ButlersError(
-                f"the dashboard would listen on {self.host} without authentication: "
-                "set BUTLERS_DASHBOARD_TOKEN, or listen on 127.0.0.1"
+                f"the dashboard would listen on {self.host} without a login: "
+                "drop --no-login (BUTLERS_DASHBOARD_NO_LOGIN), or listen on 127.0.0.1"
             )
+
+    def identity(self) -> str:
+        """Who a login acts as: `user`, else the OS account running the dashboard."""
+        if self.user:
+            return self.user
+        try:
+            return getpass.getuser()
+        except (OSError, KeyError):
+            return "owner"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx2 as httpx
 import pytest
@@ -20,6 +22,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
 from butlers.db.embedded import free_port
+from butlers.redaction import SENSITIVE_KEY
 from butlers.waiting import WaitTimeout, wait_until, wait_until_blocking
 from tests.support.scratch import scratch_dir
 
@@ -166,6 +169,71 @@ async def test_tokens_are_private_files_and_the_endpoints_refuse_anyone_without_
         _butlers("down", "--data-dir", str(data))
 
 
+async def test_the_dashboard_needs_a_login_and_holds_no_other_credential(
+    tmp_path: Path,
+) -> None:
+    data, roster = tmp_path / "data", _roster(tmp_path, ("general",))
+    secret = {"EMAIL_PASSWORD": "messenger-only-7e1f", "OTHER_API_KEY": "sk-other-9a8b7c6d"}
+    up = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach", env=secret)
+    assert up.returncode == 0, up.stderr
+    try:
+        state = json.loads((data / "ecosystem.json").read_text())
+        token, dashboard = state["token"], state["dashboard"]
+        url = dashboard["url"]
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+            # Right after "ready", the dashboard shows what `up` said: no butler unknown.
+            bearer = {"Authorization": f"Bearer {token}"}
+            listed = (await http.get("/api/butlers", headers=bearer)).json()["data"]
+            assert [(b["name"], b["status"]) for b in listed] == [("general", "ok")], listed
+            assert (await http.get("/api/butlers")).status_code == 401
+            # `up` printed a one-time login link (never the token itself).
+            assert token not in up.stdout
+            match = re.search(r"sign in: (http\S+)", up.stdout)
+            assert match, up.stdout
+            signed_in = await http.get(match.group(1))
+            assert (signed_in.status_code, signed_in.headers["location"]) == (303, "/")
+            assert (await http.get("/api/butlers")).status_code == 200  # the cookie
+        # Its environment: its own role's DSN, none of the ecosystem's credentials.
+        environ = _environ_of(dashboard["pid"])
+        keys = json.loads((data / "auth" / "keys.json").read_text())
+        credentials = json.loads((data / "credentials.json").read_text())
+        admin_password = urlsplit(state["database"]["admin_dsn"]).password
+        held = [
+            *secret.values(),
+            admin_password,
+            keys["registration_key"],
+            credentials["general"]["password"],
+            (data / "auth" / "general.token").read_text().strip(),
+        ]
+        assert [value for value in held if value and value.encode() in environ] == []
+        assert f"BUTLERS_DASHBOARD_DSN={dashboard['dsn']}".encode() in environ
+        names = [v.split(b"=", 1)[0].decode() for v in environ.split(b"\0") if v]
+        assert [n for n in names if SENSITIVE_KEY.search(n)] == []
+        # `status` says how to sign in, with no login secret in it.
+        status = _butlers("status", "--data-dir", str(data))
+        assert "butlers dashboard --open" in status.stdout
+        assert "code=" not in status.stdout
+        # `dashboard --open` hands the browser a working one-time link.
+        opened_file = tmp_path / "opened.txt"
+        browser = tmp_path / "browser"
+        browser.write_text(
+            f"#!{sys.executable}\nimport sys, pathlib\n"
+            f"pathlib.Path({str(opened_file)!r}).write_text(sys.argv[1])\n"
+        )
+        browser.chmod(0o755)
+        opened = _butlers(
+            "dashboard", "--data-dir", str(data), "--open", env={"BROWSER": str(browser)}
+        )
+        assert opened.returncode == 0, opened.stderr
+        link = opened_file.read_text()
+        assert link.startswith(f"{url}login?code=") and token not in link
+        async with httpx.AsyncClient(timeout=10) as http:
+            assert (await http.get(link)).status_code == 303
+            assert (await http.get(link)).status_code == 401, "a login link works once"
+    finally:
+        _butlers("down", "--data-dir", str(data))
+
+
 def test_ctrl_c_stops_everything_cleanly(tmp_path: Path) -> None:
     data, roster = tmp_path / "data", _roster(tmp_path, ("general",))
     environ = {k: v for k, v in os.environ.items() if k != "BUTLERS_DATABASE_URL"}
@@ -177,12 +245,16 @@ def test_ctrl_c_stops_everything_cleanly(tmp_path: Path) -> None:
 
         def ready() -> bool:
             assert process.poll() is None, process.stdout.read() if process.stdout else ""
-            return (data / "ecosystem.json").exists()
+            path = data / "ecosystem.json"
+            return path.exists() and json.loads(path.read_text()).get("ready", True)
 
         wait_until_blocking(ready, timeout=60, message="butlers up never became ready")
         state = json.loads((data / "ecosystem.json").read_text())
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
+        output = process.stdout.read() if process.stdout else ""
+        login = f"sign in: {state['dashboard']['url']}login?code="
+        assert login in output and state["token"] not in output, output
     assert _wait_gone([b["pid"] for b in state["butlers"].values()]) == []
     assert _wait_gone([state["dashboard"]["pid"]]) == []
     pg_pid = (

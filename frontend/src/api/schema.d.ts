@@ -268,7 +268,7 @@ export interface paths {
         };
         /**
          * Auth Status
-         * @description Whether the API needs a token, and whether this request carries valid credentials.
+         * @description Whether the API needs a login, and whether this request carries valid credentials.
          */
         get: operations["auth_status_api_auth_status_get"];
         put?: never;
@@ -2276,6 +2276,8 @@ export interface components {
             status: string;
             /** Status Rounds */
             status_rounds: number;
+            /** Unprobed */
+            unprobed: number;
             /** Uptime Seconds */
             uptime_seconds: number;
             /** Version */

@@ -23,14 +23,14 @@ from butlers.dashboard.auth import AuthMiddleware, SecurityHeadersMiddleware
 from butlers.dashboard.directory import Directory
 from butlers.dashboard.envelopes import ErrorResponse
 from butlers.dashboard.errors import ERROR_STATUSES, install_error_handlers
-from butlers.dashboard.masking import MaskingMiddleware
+from butlers.dashboard.logins import Logins
+from butlers.dashboard.masking import FingerprintRedactor, MaskingMiddleware
 from butlers.dashboard.modules import module_routers
 from butlers.dashboard.routers import core_routers
 from butlers.dashboard.routers.login import router as login_router
 from butlers.dashboard.services import build_dashboard
 from butlers.dashboard.static import SpaFiles
-from butlers.redaction import Redactor
-from butlers.settings import DashboardSettings
+from butlers.settings import LOOPBACK_HOSTS, DashboardSettings
 
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorResponse} for status in ERROR_STATUSES
@@ -66,7 +66,9 @@ def create_app(
     static_dir: Path | None = None,
 ) -> FastAPI:
     settings = settings or DashboardSettings()
-    redactor = Redactor([])  # filled by the lifespan once the butlers are known
+    # Filled by the lifespan once the butlers are known.
+    redactor = FingerprintRedactor(settings.mask_fingerprints)
+    logins = Logins()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -86,16 +88,33 @@ def create_app(
         redirect_slashes=False,
         lifespan=lifespan,
     )
+
+    def login_secret() -> str | None:
+        # The dashboard's own token, else the user's token of the ecosystem it shows.
+        if settings.token:
+            return settings.token
+        dashboard = getattr(app.state, "dashboard", None)
+        return dashboard.directory.mcp_token if dashboard is not None else None
+
+    app.state.logins = logins
+    app.state.login_secret = login_secret
+    app.state.login_required = settings.login
+    app.state.identity = settings.identity()
     for _origin, router in api_routers():
         app.include_router(router, responses=ERROR_RESPONSES)
     app.include_router(login_router)
     app.mount("/", SpaFiles(static_dir or settings.static_dir))
 
     install_error_handlers(app)
-    app.add_middleware(MaskingMiddleware, redactor=redactor)
+    data_dir = str(settings.data_dir) if settings.data_dir and not settings.kube_namespace else None
+    app.add_middleware(MaskingMiddleware, redactor=redactor, data_dir=data_dir)
     app.add_middleware(
         AuthMiddleware,
-        token=settings.token,
+        logins=logins,
+        secret=login_secret,
+        identity=settings.identity(),
+        login=settings.login,
+        check_host=settings.host in LOOPBACK_HOSTS,
         cors_origins=_origins(settings, cors_origins),
         allowed_hosts=[settings.host, *settings.allowed_hosts],
     )

@@ -1,12 +1,16 @@
 """Who may use the API, and the headers every response carries.
 
-- Without a token (the default) the dashboard listens on 127.0.0.1 only, and
-  answers only requests whose `Host` is a loopback name (a DNS-rebinding page
-  cannot reach it under another name).
-- With `BUTLERS_DASHBOARD_TOKEN`, every `/api/*` route but `/api/health` and
-  `/api/auth/status` needs `Authorization: Bearer <token>` or the HttpOnly,
-  SameSite=Strict session cookie the login page sets (a signed expiry, never
-  the token itself).
+- Every `/api/*` route but `/api/health` and `/api/auth/status` needs
+  `Authorization: Bearer <token>` or the HttpOnly, SameSite=Strict session cookie of
+  a login (`logins.py`: a login form with the token, or a one-time login link). The
+  token is `BUTLERS_DASHBOARD_TOKEN`, else the user's token of the ecosystem (a local
+  ecosystem's `ecosystem.json`). On loopback too: other local accounts reach the port.
+- Only with `login=False` (`--no-login`, which warns) does the dashboard answer
+  without credentials, on loopback only.
+- On a loopback address (and always without login) only requests whose `Host` is a
+  loopback name (or an allowed host) are answered: a DNS-rebinding page cannot reach
+  the dashboard under another name.
+- Failed attempts (a wrong bearer, token or code) are throttled per client address.
 - Every mutation (POST, PUT, PATCH, DELETE) not authenticated by a bearer token
   needs the `X-Butlers-CSRF` header, which a cross-site form cannot send, and a
   same-origin (or allowed CORS) `Origin` when the browser sends one.
@@ -16,20 +20,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http.cookies import SimpleCookie
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from butlers.dashboard.errors import error_response
+from butlers.dashboard.logins import Logins
 
 SESSION_COOKIE = "butlers_dashboard_session"
 CSRF_HEADER = "x-butlers-csrf"
-SESSION_SECONDS = 12 * 3600
+NO_LOGIN_ACTOR = "local (no login)"
 MUTATIONS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 OPEN_PATHS = frozenset({"/api/health", "/api/auth/status"})
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
@@ -45,27 +48,16 @@ SECURITY_HEADERS = [
 ]
 
 
-def session_value(token: str, expires: int) -> str:
-    signature = hmac.new(token.encode(), f"v1.{expires}".encode(), hashlib.sha256).hexdigest()
-    return f"v1.{expires}.{signature}"
+def client_of(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
 
 
-def valid_session(token: str, value: str, now: float | None = None) -> bool:
-    try:
-        version, expires_text, _signature = value.split(".", 2)
-        expires = int(expires_text)
-    except ValueError:
-        return False
-    if version != "v1" or expires < (now or time.time()):
-        return False
-    return hmac.compare_digest(session_value(token, expires), value)
-
-
-def _headers(scope: Scope) -> dict[str, str]:
+def headers_of(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers") or []}
 
 
-def _cookie(headers: dict[str, str], name: str) -> str | None:
+def cookie_of(headers: dict[str, str], name: str) -> str | None:
     raw = headers.get("cookie")
     if not raw:
         return None
@@ -89,12 +81,20 @@ class AuthMiddleware:
         self,
         app: ASGIApp,
         *,
-        token: str | None,
+        logins: Logins,
+        secret: Callable[[], str | None],
+        identity: str,
+        login: bool = True,
+        check_host: bool = True,
         cors_origins: Iterable[str] = (),
         allowed_hosts: Iterable[str] = (),
     ) -> None:
         self.app = app
-        self.token = token
+        self.logins = logins
+        self.secret = secret
+        self.identity = identity
+        self.login = login
+        self.check_host = check_host or not login
         self.cors_origins = frozenset(cors_origins)
         self.allowed_hosts = LOOPBACK_NAMES | frozenset(allowed_hosts)
 
@@ -102,41 +102,63 @@ class AuthMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = _headers(scope)
+        headers = headers_of(scope)
         path: str = scope["path"]
         method: str = scope["method"]
         state = scope.setdefault("state", {})
-        if self.token is None and _host_name(headers.get("host", "")) not in self.allowed_hosts:
+        if self.check_host and _host_name(headers.get("host", "")) not in self.allowed_hosts:
             await self._deny(scope, receive, send, 400, "VALIDATION_ERROR", "unknown Host header")
             return
         on_api = path.startswith("/api/") or path == "/api"
         bearer = self._bearer(headers)
-        if self.token is None:
-            state["actor"] = "local"
-        elif bearer is not None and hmac.compare_digest(bearer, self.token):
-            state["actor"] = "token"
-        elif self._session_ok(headers):
-            state["actor"] = "session"
+        by_bearer = False
+        if not self.login:
+            state["actor"] = NO_LOGIN_ACTOR
+        elif bearer is not None:
+            client = client_of(scope)
+            wait = self.logins.throttle.retry_after(client)
+            if wait:
+                await self._throttled(scope, receive, send, wait)
+                return
+            secret = self.secret()
+            if secret is not None and hmac.compare_digest(bearer.encode(), secret.encode()):
+                state["actor"] = f"{self.identity} (bearer token)"
+                by_bearer = True
+                self.logins.throttle.succeeded(client)
+            else:
+                self.logins.throttle.failed(client)
+                if on_api and path not in OPEN_PATHS:
+                    await self._deny(scope, receive, send, 401, "UNAUTHORIZED", "invalid token")
+                    return
+        elif (session := self.logins.get(cookie_of(headers, SESSION_COOKIE))) is not None:
+            state["actor"] = f"{session.identity} (session {session.label})"
         elif on_api and path not in OPEN_PATHS:
-            reason = "invalid bearer token" if bearer is not None else "authentication required"
-            await self._deny(scope, receive, send, 401, "UNAUTHORIZED", reason)
+            message = "authentication required: sign in at /login"
+            await self._deny(scope, receive, send, 401, "UNAUTHORIZED", message)
             return
         if method in MUTATIONS and (on_api or path in ("/login", "/logout")):
-            problem = self._csrf_problem(scope, headers, by_bearer=state.get("actor") == "token")
+            problem = self._csrf_problem(scope, headers, by_bearer=by_bearer)
             if problem:
                 await self._deny(scope, receive, send, 403, "FORBIDDEN", problem)
                 return
         await self.app(scope, receive, send)
 
     @staticmethod
+    async def _throttled(scope: Scope, receive: Receive, send: Send, wait: float) -> None:
+        seconds = max(1, round(wait + 0.5))
+        response = error_response(
+            429,
+            "RATE_LIMITED",
+            f"too many failed sign-in attempts from this address; try again in {seconds} s",
+            headers={"Retry-After": str(seconds)},
+        )
+        await response(scope, receive, send)
+
+    @staticmethod
     def _bearer(headers: dict[str, str]) -> str | None:
         value = headers.get("authorization", "")
         scheme, _, credential = value.partition(" ")
         return credential.strip() if scheme.lower() == "bearer" and credential.strip() else None
-
-    def _session_ok(self, headers: dict[str, str]) -> bool:
-        value = _cookie(headers, SESSION_COOKIE)
-        return bool(value and self.token and valid_session(self.token, value))
 
     def _csrf_problem(
         self, scope: Scope, headers: dict[str, str], *, by_bearer: bool

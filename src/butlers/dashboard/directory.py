@@ -106,7 +106,7 @@ class DataDirDirectory:
         return self._token
 
     def describe(self) -> str:
-        return f"local ecosystem in {self.data_dir}"
+        return "local ecosystem (ecosystem.json)"
 
     async def refresh(self) -> bool:
         try:
@@ -122,7 +122,8 @@ class DataDirDirectory:
             log.debug("cannot read %s yet: %s", self.path, exc)
             return False
         self._stamp = stamp
-        self.state = state
+        # Only what the dashboard uses: never the admin DSN nor the butlers' DSNs.
+        self.state = {"dashboard": _pick(state.get("dashboard"), "dsn", "schema")}
         self._token = state.get("token") or None
         butlers = {
             name: self._info(name, entry) for name, entry in (state.get("butlers") or {}).items()
@@ -145,7 +146,7 @@ class DataDirDirectory:
             schema=str(entry["schema"]),
             modules=tuple(resource.spec.modules) if resource else (),
             resource=resource,
-            source=str(spec_path),
+            source=f"specs/{name}.yaml",  # relative to the data directory
             log_path=Path(log_path) if log_path else None,
         )
 
@@ -157,3 +158,7 @@ class DataDirDirectory:
     def dashboard_schema(self) -> str | None:
         entry = self.state.get("dashboard") or {}
         return entry.get("schema") or None
+
+
+def _pick(entry: Any, *keys: str) -> dict[str, Any]:
+    return {k: entry[k] for k in keys if k in entry} if isinstance(entry, dict) else {}

@@ -6,10 +6,15 @@ specs name as credentials (module `*Env` settings, `runtime.apiKeyEnv`, env
 entries from Secrets), the dashboard's token and database password. Every JSON
 response and every SSE event passes through the mask as a last line of defence:
 the data the API returns should hold none of them in the first place.
+
+A local ecosystem's dashboard never holds the other credentials of the ecosystem:
+`butlers up` gives it their fingerprints (length, first two characters, SHA-256),
+and `FingerprintRedactor` masks every stretch of text that matches one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -66,6 +71,63 @@ def build_redactor(values: Iterable[str]) -> Redactor:
     return Redactor(variants)
 
 
+PREFIX = 2
+
+
+def fingerprints(values: Iterable[str]) -> list[list[Any]]:
+    """`[length, prefix, sha256]` of each secret and of its JSON-escaped form."""
+    found: set[tuple[int, str, str]] = set()
+    for value in values:
+        if len(value) < MIN_LENGTH:
+            continue
+        for variant in (value, json.dumps(value)[1:-1]):
+            digest = hashlib.sha256(variant.encode()).hexdigest()
+            found.add((len(variant), variant[:PREFIX], digest))
+    return [list(entry) for entry in sorted(found)]
+
+
+class FingerprintRedactor(Redactor):
+    """A redactor that also masks secrets it knows only by their fingerprints."""
+
+    def __init__(self, prints: Iterable[Iterable[Any]] = ()) -> None:
+        super().__init__([])
+        self._index: dict[str, list[tuple[int, str]]] = {}
+        for length, prefix, digest in prints:
+            self._index.setdefault(str(prefix), []).append((int(length), str(digest)))
+        for entries in self._index.values():
+            entries.sort(reverse=True)  # longest first
+
+    def __bool__(self) -> bool:
+        return bool(self._index) or super().__bool__()
+
+    def text(self, value: str) -> str:
+        value = super().text(value)
+        spans: list[tuple[int, int]] = []
+        for prefix, entries in self._index.items():
+            start = value.find(prefix)
+            while start != -1:
+                for length, digest in entries:
+                    window = value[start : start + length]
+                    if len(window) == length and _sha256(window) == digest:
+                        spans.append((start, start + length))
+                        break
+                start = value.find(prefix, start + 1)
+        if not spans:
+            return value
+        parts, end = [], 0
+        for first, last in sorted(spans):
+            if first >= end:
+                parts.append(value[end:first] + MASK)
+            elif last > end:
+                pass  # overlaps the masked stretch before it
+            end = max(end, last)
+        return "".join(parts) + value[end:]
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def mask_keys(value: Any) -> Any:
     """A copy of a JSON-like value with the values of credential-named keys masked."""
     if isinstance(value, Mapping):
@@ -78,14 +140,17 @@ def mask_keys(value: Any) -> Any:
 
 
 class MaskingMiddleware:
-    """Masks known secrets in JSON responses (bodies are small: one page of data)."""
+    """Masks known secrets in JSON responses (bodies are small: one page of data), and
+    shows paths under the data directory relative to it (`data_dir`: its absolute path)."""
 
-    def __init__(self, app: ASGIApp, redactor: Redactor) -> None:
+    def __init__(self, app: ASGIApp, redactor: Redactor, data_dir: str | None = None) -> None:
         self.app = app
         self.redactor = redactor
+        self.data_dir = data_dir.rstrip("/") if data_dir else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.redactor or not scope["path"].startswith("/api"):
+        active = bool(self.redactor) or self.data_dir is not None
+        if scope["type"] != "http" or not active or not scope["path"].startswith("/api"):
             await self.app(scope, receive, send)
             return
         start: Message | None = None
@@ -106,7 +171,7 @@ class MaskingMiddleware:
             chunks.append(message.get("body", b""))
             if message.get("more_body"):
                 return
-            body = self.redactor.text(b"".join(chunks).decode("utf-8")).encode("utf-8")
+            body = self.filter(b"".join(chunks).decode("utf-8")).encode("utf-8")
             fixed = [
                 (k, str(len(body)).encode() if k == b"content-length" else v)
                 for k, v in start.get("headers") or []
@@ -116,5 +181,23 @@ class MaskingMiddleware:
 
         await self.app(scope, receive, masking_send)
 
+    def filter(self, text: str) -> str:
+        if self.data_dir:
+            text = relative_paths(text, self.data_dir)
+        return self.redactor.text(text) if self.redactor else text
 
-__all__ = ["MASK", "MaskingMiddleware", "build_redactor", "secret_values"]
+
+def relative_paths(text: str, data_dir: str) -> str:
+    """`<data_dir>/logs/x.log` becomes `logs/x.log`, the data directory itself `.`."""
+    return text.replace(data_dir + "/", "").replace(data_dir, ".")
+
+
+__all__ = [
+    "MASK",
+    "FingerprintRedactor",
+    "MaskingMiddleware",
+    "build_redactor",
+    "fingerprints",
+    "relative_paths",
+    "secret_values",
+]

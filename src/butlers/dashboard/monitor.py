@@ -60,10 +60,28 @@ class ButlerMonitor:
         self.health: dict[str, ButlerHealth] = {}
         self._http: httpx.AsyncClient | None = None
         self._wake = asyncio.Event()
+        self._round_done = asyncio.Event()
         self.rounds = 0
 
     def get(self, name: str) -> ButlerHealth:
         return self.health.get(name) or ButlerHealth()
+
+    def unprobed(self) -> list[str]:
+        """The butlers that have no verdict yet (new, or the first round still runs)."""
+        return sorted(set(self._butlers()) - set(self.health))
+
+    async def settled(self, timeout: float = PROBE_TIMEOUT + 1.0) -> None:
+        """Until every butler has been probed once (at most `timeout`): a page asked for
+        right after start-up shows each butler's status, never `unknown`."""
+        deadline = time.monotonic() + timeout
+        while self.unprobed() and self._http is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._round_done.clear()
+            self.poke()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._round_done.wait(), remaining)
 
     def poke(self) -> None:
         """Probe now (a write just failed, a butler was added)."""
@@ -86,6 +104,7 @@ class ButlerMonitor:
             del self.health[gone]
         await asyncio.gather(*(self._probe(b) for b in butlers.values()))
         self.rounds += 1
+        self._round_done.set()
 
     async def _probe(self, butler: ButlerInfo) -> None:
         previous = self.health.get(butler.name)

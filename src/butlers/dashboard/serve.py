@@ -18,6 +18,10 @@ from butlers.settings import DashboardSettings
 from butlers.waiting import process_exit
 
 log = logging.getLogger(__name__)
+NO_LOGIN_WARNING = (
+    "the dashboard runs WITHOUT A LOGIN (--no-login): every local account on this "
+    "machine can read your butlers' data and act as you through it"
+)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -61,6 +65,8 @@ async def serve(settings: DashboardSettings, parent_pid: int | None = None) -> N
     server = _GracefulServer(config)
     watch = asyncio.create_task(_exit_with_parent(parent_pid, server)) if parent_pid else None
     log.info("dashboard on http://%s:%d/", settings.host, settings.port)
+    if not settings.login:
+        log.warning(NO_LOGIN_WARNING)
     try:
         await server.serve(sockets=[sock])
     finally:

@@ -77,7 +77,9 @@ def start_detached(settings: EcosystemSettings, program: str) -> EcosystemState:
             tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
             raise EcosystemError(f"`butlers up` exited with code {process.returncode}:\n{tail}")
         state = read_state(settings.data_dir)
-        return state if state is not None and state.supervisor_pid == process.pid else None
+        if state is None or state.supervisor_pid != process.pid or not state.ready:
+            return None
+        return state
 
     return wait_until_blocking(
         started,

@@ -4,19 +4,24 @@
 (the role can read every butler schema once each butler grants it at
 migration), migrates its chain, and starts it as a child on 127.0.0.1:40200
 (`--dashboard-port`, `--no-dashboard`). The dashboard finds the butlers in
-`ecosystem.json`, where its own entry is recorded too.
+`ecosystem.json`, where its own entry is recorded too. It asks for a login (the user's
+token, or a one-time link `butlers up` prints) and gets no credential but its own role's
+DSN: the ecosystem's other secrets reach it only as fingerprints, to mask them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2 as httpx
 
+from butlers.dashboard.masking import fingerprints
 from butlers.db.provision import Credentials
 from butlers.ecosystem.environment import base_environment
 from butlers.ecosystem.launcher import DashboardChild
@@ -34,6 +39,8 @@ DASHBOARD_VARIABLE_PREFIXES = (
     "BUTLERS_LOG_",
     "BUTLERS_SPAN_DIR",
 )
+# The dashboard's own credentials (a login token for a cluster's dashboard).
+DASHBOARD_CREDENTIALS = frozenset({"BUTLERS_DASHBOARD_TOKEN", "BUTLERS_DASHBOARD_MCP_TOKEN"})
 
 
 @dataclass
@@ -60,19 +67,35 @@ class DashboardProcess:
             log=str(self.log_path),
         )
 
-    def spawn(self, data_dir: Path, extra_env: dict[str, str], log_level: str) -> None:
+    def spawn(
+        self,
+        data_dir: Path,
+        extra_env: dict[str, str],
+        log_level: str,
+        *,
+        secret_names: Iterable[str] = (),
+        secrets: list[str] | None = None,
+    ) -> None:
+        """Start the dashboard with only what it needs: the OS basics, the settings it
+        reads and its own role's DSN. The ecosystem's credentials (credential-named
+        variables, `secret_names` the specs declare, `secrets` such as the admin
+        database password) reach it only as fingerprints, to mask them in responses."""
         assert self.port is not None
-        # The dashboard's environment: the OS basics, the settings it reads, and the
-        # credential-named variables, whose values it must know to mask them in every
-        # response (it never uses them); not the rest of the supervisor's environment.
         inherited = {**os.environ, **extra_env}
+        credential_names = {n for n in inherited if SENSITIVE_KEY.search(n)} | set(secret_names)
+        own = {
+            name: value
+            for name, value in inherited.items()
+            if name.startswith(DASHBOARD_VARIABLE_PREFIXES)
+            and (name in DASHBOARD_CREDENTIALS or name not in credential_names)
+        }
+        hidden = [
+            inherited[name] for name in credential_names if inherited.get(name) and name not in own
+        ]
         env = {
             **base_environment(inherited),
-            **{
-                name: value
-                for name, value in inherited.items()
-                if name.startswith(DASHBOARD_VARIABLE_PREFIXES) or SENSITIVE_KEY.search(name)
-            },
+            **own,
+            "BUTLERS_DASHBOARD_MASK_DIGESTS": json.dumps(fingerprints([*hidden, *(secrets or [])])),
             "BUTLERS_DATA_DIR": str(data_dir),
             "BUTLERS_DASHBOARD_DSN": self.dsn,
             "BUTLERS_DASHBOARD_SCHEMA": self.credentials.schema,
@@ -88,7 +111,8 @@ class DashboardProcess:
         self.process = DashboardChild(env, self.log_path)
 
     async def wait_ready(self, butlers: int | None = None, timeout: float = READY_TIMEOUT) -> None:
-        """Until `/api/health` answers (and, with `butlers`, lists that many butlers)."""
+        """Until `/api/health` answers (and, with `butlers`, lists that many butlers, each
+        with a status)."""
         assert self.url is not None
         deadline = time.monotonic() + timeout
         async with httpx.AsyncClient(timeout=2.0) as client:
@@ -101,9 +125,10 @@ class DashboardProcess:
                 try:
                     response = await client.get(f"{self.url}api/health")
                     health = response.json()["data"] if response.status_code == 200 else None
+                    # Ready once it lists every butler and has probed each of them.
                     if health is not None and (
                         butlers is None
-                        or (health["butlers"] == butlers and health["status_rounds"] > 0)
+                        or (health["butlers"] == butlers and health["unprobed"] == 0)
                     ):
                         return
                 except (httpx.HTTPError, ValueError, KeyError):

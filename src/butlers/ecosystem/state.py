@@ -67,6 +67,9 @@ class EcosystemState(StateModel):
     dashboard: DashboardInfo | None = None  # None: started with --no-dashboard
     supervisor_pid: int
     schema_prefix: str
+    # False while the dashboard takes its first look (it reads this file to find the
+    # butlers); `up --detach` returns once it is true.
+    ready: bool = True
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, exclude_none=True, indent=2)

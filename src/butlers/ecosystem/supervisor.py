@@ -16,11 +16,13 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx2 as httpx
 import yaml
 
 from butlers import migrations
+from butlers.dashboard.masking import spec_secret_names
 from butlers.dashboard.schema import migrate as migrate_dashboard
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
 from butlers.db.provision import Credentials, ensure, quote_ident
@@ -119,9 +121,10 @@ class Ecosystem:
             log.info("butlers ready %.2f s after start", time.monotonic() - started)
             await self.wait_registered()
             log.info("butlers registered %.2f s after start", time.monotonic() - started)
-            self.write_state_file()
             if self.dashboard is not None and self.dashboard.process is not None:
+                self.write_state_file(ready=False)  # the dashboard finds the butlers here
                 await self.dashboard.wait_ready(butlers=len(self.butlers))
+            self.write_state_file()
         except BaseException:
             await self.stop()
             raise
@@ -351,7 +354,23 @@ class Ecosystem:
 
     def _spawn_dashboard(self) -> None:
         assert self.dashboard is not None
-        self.dashboard.spawn(self.data_dir, self.extra_env, self.settings.log_level)
+        assert self.database is not None
+        passwords = [
+            urlsplit(self.database.admin_dsn).password,
+            urlsplit(self.settings.database_url or "").password,
+            *(
+                c.password
+                for c in CredentialFile(self.data_dir / "credentials.json").load().values()
+            ),
+            self.tokens.registration_key if self.tokens else None,
+        ]
+        self.dashboard.spawn(
+            self.data_dir,
+            self.extra_env,
+            self.settings.log_level,
+            secret_names=set().union(*(spec_secret_names(r) for r in self.resources)),
+            secrets=[p for p in passwords if p],
+        )
         assert self.dashboard.process is not None
         log.info(
             "started the dashboard (pid %d) on %s", self.dashboard.process.pid, self.dashboard.url
@@ -448,9 +467,10 @@ class Ecosystem:
 
     # -- state file ------------------------------------------------------------
 
-    def describe(self) -> EcosystemState:
+    def describe(self, *, ready: bool = True) -> EcosystemState:
         assert self.database is not None
         return EcosystemState(
+            ready=ready,
             # The user's token: full access to every butler (clients, the dashboard).
             token=self.tokens.user_token if self.tokens else None,
             database=self.database.describe(),
@@ -461,8 +481,8 @@ class Ecosystem:
             schema_prefix=self.settings.schema_prefix,
         )
 
-    def write_state_file(self) -> None:
-        self.describe().write(self.data_dir)
+    def write_state_file(self, *, ready: bool = True) -> None:
+        self.describe(ready=ready).write(self.data_dir)
 
 
 def _import_migration_stack() -> None:

@@ -87,7 +87,8 @@ async def test_an_unexpected_exception_is_internal_error_and_logged(
 
         app.state.dashboard.db.fan_out = broken
         with caplog.at_level(logging.ERROR, logger="butlers.dashboard.errors"):
-            async with httpx.AsyncClient(base_url=url) as client:
+            bearer = {"Authorization": f"Bearer {butler_ecosystem.token}"}
+            async with httpx.AsyncClient(base_url=url, headers=bearer) as client:
                 response = await client.get("/api/sessions")
         error = error_of(response, 500, "INTERNAL_ERROR")
         assert error["message"] == "Internal server error"

@@ -7,7 +7,6 @@ import uuid
 from datetime import UTC, datetime
 
 import httpx2 as httpx
-import pytest
 
 from butlers.dashboard.inventory import api_routes
 
@@ -115,40 +114,69 @@ async def test_token_mode_needs_a_bearer_or_a_session_cookie(
                 "/api/butlers/general/state/x", json={"value": 1}, headers=CSRF
             )
             assert allowed.status_code == 200
-            assert (await browser.get("/api/auth/status")).json()["data"]["actor"] == "session"
+            who = (await browser.get("/api/auth/status")).json()["data"]["actor"]
+            assert re.fullmatch(r".+ \(session [0-9a-f]{8}\)", who), who
+            session_cookie = dict(browser.cookies)
             await browser.post("/logout")
             assert (await browser.get("/api/butlers")).status_code == 401
+        # The cookie copied before the logout is dead on the server, not only forgotten
+        # by the browser.
+        async with httpx.AsyncClient(base_url=url, cookies=session_cookie) as replay:
+            assert (await replay.get("/api/butlers")).status_code == 401
 
 
-async def test_without_a_token_only_loopback_host_names_are_answered(
-    dashboard: httpx.AsyncClient, butler_ecosystem: EcosystemHandle
+async def test_without_a_login_only_loopback_host_names_are_answered(
+    butler_ecosystem: EcosystemHandle,
 ) -> None:
-    if butler_ecosystem.dashboard_token:
-        pytest.skip("this backend's dashboard runs with a token (the chart always sets one)")
-    rebinding = await dashboard.get("/api/butlers", headers={"Host": f"{uuid.uuid4().hex}.example"})
-    assert rebinding.status_code == 400
-    local = await dashboard.get("/api/butlers", headers={"Host": "localhost"})
-    assert local.status_code == 200
-    forged = await dashboard.post(
-        "/api/butlers/general/tick", headers={"X-Butlers-CSRF": "", "Content-Type": "text/plain"}
-    )
-    assert (forged.status_code, forged.json()["error"]["code"]) == (403, "FORBIDDEN")
-
-
-async def test_cors_allows_the_dev_server_origin_only(dashboard: httpx.AsyncClient) -> None:
-    def preflight(origin: str) -> dict[str, str]:
-        return {
-            "Origin": origin,
-            "Access-Control-Request-Method": "PUT",
-            "Access-Control-Request-Headers": "x-butlers-csrf,content-type",
+    async with (
+        extra_dashboard(butler_ecosystem, login=False) as (url, _app),
+        httpx.AsyncClient(base_url=url, headers=CSRF) as dashboard,
+    ):
+        rebinding = await dashboard.get(
+            "/api/butlers", headers={"Host": f"{uuid.uuid4().hex}.example"}
+        )
+        assert rebinding.status_code == 400
+        local = await dashboard.get("/api/butlers", headers={"Host": "localhost"})
+        assert local.status_code == 200
+        forged = await dashboard.post(
+            "/api/butlers/general/tick",
+            headers={"X-Butlers-CSRF": "", "Content-Type": "text/plain"},
+        )
+        assert (forged.status_code, forged.json()["error"]["code"]) == (403, "FORBIDDEN")
+        status = (await dashboard.get("/api/auth/status")).json()["data"]
+        assert status == {
+            "token_required": False,
+            "authenticated": True,
+            "actor": "local (no login)",
         }
 
-    ok = await dashboard.options(
-        "/api/butlers/general/state/k", headers=preflight("http://localhost:40173")
-    )
-    assert ok.headers.get("access-control-allow-origin") == "http://localhost:40173"
-    assert ok.headers.get("access-control-allow-credentials") == "true"
-    evil = await dashboard.options(
-        "/api/butlers/general/state/k", headers=preflight("https://evil.example")
-    )
-    assert "access-control-allow-origin" not in evil.headers
+
+def _preflight(origin: str) -> dict[str, str]:
+    return {
+        "Origin": origin,
+        "Access-Control-Request-Method": "PUT",
+        "Access-Control-Request-Headers": "x-butlers-csrf,content-type",
+    }
+
+
+async def test_cors_allows_no_other_origin_by_default(dashboard: httpx.AsyncClient) -> None:
+    for origin in ("http://localhost:40173", "https://evil.example"):
+        answer = await dashboard.options("/api/butlers/general/state/k", headers=_preflight(origin))
+        assert "access-control-allow-origin" not in answer.headers, origin
+
+
+async def test_cors_allows_the_dev_server_origin_when_dev_py_runs_it(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    dev = "http://localhost:40173"  # `dev.py ui-dev` starts its dashboard with this origin
+    async with (
+        extra_dashboard(butler_ecosystem, cors_origins=(dev,)) as (url, _app),
+        httpx.AsyncClient(base_url=url) as client,
+    ):
+        ok = await client.options("/api/butlers/general/state/k", headers=_preflight(dev))
+        assert ok.headers.get("access-control-allow-origin") == dev
+        assert ok.headers.get("access-control-allow-credentials") == "true"
+        evil = await client.options(
+            "/api/butlers/general/state/k", headers=_preflight("https://evil.example")
+        )
+        assert "access-control-allow-origin" not in evil.headers

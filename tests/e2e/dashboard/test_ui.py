@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import httpx2 as httpx
 import pytest
 
+from butlers.dashboard.logins import login_url
 from butlers.switchboard.envelope import build_envelope
 from butlers.testing.script_server import Script, call, step
 
@@ -138,6 +139,10 @@ async def ui(
     watcher = Watcher(base)
     watcher.attach(page)
     page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+    if butler_ecosystem.dashboard_token:  # signed in as a user is: the link `butlers up` prints
+        await page.goto(login_url(f"{base}/", butler_ecosystem.dashboard_token))
+        await page.get_by_role("button", name="Sign out").wait_for()
+        await page.wait_for_load_state("networkidle")  # the test's first page aborts nothing
     try:
         yield page, watcher
     finally:
@@ -432,6 +437,12 @@ async def test_with_a_token_the_ui_signs_in_and_its_writes_carry_the_cookie(
             await form.get_by_role("button", name="Save").click()
             await page.locator(f"tr[data-key='{key}']").wait_for()
             assert await butler_ecosystem.call("general", "state_get", {"key": key}) is True
+            # Signing out ends the session on the server: the old cookie opens nothing.
+            await page.get_by_role("button", name="Sign out").click()
+            await page.wait_for_url(re.compile(r"/login$"))
+            copied = {cookie["name"]: cookie["value"]}
+            async with httpx.AsyncClient(base_url=url, cookies=copied) as replay:
+                assert (await replay.get("/api/butlers")).status_code == 401
         finally:
             await context.close()
     # The one 401 is the login page refusing the wrong token: the UI itself asked

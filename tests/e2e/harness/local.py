@@ -68,6 +68,8 @@ async def local_ecosystem(
             if extra_env and "BUTLERS_SPAN_DIR" in extra_env
             else None,
             dashboard_url=ecosystem.dashboard.url if ecosystem.dashboard else None,
+            # A local ecosystem's dashboard signs in with the user's token.
+            dashboard_token=tokens.user_token if ecosystem.dashboard else None,
             dashboard_dsn=ecosystem.dashboard.dsn if ecosystem.dashboard else None,
             dashboard_schema=ecosystem.dashboard.credentials.schema
             if ecosystem.dashboard

@@ -37,13 +37,17 @@ async def test_stopped_database_is_database_unavailable_then_recovers(
     reader = await provision(admin, dashboard_schema(), role=dashboard_role())
     butler = await provision(admin, "solo")
     await migrations.upgrade(butler.dsn(admin), "solo", [migrations.CORE], reader_role=reader.role)
-    directory = StaticDirectory([ButlerInfo("solo", f"http://127.0.0.1:{free_port()}/mcp", "solo")])
+    token = "user-token-" + "d" * 24
+    solo = ButlerInfo("solo", f"http://127.0.0.1:{free_port()}/mcp", "solo")
+    directory = StaticDirectory([solo], mcp_token=token)
     settings = DashboardSettings(
         port=free_port(), dsn=reader.dsn(admin), schema=reader.schema, poll_interval=0.2
     )
     async with (
         served_dashboard(settings, directory) as (url, _app),
-        httpx.AsyncClient(base_url=url, timeout=30) as client,
+        httpx.AsyncClient(
+            base_url=url, timeout=30, headers={"Authorization": f"Bearer {token}"}
+        ) as client,
     ):
         assert (await client.get("/api/sessions")).json()["meta"]["total"] == 0
         own_server.stop()

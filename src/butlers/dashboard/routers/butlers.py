@@ -29,6 +29,7 @@ class Health(BaseModel):
     directory: str
     change_feed: str  # listen | poll (LISTEN connection lost) | starting
     status_rounds: int  # completed rounds of status probes
+    unprobed: int  # butlers without a status yet (shown as `unknown`)
     sse_subscribers: int
 
 
@@ -85,6 +86,7 @@ async def health(dashboard: Ctx) -> dict[str, Any]:
             directory=dashboard.directory.describe(),
             change_feed=dashboard.feed.mode,
             status_rounds=dashboard.monitor.rounds,
+            unprobed=len(dashboard.monitor.unprobed()),
             sse_subscribers=dashboard.broker.subscriber_count,
         )
     )
@@ -93,6 +95,7 @@ async def health(dashboard: Ctx) -> dict[str, Any]:
 @router.get("/api/butlers", response_model=ApiResponse[list[ButlerSummary]])
 async def list_butlers(dashboard: Ctx) -> dict[str, Any]:
     """Every butler with its live status (probed in the background every few seconds)."""
+    await dashboard.monitor.settled()
     return ok([summary(dashboard, info) for _, info in sorted(dashboard.butlers().items())])
 
 

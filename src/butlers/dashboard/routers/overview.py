@@ -64,6 +64,7 @@ class Overview(BaseModel):
 
 @router.get("/api/overview", response_model=ApiResponse[Overview])
 async def overview(dashboard: Ctx) -> dict[str, Any]:
+    await dashboard.monitor.settled()
     butlers = dashboard.butlers()
     stats, approvals, registry = await asyncio.gather(
         dashboard.db.fan_out(STATS),

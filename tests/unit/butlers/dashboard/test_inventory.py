@@ -15,6 +15,7 @@ from butlers.dashboard.app import create_app
 from butlers.dashboard.inventory import api_routes, documents
 from butlers.dashboard.modules import MODULE_ROUTERS
 from butlers.modules.registry import MODULE_NAMES
+from butlers.settings import DashboardSettings
 
 
 def test_the_committed_inventory_and_openapi_schema_are_current() -> None:
@@ -55,8 +56,10 @@ def test_a_module_route_cannot_shadow_a_core_path(monkeypatch: pytest.MonkeyPatc
         return {"shadowed": True}
 
     monkeypatch.setattr(app_module, "module_routers", lambda: [("intruder", intruder)])
-    client = TestClient(app_module.create_app(), base_url="http://127.0.0.1")
-    body = client.get("/api/oauth/status").json()
+    token = "t" * 32
+    app = app_module.create_app(DashboardSettings(token=token))
+    client = TestClient(app, base_url="http://127.0.0.1")
+    body = client.get("/api/oauth/status", headers={"Authorization": f"Bearer {token}"}).json()
     assert body["data"]["state"] == "not_configured" and "shadowed" not in body
     origins = [origin for origin, _router in app_module.api_routers()]
     assert origins[-1] == "intruder" and set(origins[:-1]) == {"core"}

@@ -9,7 +9,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from butlers.dashboard.masking import MaskingMiddleware, build_redactor, secret_values
+from butlers.dashboard.masking import (
+    FingerprintRedactor,
+    MaskingMiddleware,
+    build_redactor,
+    fingerprints,
+    secret_values,
+)
+from butlers.redaction import Redactor
 from butlers.roster import parse_butler
 
 MESSENGER = parse_butler(
@@ -53,3 +60,29 @@ def test_json_bodies_are_masked_including_escaped_secrets() -> None:
     assert response.json() == {"a": "[REDACTED]", "b": "x [REDACTED] y"}
     assert int(response.headers["content-length"]) == len(response.content)
     assert secret not in response.text and json.dumps(secret)[1:-1] not in response.text
+
+
+def test_secrets_known_only_by_fingerprint_are_masked() -> None:
+    secret, escaped = "sk-held-elsewhere-1234", 'pass"word\\9876'
+    prints = fingerprints([secret, escaped, "short"])
+    assert secret not in json.dumps(prints) and "short" not in json.dumps(prints)
+    redactor = FingerprintRedactor(prints)
+    assert redactor.text(f"key={secret}; again {secret}!") == "key=[REDACTED]; again [REDACTED]!"
+    assert redactor.text("sk-held-elsewhere-12") == "sk-held-elsewhere-12", "a prefix is no match"
+    assert redactor.value({"a": [f"x{secret}y"]}) == {"a": ["x[REDACTED]y"]}
+
+    async def leak(_request: object) -> JSONResponse:
+        return JSONResponse({"a": escaped, "b": f"{secret}{secret}"})
+
+    app = MaskingMiddleware(Starlette(routes=[Route("/api/leak", leak)]), redactor)
+    assert TestClient(app).get("/api/leak").json() == {"a": "[REDACTED]", "b": "[REDACTED]" * 2}
+
+
+def test_paths_under_the_data_directory_are_shown_relative_to_it() -> None:
+    async def paths(_request: object) -> JSONResponse:
+        return JSONResponse({"log": "/srv/me/.butlers/logs/a.log", "dir": "/srv/me/.butlers"})
+
+    app = MaskingMiddleware(
+        Starlette(routes=[Route("/api/paths", paths)]), Redactor([]), "/srv/me/.butlers"
+    )
+    assert TestClient(app).get("/api/paths").json() == {"log": "logs/a.log", "dir": "."}
