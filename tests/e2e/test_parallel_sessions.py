@@ -1,9 +1,10 @@
 """Two whole e2e sessions side by side on one PostgreSQL server (documents 001, 004).
 
-Each child session boots its own ecosystem (its own schema prefix, roles, free ports,
-processes and scripted model) from the same server this session uses, and runs the
-probe of parallel/probe_session.py: both are up at once, both write the same key in
-every butler, and each reads back only its own. Afterwards neither left a schema.
+This session starts a second one (another pytest process), which boots its own
+ecosystem (its own schema prefix, roles, free ports, processes and scripted model) on
+the server this session uses. Both run the probe of parallel/probe_session.py: both are
+up at once, both write the same key in every butler, and each reads back only its own.
+The second session leaves no schema behind.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import asyncpg
 import pytest
 
 from .conftest import ROOT
-from .parallel.probe_session import PARALLEL_DIR, PARALLEL_NAME
+from .harness.ecosystem import EcosystemHandle
+from .parallel.probe_session import PARALLEL_DIR, PARALLEL_NAME, probe
 
-SESSIONS = ("left", "right")
+ME, OTHER = "this", "other"
 CHILD_TIMEOUT = 480.0
 
 
@@ -58,32 +60,35 @@ async def _session(name: str, shared: Path, server_dsn: str) -> tuple[int, str]:
 
 @pytest.mark.timeout(CHILD_TIMEOUT + 60)
 async def test_two_sessions_run_side_by_side_without_touching_each_other(
-    request: pytest.FixtureRequest, pg_server_dsn: str, pg_admin_dsn: str, tmp_path: Path
+    butler_ecosystem: EcosystemHandle, pg_server_dsn: str, tmp_path: Path
 ) -> None:
-    if str(request.config.getoption("--backend")) != "local" or request.config.getoption("--kind"):
+    if butler_ecosystem.backend != "local":
         pytest.skip("the side-by-side sessions run the local backend (run once, in its lane)")
-    results = await asyncio.gather(*(_session(n, tmp_path, pg_server_dsn) for n in SESSIONS))
-    for name, (code, output) in zip(SESSIONS, results, strict=True):
-        assert code == 0, f"session {name} failed:\n{output[-4000:]}"
-    up = {n: json.loads((tmp_path / f"{n}.up.json").read_text()) for n in SESSIONS}
-    left, right = up["left"], up["right"]
-    assert left["schema_prefix"] != right["schema_prefix"]
-    assert set(left["schemas"]) == set(right["schemas"])  # the same roster, twice
-    assert not set(left["schemas"].values()) & set(right["schemas"].values())
-    assert not set(left["ports"].values()) & set(right["ports"].values())
-    assert not set(left["pids"].values()) & set(right["pids"].values())
-    assert left["dashboard_url"] != right["dashboard_url"]
-    for name in SESSIONS:
-        seen = json.loads((tmp_path / f"{name}.read").read_text())
-        assert {v["session"] for v in seen.values()} == {name}
+    other = asyncio.create_task(_session(OTHER, tmp_path, pg_server_dsn))
+    try:
+        seen, mine = await probe(butler_ecosystem, tmp_path, ME, lambda: not other.done())
+    except AssertionError as exc:
+        code, output = await other
+        raise AssertionError(f"{exc}; the other session ({code}):\n{output[-4000:]}") from exc
+    code, output = await other
+    assert code == 0, f"the other session failed:\n{output[-4000:]}"
+    assert seen == {butler: mine for butler in butler_ecosystem.names}
+    up = {n: json.loads((tmp_path / f"{n}.up.json").read_text()) for n in (ME, OTHER)}
+    this, that = up[ME], up[OTHER]
+    assert this["schema_prefix"] != that["schema_prefix"]
+    assert set(this["schemas"]) == set(that["schemas"])  # the same roster, twice
+    assert not set(this["schemas"].values()) & set(that["schemas"].values())
+    assert not set(this["ports"].values()) & set(that["ports"].values())
+    assert not set(this["pids"].values()) & set(that["pids"].values())
+    assert this["dashboard_url"] != that["dashboard_url"]
+    read = json.loads((tmp_path / f"{OTHER}.read").read_text())
+    assert {v["session"] for v in read.values()} == {OTHER}
     conn = await asyncpg.connect(pg_server_dsn)
     try:
         left_over = await conn.fetch(
-            "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1) "
-            "OR starts_with(nspname, $2)",
-            left["schema_prefix"],
-            right["schema_prefix"],
+            "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)",
+            that["schema_prefix"],
         )
     finally:
         await conn.close()
-    assert left_over == [], "a session left its schemas behind"
+    assert left_over == [], "the other session left its schemas behind"

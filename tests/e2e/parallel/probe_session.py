@@ -1,16 +1,18 @@
-"""The probe one of two side-by-side e2e sessions runs (test_parallel_sessions.py).
+"""The probe each of two side-by-side e2e sessions runs (test_parallel_sessions.py).
 
-Collected only when BUTLERS_E2E_PARALLEL_DIR is set (the parent test sets it for its
-children). Each session records its schemas, ports and processes, waits until the
-other session is up too, then writes a value of its own under a key both use and
-reads it back: each must see its own value, in its own schemas, while both run.
+The test runs it in its own session and in a second one it starts (which sets
+BUTLERS_E2E_PARALLEL_DIR). Each session records its schemas, ports and processes,
+waits until the other is up too, then writes a value of its own under a key both use
+and reads it back: each must see its own value, in its own schemas, while both run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,8 +28,31 @@ KEY = "parallel-probe"
 async def test_probe_sees_only_its_own_session(butler_ecosystem: EcosystemHandle) -> None:
     if not os.environ.get(PARALLEL_DIR):
         pytest.skip(f"run by test_parallel_sessions.py (it sets {PARALLEL_DIR})")
-    shared = Path(os.environ[PARALLEL_DIR])
-    me = os.environ[PARALLEL_NAME]
+    seen, mine = await probe(
+        butler_ecosystem, Path(os.environ[PARALLEL_DIR]), os.environ[PARALLEL_NAME]
+    )
+    assert seen == {butler: mine for butler in butler_ecosystem.names}
+
+
+async def probe(
+    butler_ecosystem: EcosystemHandle,
+    shared: Path,
+    me: str,
+    peer_alive: Callable[[], bool] = lambda: True,
+) -> tuple[dict[str, object], dict[str, str]]:
+    """What this session read back under the shared key, and what it wrote.
+
+    `peer_alive`: False once the other session is known to have ended (waits stop)."""
+
+    def peer(path: Callable[[], Any]) -> Callable[[], Any]:
+        def check() -> Any:
+            found = path()
+            if not found and not peer_alive():
+                raise AssertionError("the other session ended before it got this far")
+            return found
+
+        return check
+
     facts = {
         "name": me,
         "schema_prefix": butler_ecosystem.schema_prefix,
@@ -38,7 +63,7 @@ async def test_probe_sees_only_its_own_session(butler_ecosystem: EcosystemHandle
     }
     (shared / f"{me}.up.json").write_text(json.dumps(facts))
     others = await wait_until(
-        lambda: [p for p in shared.glob("*.up.json") if p.name != f"{me}.up.json"] or None,
+        peer(lambda: [p for p in shared.glob("*.up.json") if p.name != f"{me}.up.json"]),
         timeout=300,
         message="the other session never came up beside this one",
     )
@@ -48,7 +73,7 @@ async def test_probe_sees_only_its_own_session(butler_ecosystem: EcosystemHandle
         await butler_ecosystem.call(butler, "state_set", {"key": KEY, "value": mine})
     (shared / f"{me}.wrote").write_text("")
     await wait_until(
-        lambda: (shared / f"{other['name']}.wrote").exists(),
+        peer(lambda: (shared / f"{other['name']}.wrote").exists()),
         timeout=300,
         message="the other session never wrote its probe",
     )
@@ -59,8 +84,8 @@ async def test_probe_sees_only_its_own_session(butler_ecosystem: EcosystemHandle
     # Both sessions are still up: the other one waits for this file before it ends.
     (shared / f"{me}.read").write_text(json.dumps(seen))
     await wait_until(
-        lambda: (shared / f"{other['name']}.read").exists(),
+        peer(lambda: (shared / f"{other['name']}.read").exists()),
         timeout=300,
         message="the other session never read its probe",
     )
-    assert seen == {butler: mine for butler in butler_ecosystem.names}
+    return seen, mine
