@@ -26,6 +26,8 @@ AUTH_SECRET_VARS = ("BUTLERS_TOKEN", "BUTLERS_REGISTRATION_KEY")
 _DIGEST_CHARS = frozenset("0123456789abcdef")
 _LABEL = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 DEFAULT_MAX_QUEUED_SESSIONS = 32
+# Connections of a butler's database pool (BUTLERS_POOL_MIN_SIZE, BUTLERS_POOL_MAX_SIZE).
+DEFAULT_POOL_SIZES = (1, 10)
 DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024
 
 # What a butler process of a local ecosystem inherits from the supervisor's environment,
@@ -44,6 +46,7 @@ BUTLER_SETTINGS_ENVIRONMENT = (
     "BUTLERS_TICK_INTERVAL", "BUTLERS_APPROVAL_TIMEOUT_SECONDS", "BUTLERS_HEARTBEAT_INTERVAL",
     "BUTLERS_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "BUTLERS_SPAN_DIR",
     "BUTLERS_LOG_LEVEL", "BUTLERS_MAX_QUEUED_SESSIONS", "BUTLERS_LOG_MAX_BYTES", "BUTLERS_PRICES",
+    "BUTLERS_POOL_MIN_SIZE", "BUTLERS_POOL_MAX_SIZE",
 )  # fmt: skip
 
 
@@ -114,6 +117,8 @@ class ButlerSettings:
     # This process's log file, rotated at `log_max_bytes` (None: stderr, as in a pod).
     log_file: Path | None = None
     log_max_bytes: int = DEFAULT_LOG_MAX_BYTES
+    # Connections of the butler's database pool, fewest and most.
+    pool_sizes: tuple[int, int] = DEFAULT_POOL_SIZES
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -173,6 +178,7 @@ class ButlerSettings:
             ),
             log_file=Path(env["BUTLERS_LOG_FILE"]) if env.get("BUTLERS_LOG_FILE") else None,
             log_max_bytes=_positive_int(env, "BUTLERS_LOG_MAX_BYTES", DEFAULT_LOG_MAX_BYTES),
+            pool_sizes=_pool_sizes(env),
         )
 
 
@@ -329,6 +335,17 @@ def _positive_float(env: Mapping[str, str], name: str, default: float) -> float:
     if value <= 0:
         raise ButlersError(f"{name}={raw!r} must be positive")
     return value
+
+
+def _pool_sizes(env: Mapping[str, str]) -> tuple[int, int]:
+    low = _positive_int(env, "BUTLERS_POOL_MIN_SIZE", DEFAULT_POOL_SIZES[0])
+    high = _positive_int(env, "BUTLERS_POOL_MAX_SIZE", max(DEFAULT_POOL_SIZES[1], low))
+    if low > high:
+        raise ButlersError(
+            f"BUTLERS_POOL_MIN_SIZE={low} is more than BUTLERS_POOL_MAX_SIZE={high}: "
+            "the pool's fewest connections cannot exceed its most"
+        )
+    return low, high
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:

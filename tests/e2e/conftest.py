@@ -16,6 +16,7 @@ adds up what it cost.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -33,8 +34,10 @@ from .harness.env import E2E_ENV, SUPERVISOR_SECRET
 from .harness.kind import kind_ecosystem
 from .harness.kind_commands import kind_unavailable_reason
 from .harness.local import local_ecosystem
+from .harness.log_relay import LogRelay
 from .harness.operator import operator_ecosystem
 from .harness.ordering import smoke_first
+from .harness.psql import database_lines
 from .harness.runtime import live_runtime_env, live_runtime_problem, scripted_runtime_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +49,9 @@ BACKENDS: dict[str, Any] = {
     "kind": kind_ecosystem,
 }
 COST_TRACKER = pytest.StashKey[CostTracker]()
+# The `psql` lines the session logged at its start (for the test that checks them).
+DATABASE_LINES = pytest.StashKey[list[str]]()
+log = logging.getLogger("butlers.e2e.session")
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k deselects
@@ -109,6 +115,16 @@ def _backend(config: pytest.Config) -> str:
     return "kind" if config.getoption("--kind") else str(config.getoption("--backend"))
 
 
+def chosen_log_level(config: pytest.Config) -> str | None:
+    """The level asked of pytest's logging (--log-cli-level, else --log-level, or their
+    ini settings): the local backend's butlers log at it."""
+    for name in ("log_cli_level", "log_level"):
+        value = config.getoption(name) or config.getini(name)
+        if value:
+            return str(value).upper()
+    return None
+
+
 @pytest.fixture(scope="session")
 def ecosystem_admin_dsn(request: pytest.FixtureRequest) -> str:
     """The session's PostgreSQL for the local backends; the kind backend brings its own
@@ -136,6 +152,9 @@ async def butler_ecosystem(
             "kube_context": request.config.getoption("--kube-context"),
             "keep_namespace": request.config.getoption("--keep-namespace"),
         }
+    level = chosen_log_level(request.config)
+    if backend == "local" and level:
+        options["log_level"] = level
     if backend == "apiserver":
         reason = apiserver_unavailable_reason()
         if reason:
@@ -160,10 +179,16 @@ async def butler_ecosystem(
         extra_env={**runtime_env, **E2E_ENV, "BUTLERS_SPAN_DIR": str(data_dir / "spans")},
         **options,
     ) as handle:
+        relay = LogRelay(handle.log_dir).start() if handle.log_dir is not None else None
+        request.config.stash[DATABASE_LINES] = database_lines(handle)
+        for line in request.config.stash[DATABASE_LINES]:
+            log.info("%s", line)
         try:
             yield handle
         finally:
             os.environ.pop(name, None)
+            if relay is not None:
+                relay.stop()
             if handle.log_dir is not None:
                 _collect_logs(handle.log_dir)
 
@@ -171,6 +196,9 @@ async def butler_ecosystem(
 def _collect_logs(log_dir: Path) -> None:
     """Concatenate butler logs into .tmp/e2e-logs/e2e-latest.log for triage greps."""
     LOG_DIR.mkdir(parents=True, exist_ok=True)
-    with (LOG_DIR / "e2e-latest.log").open("w") as out:
+    # Written aside and renamed: sessions running side by side each leave a whole file.
+    partial = LOG_DIR / f".e2e-latest.{os.getpid()}.log"
+    with partial.open("w") as out:
         for path in sorted(log_dir.glob("*.log")):
             out.write(path.read_text(errors="replace"))
+    partial.replace(LOG_DIR / "e2e-latest.log")

@@ -1,11 +1,25 @@
-"""Smoke: every butler is up, serves MCP, and has its core tables."""
+"""Smoke: every butler is up, serves MCP, has its core and domain tables and reports its
+modules, with no model call. These tests run first (harness/ordering.py); the per-butler
+ones are parametrized from the roster, so a new roster butler is covered unedited."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import httpx2 as httpx
 import pytest
 
+from butlers.testing.script_server import ScriptServer
+
+from .conftest import ROOT
 from .harness.ecosystem import EcosystemHandle
+from .harness.env import E2E_ENV
+from .harness.roster_expect import domain_tables, expected_modules, roster
+
+ROSTER = roster(Path(os.environ.get("BUTLERS_E2E_ROSTER", ROOT / "roster")))
+BUTLERS = [r.name for r in ROSTER]
+ALL_DOMAIN_TABLES = {r.name: domain_tables(r) for r in ROSTER}
 
 CORE_TABLES = {"state", "scheduled_tasks", "sessions", "alembic_version_core"}
 CORE_TOOLS = {
@@ -88,3 +102,47 @@ async def test_a_butler_role_cannot_read_another_schema(
     other_schema = butler_ecosystem[other].schema
     with pytest.raises(asyncpg.InsufficientPrivilegeError):
         await pool.fetch(f'SELECT * FROM "{other_schema}".state')
+
+
+async def test_every_roster_butler_is_in_the_ecosystem_and_the_registry(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    assert sorted(butler_ecosystem.names) == BUTLERS
+    registered = await butler_ecosystem.call("switchboard", "butler_registry_list")
+    assert sorted(r["name"] for r in registered) == BUTLERS
+
+
+@pytest.mark.parametrize("butler", BUTLERS)
+async def test_schema_has_the_tables_of_its_modules_and_no_others(
+    butler_ecosystem: EcosystemHandle, butler: str
+) -> None:
+    conn = await butler_ecosystem.admin()
+    try:
+        rows = await conn.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = $1",
+            butler_ecosystem[butler].schema,
+        )
+    finally:
+        await conn.close()
+    tables = {row["table_name"] for row in rows}
+    own = ALL_DOMAIN_TABLES[butler]
+    assert own <= tables, f"{butler} lacks {own - tables}"
+    foreign = set().union(*(t for n, t in ALL_DOMAIN_TABLES.items() if n != butler)) - own
+    assert not tables & foreign, f"{butler} has another butler's tables {tables & foreign}"
+
+
+@pytest.mark.parametrize("butler", BUTLERS)
+async def test_modules_report_the_status_their_credentials_allow(
+    butler_ecosystem: EcosystemHandle, butler: str
+) -> None:
+    [resource] = [r for r in ROSTER if r.name == butler]
+    expected = expected_modules(resource, {**os.environ, **E2E_ENV})
+    status = await butler_ecosystem.call(butler, "status")
+    got = {m["name"]: (m["status"], m["phase"]) for m in status["modules"]}
+    assert got == expected
+
+
+async def test_smoke_tests_made_no_model_call(llm_script_server: ScriptServer) -> None:
+    """The smoke tests run first and call no model: nothing reached the scripted model
+    since the session began (the ecosystem's start included)."""
+    assert llm_script_server.requests_served == 0

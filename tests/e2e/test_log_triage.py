@@ -9,7 +9,13 @@ another test left behind cannot satisfy it.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
+import shlex
+import shutil
+import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -17,6 +23,7 @@ import pytest
 from butlers.testing.script_server import Script, call, step
 from butlers.waiting import WaitTimeout, wait_until
 
+from .conftest import DATABASE_LINES
 from .harness.ecosystem import EcosystemHandle
 from .test_switchboard_flow import classify_as, ingest
 
@@ -110,3 +117,78 @@ async def test_triage_grep_finds_the_failed_channel_modules(
         if match
     }
     assert failed == {"telegram", "email"}
+
+
+async def test_error_greps_find_this_sessions_failure(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    """The guide's `grep -i 'error\\|exception\\|traceback'` and its per-butler form
+    `grep -i 'error.*health\\|health.*error'` find the failure of this session."""
+    offsets = {path: path.stat().st_size for path in _log_files(butler_ecosystem)}
+    word = f"boom-{uuid.uuid4().hex[:8]}"
+    llm_script.route("health", step(error=f"model endpoint exploded ({word})"))
+    result = await butler_ecosystem.call("health", "trigger", {"prompt": "Log my weight"})
+    assert result["success"] is False
+    session_id = result["session_id"]
+
+    def matching(pattern: str) -> list[str]:
+        return [
+            line
+            for line in _new_lines(butler_ecosystem, offsets)
+            if re.search(pattern, line, re.I) and session_id in line
+        ]
+
+    errors = await wait_until(
+        lambda: matching(r"error|exception|traceback") or None,
+        timeout=5,
+        message=lambda: f"no error line for session {session_id}",
+    )
+    assert all("[health]" in line for line in errors), errors
+    assert any(word in line for line in errors), errors
+    assert matching(r"error.*health|health.*error") == errors
+
+
+async def test_butler_log_lines_reach_the_tests_logging_at_their_level(
+    butler_ecosystem: EcosystemHandle, llm_script: Script, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What pytest shows on its console (`--log-cli-level`) and in a failed test's report:
+    the butlers' lines, relayed as records of `butlers.e2e.<butler>` at their own level."""
+    _log_files(butler_ecosystem)  # skips where the butlers' logs are not on this machine
+    llm_script.route("health", step("Fine."))
+    with caplog.at_level(logging.INFO, logger="butlers.e2e"):
+        result = await butler_ecosystem.call("health", "trigger", {"prompt": "How am I?"})
+        records = await wait_until(
+            lambda: [r for r in caplog.records if result["session_id"] in r.getMessage()] or None,
+            timeout=5,
+            message="no relayed line about this session",
+        )
+    assert {r.name for r in records} == {"butlers.e2e.health"}
+    assert {r.levelname for r in records} == {"INFO"}
+
+
+async def test_the_session_logs_a_working_psql_command_per_database(
+    butler_ecosystem: EcosystemHandle, request: pytest.FixtureRequest
+) -> None:
+    lines = request.config.stash[DATABASE_LINES]
+    assert len(lines) == len(butler_ecosystem.names) + 1
+    psql = shutil.which("psql")
+    if psql is None:
+        pytest.skip("no psql on this machine to try the logged commands")
+    for name in butler_ecosystem.names:
+        [line] = [
+            line
+            for line in lines
+            if line.endswith(f"# {name}: schema {butler_ecosystem[name].schema}")
+        ]
+        command = shlex.split(line.split("#", 1)[0])
+        assert command[0] == "psql"
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [psql, *command[1:], "-AtXc", "SELECT current_schema, count(*) FROM state"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split("|")[0] == butler_ecosystem[name].schema

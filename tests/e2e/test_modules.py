@@ -34,6 +34,7 @@ DOMAIN_TABLES = {
         "alembic_version_switchboard",
     },
 }
+POOL_ENV = {"BUTLERS_POOL_MIN_SIZE": "2", "BUTLERS_POOL_MAX_SIZE": "3"}
 EXPECTED_MODULES = {
     "health": {"health": ("active", None)},
     "relationship": {"approvals": ("active", None), "contacts": ("active", None)},
@@ -151,13 +152,14 @@ async def test_cascade_failed_is_reported_by_a_running_butler(
 ) -> None:
     """A butler whose `approvals` config is invalid runs anyway: `approvals` is failed
     (phase config, naming the field), `contacts` (which needs it) is cascade_failed, their
-    tools are absent, and the core tools work."""
+    tools are absent, and the core tools work. (Its database pool is sized as its
+    environment says: one solo butler serves both checks, each costs a process start.)"""
     spec = {
         "description": "A relationship butler with a broken approvals configuration.",
         "modules": {"approvals": {"noSuchOption": True}, "contacts": {}},
     }
     async with (
-        solo_butler(butler_ecosystem, tmp_path / "solo", "degraded", spec) as butler,
+        solo_butler(butler_ecosystem, tmp_path / "solo", "degraded", spec, POOL_ENV) as butler,
         butler.client() as client,
     ):
         status = (await client.call_tool("status", {})).data
@@ -173,3 +175,5 @@ async def test_cascade_failed_is_reported_by_a_running_butler(
     assert "approvals" in modules["contacts"]["error"]
     assert not tools & {"contact_add", "contact_delete", "approval_decide", "approval_list"}
     assert {"status", "state_set", "trigger"} <= tools and stored["key"] == "k"
+    pool = status["pool"]
+    assert (pool["min_size"], pool["max_size"]) == (2, 3) and 2 <= pool["size"] <= 3

@@ -218,3 +218,64 @@ async def test_sensitive_arguments_are_redacted_in_tool_spans(
     everything = json.dumps(spans)
     for secret in (email, password, E2E_API_KEY):
         assert secret not in everything
+
+
+# One routed message, every span of its trace in the order each started, with its parent
+# (as an index into this list): the switchboard's ingest, classification session and
+# dispatch, then the target's trigger, session and tool call.
+MESSAGE_SPANS = [
+    ("switchboard", "tool ingest_v1", None),
+    ("switchboard", "switchboard.ingest", 0),
+    ("switchboard", "switchboard.classify", 1),
+    ("switchboard", "butler.session", 2),
+    ("switchboard", "switchboard.dispatch", 1),
+    ("switchboard", "switchboard.route", 4),
+    ("health", "tool trigger", 5),
+    ("health", "butler.session", 6),
+    ("health", "tool measurement_log", 7),
+]
+
+
+async def test_one_message_spans_its_whole_ordered_tree(
+    butler_ecosystem: EcosystemHandle, weight_message: dict[str, Any]
+) -> None:
+    """The whole sequence, not pairs: exactly these spans share the message's trace, they
+    started in this order, each under the parent listed, after its parent started and
+    before the ingest call (which waited for the dispatch) returned. (Classification
+    outlives the ingest span, which ends once the message is accepted.)"""
+
+    def whole(spans: list[dict[str, Any]]) -> bool:
+        # Each process writes its spans as they end, from a background exporter.
+        routes = [s for s in spans if s["attributes"].get("route.id") == route_id]
+        return bool(routes) and len(
+            [s for s in spans if s["trace_id"] == routes[0]["trace_id"]]
+        ) >= len(MESSAGE_SPANS)
+
+    [route_id] = [r["route_id"] for r in weight_message["routes"]]
+    spans = await _spans(butler_ecosystem, whole)
+    trace_id = _route_span(spans, weight_message)["trace_id"]
+    trace = sorted((s for s in spans if s["trace_id"] == trace_id), key=lambda s: s["start_ns"])
+    index = {s["span_id"]: i for i, s in enumerate(trace)}
+    got = [(s["service"], s["name"], index.get(s["parent_span_id"])) for s in trace]
+    assert got == MESSAGE_SPANS
+    root = trace[0]
+    assert root["parent_span_id"] is None
+    for span in trace[1:]:
+        parent = trace[index[span["parent_span_id"]]]
+        assert parent["start_ns"] <= span["start_ns"] <= span["end_ns"] <= root["end_ns"], (
+            span["name"],
+            parent["name"],
+        )
+    [request_id, session_id] = (
+        weight_message["request_id"],
+        weight_message["routes"][0]["session_id"],
+    )
+    sessions = [s["attributes"] for s in trace if s["name"] == "butler.session"]
+    assert [a["session.trigger_source"] for a in sessions] == [
+        f"classify:{request_id}",
+        f"switchboard:{request_id}",
+    ]
+    assert sessions[1]["session.id"] == session_id and sessions[1]["session.tool_calls"] == 1
+    assert all(s["status"] in ("OK", "UNSET", "ok", None) for s in trace), [
+        s["status"] for s in trace
+    ]

@@ -14,7 +14,7 @@ from butlers.db.pool import create_pool
 from butlers.db.provision import Credentials, deprovision, provision
 
 _counter = itertools.count()
-POOL_MAX_SIZE = 10  # connections of the per-test pool
+POOL_MAX_SIZE = 10  # connections of the per-test pool, unless the test's `pool` marker says
 
 
 @dataclass
@@ -32,12 +32,15 @@ class ProvisionedSchema:
 async def butler_schema(
     pg_admin_dsn: str, session_tag: str, request: pytest.FixtureRequest
 ) -> AsyncIterator[ProvisionedSchema]:
-    """Schema + role of a butler, core chain at head, and a pool as that role."""
+    """Schema + role of a butler, core chain at head, and a pool as that role; a test
+    sizes the pool with `@pytest.mark.pool(min_size=..., max_size=...)`."""
+    marker = request.node.get_closest_marker("pool")
+    sizes = {"min_size": 1, "max_size": POOL_MAX_SIZE, **(marker.kwargs if marker else {})}
     schema = f"{session_tag}s{next(_counter)}"
     credentials = await provision(pg_admin_dsn, schema)
     dsn = credentials.dsn(pg_admin_dsn)
     await migrations.upgrade(dsn, schema, [migrations.CORE])
-    pool = await create_pool(dsn, schema, min_size=1, max_size=POOL_MAX_SIZE)
+    pool = await create_pool(dsn, schema, **sizes)
     try:
         yield ProvisionedSchema(credentials=credentials, dsn=dsn, pool=pool)
     finally:

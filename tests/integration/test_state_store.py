@@ -10,8 +10,6 @@ import pytest
 
 from butlers.stores.state import StateStore, StateValueError
 
-from .conftest import POOL_MAX_SIZE
-
 
 @pytest.fixture
 def store(butler_schema) -> StateStore:  # type: ignore[no-untyped-def]
@@ -92,6 +90,7 @@ async def test_concurrent_writers_leave_the_last_value(store: StateStore) -> Non
     assert entry.updated_at == stamps[last]
 
 
+@pytest.mark.pool(min_size=2, max_size=4)
 async def test_pool_exhaustion_queues_instead_of_failing(
     store: StateStore,
     butler_schema,
@@ -101,7 +100,8 @@ async def test_pool_exhaustion_queues_instead_of_failing(
     the pool is full, that many backends wait on the lock, the rest queue on the pool;
     all succeed when the lock goes."""
     pool = butler_schema.pool
-    size = POOL_MAX_SIZE
+    size = 4
+    assert (pool.get_min_size(), pool.get_max_size()) == (2, size)  # as the marker asks
     writers = 3 * size
     blocker = await asyncpg.connect(pg_admin_dsn)
     # Outside the blocker's transaction: pg_stat_activity is a per-transaction snapshot.

@@ -127,7 +127,13 @@ async def serve(settings: ButlerSettings) -> None:
     schema = settings.schema or schema_name(name)
     port = settings.port or resource.spec.port
     sock = bind_socket(settings.host, port, name)
-    pool = await create_pool(settings.dsn, schema, application_name=f"butler:{name}")
+    pool = await create_pool(
+        settings.dsn,
+        schema,
+        min_size=settings.pool_sizes[0],
+        max_size=settings.pool_sizes[1],
+        application_name=f"butler:{name}",
+    )
     try:
         configure_tracing(
             name, otlp_endpoint=settings.otlp_endpoint, span_file=_span_file(settings, name)

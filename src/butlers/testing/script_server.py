@@ -219,6 +219,7 @@ class ScriptServer:
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.script = Script()
+        self.requests_served = 0  # over every script of the server's life
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -231,6 +232,7 @@ class ScriptServer:
                     request = json.loads(self.rfile.read(length) or b"{}")
                 except ValueError:
                     request = {"invalid": True}
+                server.requests_served += 1
                 entry = server.script.answer(request)
                 status = 200 if entry is not None else 409
                 body = json.dumps(entry or {"error": "LLM script exhausted"}).encode()

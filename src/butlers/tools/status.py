@@ -25,6 +25,7 @@ def register_status_tool(mcp: FastMCP, butler: ButlerContext) -> None:
             "pool": {
                 "size": pool.get_size(),
                 "idle": pool.get_idle_size(),
+                "min_size": pool.get_min_size(),
                 "max_size": pool.get_max_size(),
             },
             "sessions": butler.session_activity() if butler.session_activity else None,

@@ -23,6 +23,8 @@ async def local_ecosystem(
     schema_prefix: str,
     extra_env: dict[str, str] | None = None,
     keep_schemas: bool = False,
+    log_level: str = "INFO",
+    dashboard: bool = True,
 ) -> AsyncIterator[EcosystemHandle]:
     settings = EcosystemSettings(
         data_dir=data_dir,
@@ -30,7 +32,8 @@ async def local_ecosystem(
         database_url=admin_dsn,
         schema_prefix=schema_prefix,
         free_ports=True,
-        log_level="INFO",
+        log_level=log_level,
+        dashboard=dashboard,
     )
     ecosystem = Ecosystem(
         settings=settings, resources=load_roster(roster_dir), extra_env=dict(extra_env or {})

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime
 
 import pytest
 from fastmcp.exceptions import ToolError
 
 from butlers.core.scheduler import Scheduler
+from butlers.core.spawner import SpawnerBusy, SpawnerResult
 from butlers.scheduling.jobs import builtin_jobs
 from butlers.scheduling.validation import ScheduleError
 from butlers.testing.script_server import Script, step
@@ -196,3 +198,39 @@ async def test_prompt_tasks_reach_the_spawner_with_their_schedule_name(make_app,
     ]
     [key] = mock_spawner.keys
     assert key is not None and key.startswith("schedule:")  # one session per firing
+
+
+async def test_a_failed_or_refused_session_marks_its_task_error_and_rearms_it(
+    make_app, mock_spawner
+):
+    """The session a firing ran failed (first tick), then the spawner was busy (second):
+    each time the task is `error` with the reason, keeps the session it ran, and is due
+    again at its next cron time rather than retried in a loop."""
+    app = await make_app(resource=make_resource(schedules=SCHEDULES))
+    pool = app.context.pool
+    scheduler = Scheduler(
+        butler="health", pool=pool, store=app.services.scheduler.store,
+        spawner=mock_spawner, jobs=builtin_jobs(), interval=3600,
+    )  # fmt: skip
+    failed = SpawnerResult(
+        session_id=str(uuid.uuid4()), success=False, output=None,
+        error="model refused: quota exceeded", duration_ms=5,
+    )  # fmt: skip
+    mock_spawner.queue(failed)
+    mock_spawner.queue(SpawnerBusy("health is busy: 8 sessions queued"))
+    await _make_due(pool, "morning")
+    [first] = await scheduler.tick()
+    assert (first.status, first.error, first.session_id) == (
+        "error",
+        "model refused: quota exceeded",
+        failed.session_id,
+    )
+    row = await pool.fetchrow("SELECT * FROM scheduled_tasks WHERE name = 'morning'")
+    assert (row["status"], row["last_error"]) == ("error", "model refused: quota exceeded")
+    assert row["next_due_at"] > datetime.now(UTC)
+    await _make_due(pool, "morning")
+    [second] = await scheduler.tick()
+    assert (second.status, second.session_id) == ("error", None)
+    assert "busy" in (second.error or "")
+    assert len(mock_spawner.invocations) == 2
+    assert await scheduler.tick() == []

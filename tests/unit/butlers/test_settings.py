@@ -65,3 +65,26 @@ def test_bad_prices_name_the_model_and_field(text: str, names: str) -> None:
     env = {"BUTLERS_DSN": "postgresql://x", "BUTLERS_PRICES": text}
     with pytest.raises(ButlersError, match=names):
         ButlerSettings.from_env(env, spec_path=Path("x.yaml"))
+
+
+def test_butler_pool_sizes_come_from_the_environment() -> None:
+    env = {"BUTLERS_DSN": "postgresql://x"}
+    assert ButlerSettings.from_env(env, spec_path=Path("x.yaml")).pool_sizes == (1, 10)
+    sized = env | {"BUTLERS_POOL_MIN_SIZE": "2", "BUTLERS_POOL_MAX_SIZE": "4"}
+    assert ButlerSettings.from_env(sized, spec_path=Path("x.yaml")).pool_sizes == (2, 4)
+    large = env | {"BUTLERS_POOL_MIN_SIZE": "12"}
+    assert ButlerSettings.from_env(large, spec_path=Path("x.yaml")).pool_sizes == (12, 12)
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ({"BUTLERS_POOL_MAX_SIZE": "0"}, "BUTLERS_POOL_MAX_SIZE='0' must be positive"),
+        ({"BUTLERS_POOL_MIN_SIZE": "many"}, "BUTLERS_POOL_MIN_SIZE='many' is not a whole"),
+        ({"BUTLERS_POOL_MIN_SIZE": "5", "BUTLERS_POOL_MAX_SIZE": "2"}, "MIN_SIZE=5 is more"),
+    ],
+)
+def test_bad_pool_sizes_name_the_variable(values: dict[str, str], match: str) -> None:
+    env = {"BUTLERS_DSN": "postgresql://x", **values}
+    with pytest.raises(ButlersError, match=match):
+        ButlerSettings.from_env(env, spec_path=Path("x.yaml"))
