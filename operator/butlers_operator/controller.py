@@ -23,7 +23,13 @@ from butlers.errors import DatabaseError
 from butlers.spec import FULL_API_VERSION, KIND
 from butlers_operator.dashboard import DashboardDatabase
 from butlers_operator.kube import KubeClient, KubeError, build_object_path
-from butlers_operator.reconcile import Outcome, assess, now_text, reconcile_butler
+from butlers_operator.reconcile import (
+    Outcome,
+    assess,
+    now_text,
+    read_stuck_pods,
+    reconcile_butler,
+)
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.status import (
     DATABASE_READY,
@@ -162,7 +168,7 @@ class Controller:
                 build_object_path("apps/v1", "Deployment", key[0], deployment["metadata"]["name"])
             )
             status = build_status(
-                assess(database, live),
+                assess(database, live, await read_stuck_pods(self.kube, live)),
                 previous=previous,
                 now=now_text(),
                 generation=generation,

@@ -19,10 +19,10 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 
 from butlers.db.provision import Credentials
-from butlers.db.readers import dashboard_role
 from butlers.spec import FULL_API_VERSION, KIND, EnvVarSpec
 from butlers_operator.auth import AuthInputs, build_auth_env, render_auth_secret
 from butlers_operator.netpol import render_network_policy
+from butlers_operator.prune import POD_METADATA_ANNOTATION, build_pod_metadata_record
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.target import (
     ButlerTarget,
@@ -215,8 +215,7 @@ def build_migrate_env(target: ButlerTarget, settings: OperatorSettings) -> list[
     """The migrate container's: its own role, and the dashboard's role to grant reads to."""
     env = build_butler_env(target, settings, None)[:2]
     if settings.dashboard_secret:
-        role = dashboard_role(settings.schema_prefix)
-        env.append({"name": "BUTLERS_DASHBOARD_ROLE", "value": role})
+        env.append({"name": "BUTLERS_DASHBOARD_ROLE", "value": settings.dashboard_role})
     return env
 
 
@@ -340,17 +339,26 @@ def render_deployment(
         "command": ["butlers"],
         "args": ["migrate", "--spec", SPEC_PATH],
         "env": build_migrate_env(target, settings),
-        "resources": DEFAULT_RESOURCES,
+        # The butler's own: a namespace's ResourceQuota or LimitRange judges every
+        # container, so `spec.resources` (a CPU limit, say) must reach this one too.
+        "resources": _resources(target),
         "securityContext": security,
         "volumeMounts": mounts,
     }
     # The operator's labels win: the selector and the NetworkPolicies depend on them.
     labels = dict(target.spec.pod.labels) | build_labels(target)
     annotations = dict(target.spec.pod.annotations) | {CONFIG_HASH_ANNOTATION: config_hash}
+    metadata = build_metadata(target, target.name)
+    # What spec.pod put on the pod, so that taking a key out removes it (prune.py).
+    metadata["annotations"] = {
+        POD_METADATA_ANNOTATION: build_pod_metadata_record(
+            target.spec.pod.labels, target.spec.pod.annotations
+        )
+    }
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": build_metadata(target, target.name),
+        "metadata": metadata,
         "spec": {
             "replicas": 1,
             "strategy": {"type": "Recreate"},

@@ -16,6 +16,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 
+from butlers.db.readers import dashboard_role, dashboard_schema
+
 DEFAULT_IMAGE = "ghcr.io/butlers-dev/butler:0.1.0"
 ANYWHERE = ("0.0.0.0/0", "::/0")
 
@@ -144,6 +146,15 @@ class OperatorSettings:
     # namespace (default: the operator's); None: no dashboard, no dashboard role.
     dashboard_secret: str | None = None
     dashboard_namespace: str | None = None
+    # The dashboard's login role and its own schema (roles are server-wide, so each
+    # release names its own; the chart derives them from the release name). Unset: the
+    # schema prefix's `<prefix>butlers_dashboard` and `<prefix>dashboard`.
+    dashboard_role_name: str | None = None
+    dashboard_schema_name: str | None = None
+    # The Secret (in the dashboard's namespace) holding the dashboard's bearer token under
+    # `token`: the operator creates it with a generated token when it is missing, so a
+    # renderer without cluster access (`helm template`, Argo CD) needs no token.
+    dashboard_token_secret: str | None = None
     network_policy: NetworkPolicySettings = field(default_factory=NetworkPolicySettings)
     pod_defaults: PodDefaults = field(default_factory=PodDefaults)
     # Reconciliation: drift correction interval and retry backoff.
@@ -162,7 +173,7 @@ class OperatorSettings:
         env = os.environ if environ is None else environ
         get = env.get
         defaults = cls()
-        return cls(
+        settings = cls(
             namespaces=_split(get("BUTLERS_OPERATOR_NAMESPACES")),
             cluster_wide=_truthy(get("BUTLERS_OPERATOR_CLUSTER_WIDE")),
             operator_namespace=get("BUTLERS_OPERATOR_NAMESPACE") or defaults.operator_namespace,
@@ -189,6 +200,9 @@ class OperatorSettings:
             otlp_endpoint=get("BUTLERS_OPERATOR_OTLP_ENDPOINT") or None,
             dashboard_secret=get("BUTLERS_OPERATOR_DASHBOARD_SECRET") or None,
             dashboard_namespace=get("BUTLERS_OPERATOR_DASHBOARD_NAMESPACE") or None,
+            dashboard_role_name=get("BUTLERS_OPERATOR_DASHBOARD_ROLE") or None,
+            dashboard_schema_name=get("BUTLERS_OPERATOR_DASHBOARD_SCHEMA") or None,
+            dashboard_token_secret=get("BUTLERS_OPERATOR_DASHBOARD_TOKEN_SECRET") or None,
             network_policy=_json_model(
                 env, "BUTLERS_OPERATOR_NETWORK_POLICY", NetworkPolicySettings
             ),
@@ -201,6 +215,26 @@ class OperatorSettings:
             liveness_endpoint=get("BUTLERS_OPERATOR_LIVENESS_ENDPOINT")
             or defaults.liveness_endpoint,
         )
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Refuse combinations that would silently break something."""
+        network = self.network_policy
+        if self.otlp_endpoint and network.enabled and not network.otlp.configured:
+            raise SettingsError(
+                "BUTLERS_OPERATOR_OTLP_ENDPOINT is set but the NetworkPolicy allows no "
+                "collector (networkPolicy.otlp has no cidrs or peers), so every span would "
+                "be dropped: set networkPolicy.otlp.peers (the collector's pods) or cidrs"
+            )
+
+    @property
+    def dashboard_role(self) -> str:
+        return self.dashboard_role_name or dashboard_role(self.schema_prefix)
+
+    @property
+    def dashboard_schema(self) -> str:
+        return self.dashboard_schema_name or dashboard_schema(self.schema_prefix)
 
     def retry_delay(self, retry: int) -> float:
         """Exponential backoff: base, 2 * base, 4 * base, ... capped."""

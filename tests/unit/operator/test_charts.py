@@ -13,7 +13,7 @@ import yaml
 from butlers.roster import parse_butler
 from butlers.settings import DashboardSettings
 from butlers_operator import crd
-from butlers_operator.settings import OperatorSettings
+from butlers_operator.settings import OperatorSettings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "butlers"
@@ -42,6 +42,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                 "ports": [8000],
             },
             "extraEgress": [{"to": [{"ipBlock": {"cidr": "192.0.2.10/32"}}]}],
+            "otlp": {"peers": [{"namespaceSelector": {"matchLabels": {"name": "observability"}}}]},
         },
         "otlp": {"endpoint": "http://otel-collector.observability.svc:4318"},
         "butlerImage": {"repository": "registry.local/butler", "pullPolicy": "Always"},
@@ -52,9 +53,11 @@ for _values in SCENARIOS.values():
     _values.setdefault("dashboard", {"token": DASHBOARD_TOKEN})
 
 
-def _render(chart: Path, values: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _render(
+    chart: Path, values: dict[str, Any] | None, release: str = "butlers"
+) -> list[dict[str, Any]]:
     rendered = helm.Chart.load(chart).render(
-        values, name="butlers", namespace=NAMESPACE, is_install=True
+        values, name=release, namespace=NAMESPACE, is_install=True
     )
     documents = []
     for path, text in sorted(rendered.items()):
@@ -335,19 +338,61 @@ def test_the_dashboard_network_policy_names_each_flow() -> None:
     assert policy["ingress"][0]["from"] == [{"podSelector": {"matchLabels": {"x": "y"}}}]
 
 
-def test_the_dashboard_token_is_given_kept_or_refused_offline() -> None:
+def test_tracing_without_a_collector_flow_is_refused() -> None:
+    """Spans to an endpoint the NetworkPolicy blocks would be dropped without a word."""
+    values = SCENARIOS["namespaced"] | {"otlp": {"endpoint": "http://otel.obs.svc:4318"}}
+    with pytest.raises(helm.HelmError, match=r"networkPolicy\.otlp has no cidrs or peers"):
+        _render(CHART, values)
+    off = values | {"networkPolicy": {"enabled": False}}
+    assert _settings(_render(CHART, off)).otlp_endpoint == "http://otel.obs.svc:4318"
+    env = _operator_env(_render(CHART, SCENARIOS["namespaced"]))
+    env["BUTLERS_OPERATOR_OTLP_ENDPOINT"] = "http://otel.obs.svc:4318"
+    with pytest.raises(SettingsError, match="every span would be dropped"):
+        OperatorSettings.from_env(env)
+
+
+def test_the_dashboard_token_is_given_existing_or_made_by_the_operator() -> None:
     existing = SCENARIOS["namespaced"] | {"dashboard": {"existingSecret": "my-token"}}
     documents = _render(CHART, existing)
     assert not [d for d in documents if d["kind"] == "Secret"]
     assert _dashboard_env(documents)["BUTLERS_DASHBOARD_TOKEN"] == {
         "secretKeyRef": {"name": "my-token", "key": "token"}
     }
-    # Rendered without the cluster a generated token would change at every render.
-    with pytest.raises(helm.HelmError, match=r"dashboard\.token or dashboard\.existingSecret"):
-        _render(CHART, {"database": {"adminSecret": {"name": "pg-admin"}}})
+    assert _settings(documents).dashboard_token_secret is None
+    given = _render(CHART, SCENARIOS["namespaced"])
+    secret = _dashboard(given, "Secret")
+    assert base64.b64decode(secret["data"]["token"]).decode() == DASHBOARD_TOKEN
+    assert _settings(given).dashboard_token_secret is None
+    # Neither: the chart renders without a cluster (no token of its own, nothing random),
+    # and the operator creates the Secret the dashboard reads.
+    offline = _render(CHART, {"database": {"adminSecret": {"name": "pg-admin"}}})
+    assert not [d for d in offline if d["kind"] == "Secret"]
+    assert offline == _render(CHART, {"database": {"adminSecret": {"name": "pg-admin"}}})
+    made = _settings(offline).dashboard_token_secret
+    assert made == "butlers-dashboard"
+    assert _dashboard_env(offline)["BUTLERS_DASHBOARD_TOKEN"] == {
+        "secretKeyRef": {"name": made, "key": "token"}
+    }
     chart = helm.Chart.load(CHART)
     with pytest.raises(helm.HelmValuesError, match="token"):
         chart.validate_schema({"dashboard": {"token": "short"}})
+
+
+def test_each_release_names_its_own_dashboard_role() -> None:
+    """Roles are server-wide: two releases on one server (empty schemaPrefix, the default)
+    must not share the dashboard's role or schema."""
+
+    def names(release: str, prefix: str = "") -> tuple[str, str]:
+        values = {
+            "database": {"adminSecret": {"name": "pg-admin"}, "schemaPrefix": prefix},
+            "dashboard": {"token": DASHBOARD_TOKEN},
+        }
+        settings = _settings(_render(CHART, values, release))
+        return settings.dashboard_role, settings.dashboard_schema
+
+    assert names("butlers") == ("butlers_dashboard", "butlers_dashboard")
+    assert names("team-b") == ("team_b_dashboard", "team_b_dashboard")
+    assert names("team-b", "x_") == ("x_team_b_dashboard", "x_team_b_dashboard")
 
 
 def test_the_dashboard_shows_a_watched_namespace_and_runs_there() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from butlers.auth.tokens import TokenBook, butler_token, digest
 from butlers.db.provision import Credentials
@@ -288,12 +289,28 @@ def test_channel_egress_ports_come_from_module_config_and_match_the_modules() ->
 
 
 def test_pod_labels_cannot_replace_the_operators_own() -> None:
-    target = _target(pod={"labels": {"butlers.dev/butler": "other", "team": "home"}})
+    target = _target(pod={"labels": {"team": "home"}})
     deployment = render.render_deployment(target, SETTINGS, "x")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert labels["butlers.dev/butler"] == "health" and labels["team"] == "home"
     selector = deployment["spec"]["selector"]["matchLabels"]
     assert all(labels[k] == v for k, v in selector.items())
+
+
+@pytest.mark.parametrize(
+    ("part", "key"),
+    [
+        ("labels", "butlers.dev/role"),  # the switchboard's role: NetworkPolicies trust it
+        ("labels", "butlers.dev/butler"),
+        ("labels", "app.kubernetes.io/name"),
+        ("annotations", "butlers.dev/config-hash"),
+    ],
+)
+def test_pod_labels_and_annotations_under_the_operators_prefixes_are_refused(
+    part: str, key: str
+) -> None:
+    with pytest.raises(ValidationError, match=f"{key}.*are the operator's"):
+        _target(pod={part: {key: "switchboard"}})
 
 
 # -- tokens --------------------------------------------------------------------------
