@@ -39,6 +39,7 @@ CONTAINER = "butler"
 MIGRATE_CONTAINER = "migrate"
 SPEC_VOLUME = "butlers-spec"
 TMP_VOLUME = "butlers-tmp"
+# The butler image's user; the chart's runAsUser (null: none) overrides it.
 RUN_AS = 10001
 DEFAULT_RESOURCES = {
     "requests": {"cpu": "50m", "memory": "128Mi"},
@@ -225,7 +226,8 @@ def build_butler_env(
     env: list[dict[str, Any]] = [
         _secret_env(target, "BUTLERS_DSN", "dsn"),
         _secret_env(target, "BUTLERS_SCHEMA", "schema"),
-        {"name": "BUTLERS_HOST", "value": "0.0.0.0"},
+        # Every address of both families: IPv4, dual-stack and IPv6-only clusters alike.
+        {"name": "BUTLERS_HOST", "value": "::"},
         {"name": "BUTLERS_PORT", "value": str(target.spec.port)},
         *build_auth_env(target),
     ]
@@ -267,6 +269,15 @@ def _probes(port: str) -> dict[str, Any]:
             "failureThreshold": 6,
         },
     }
+
+
+def _pod_security(settings: OperatorSettings) -> dict[str, Any]:
+    """Non-root with a fixed UID, unless the platform assigns one (`runAsUser: null`)."""
+    security: dict[str, Any] = {"runAsNonRoot": True}
+    uid = settings.pod_defaults.run_as_user
+    if uid is not None:
+        security |= {"runAsUser": uid, "runAsGroup": uid, "fsGroup": uid}
+    return security | {"seccompProfile": {"type": "RuntimeDefault"}}
 
 
 def _scheduling(target: ButlerTarget, settings: OperatorSettings) -> dict[str, Any]:
@@ -372,13 +383,7 @@ def render_deployment(
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "terminationGracePeriodSeconds": 30,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": RUN_AS,
-                        "runAsGroup": RUN_AS,
-                        "fsGroup": RUN_AS,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": _pod_security(settings),
                     **_scheduling(target, settings),
                     "initContainers": [migrate],
                     "containers": [butler],

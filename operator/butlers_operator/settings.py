@@ -20,6 +20,7 @@ from butlers.db.readers import dashboard_role, dashboard_schema
 
 DEFAULT_IMAGE = "ghcr.io/butlers-dev/butler:0.1.0"
 ANYWHERE = ("0.0.0.0/0", "::/0")
+LIVENESS_PORT = 8080
 
 Port = Annotated[int, Field(ge=1, le=65535)]
 Peer = dict[str, JsonValue]  # a NetworkPolicyPeer: podSelector / namespaceSelector
@@ -82,6 +83,8 @@ class PodDefaults(_Model):
     tolerations: tuple[dict[str, JsonValue], ...] = ()
     affinity: dict[str, JsonValue] | None = None
     priority_class_name: str | None = None
+    # The pods' UID and GID; None leaves them to the platform (OpenShift restricted-v2).
+    run_as_user: Annotated[int, Field(ge=1)] | None = 10001
 
 
 def _split(value: str | None) -> tuple[str, ...]:
@@ -100,6 +103,13 @@ def _json_model(env: Mapping[str, str], name: str, model: type[_Model]) -> Any:
         return model.model_validate(json.loads(raw))
     except (ValueError, ValidationError) as exc:
         raise SettingsError(f"{name}: {exc}") from None
+
+
+def _liveness_for(pod_ip: str | None) -> str:
+    """Where the kubelet probes the operator: its pod's address family (kopf's server
+    listens on one family; `[::]` would not take IPv4 probes)."""
+    host = "[::]" if pod_ip and ":" in pod_ip else "0.0.0.0"
+    return f"http://{host}:{LIVENESS_PORT}/healthz"
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
@@ -213,7 +223,7 @@ class OperatorSettings:
             crd_wait_seconds=_number(env, "BUTLERS_OPERATOR_CRD_WAIT_SECONDS", 60),
             kube_server=get("BUTLERS_OPERATOR_KUBE_SERVER") or None,
             liveness_endpoint=get("BUTLERS_OPERATOR_LIVENESS_ENDPOINT")
-            or defaults.liveness_endpoint,
+            or _liveness_for(get("BUTLERS_OPERATOR_POD_IP")),
         )
         settings.check()
         return settings

@@ -108,3 +108,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "butlers.databasePorts" -}}
 {{- toJson (.Values.networkPolicy.database.ports | default (list 5432)) -}}
 {{- end -}}
+
+{{/* A fixed UID and GID, unless runAsUser is null (OpenShift's restricted-v2 assigns one
+from the namespace's range and rejects any other). */}}
+{{- define "butlers.runAsUser" -}}
+{{- with .Values.runAsUser -}}
+runAsUser: {{ . }}
+runAsGroup: {{ . }}
+{{- end -}}
+{{- end -}}
+
+{{/* Pod defaults for every butler: `butlerPod`, and the chart's runAsUser. */}}
+{{- define "butlers.podDefaults" -}}
+{{- toJson (merge (dict "runAsUser" .Values.runAsUser) .Values.butlerPod) -}}
+{{- end -}}

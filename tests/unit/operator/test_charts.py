@@ -13,6 +13,8 @@ import yaml
 from butlers.roster import parse_butler
 from butlers.settings import DashboardSettings
 from butlers_operator import crd
+from butlers_operator.reconcile import build_target
+from butlers_operator.render import render_deployment
 from butlers_operator.settings import OperatorSettings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -290,7 +292,7 @@ def test_the_dashboard_runs_over_the_release_namespace_with_the_operators_role()
         "BUTLERS_DASHBOARD_DSN": "postgresql://x",
     }
     settings = DashboardSettings.from_env(values, kube_namespace=NAMESPACE)
-    assert (settings.host, settings.port) == ("0.0.0.0", 40200)
+    assert (settings.host, settings.port) == ("::", 40200)
     service = _dashboard(documents, "Service")
     assert service["spec"]["ports"][0]["targetPort"] == "dashboard"
     assert container["readinessProbe"]["httpGet"]["path"] == "/api/health"
@@ -336,6 +338,43 @@ def test_the_dashboard_network_policy_names_each_flow() -> None:
     }
     policy = _dashboard(_render(CHART, restricted), "NetworkPolicy")["spec"]
     assert policy["ingress"][0]["from"] == [{"podSelector": {"matchLabels": {"x": "y"}}}]
+
+
+def test_run_as_user_can_be_left_to_the_platform() -> None:
+    """OpenShift's restricted-v2 assigns a UID from the namespace's range and rejects a
+    fixed one: `runAsUser: null` sets none on any pod (still non-root)."""
+    fixed = _render(CHART, SCENARIOS["namespaced"])
+    for deployment in (d for d in fixed if d["kind"] == "Deployment"):
+        assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 10001
+    assert _settings(fixed).pod_defaults.run_as_user == 10001
+    assigned = _render(CHART, SCENARIOS["namespaced"] | {"runAsUser": None})
+    for deployment in (d for d in assigned if d["kind"] == "Deployment"):
+        security = deployment["spec"]["template"]["spec"]["securityContext"]
+        assert "runAsUser" not in security and "runAsGroup" not in security
+        assert security["runAsNonRoot"] is True
+    settings = _settings(assigned)
+    assert settings.pod_defaults.run_as_user is None
+    spec = yaml.safe_load((ROOT / "roster" / "health.yaml").read_text())["spec"]
+    body = {"metadata": {"name": "health", "namespace": "home", "uid": "u"}, "spec": spec}
+    pod = render_deployment(build_target(body, settings), settings, "x")["spec"]["template"]
+    security = pod["spec"]["securityContext"]
+    assert not {"runAsUser", "runAsGroup", "fsGroup"} & set(security)
+    assert security["runAsNonRoot"] is True
+
+
+def test_everything_listens_on_both_address_families() -> None:
+    """IPv6-only clusters: the butlers and the dashboard listen on `::` (dual-stack), the
+    operator's liveness server on its pod's family."""
+    documents = _render(CHART, SCENARIOS["namespaced"])
+    assert _dashboard_env(documents)["BUTLERS_DASHBOARD_HOST"] == "::"
+    env = _operator_env(documents)
+    assert "BUTLERS_OPERATOR_POD_IP" in {e["name"] for e in _operator_container(documents)["env"]}
+    assert OperatorSettings.from_env(
+        env | {"BUTLERS_OPERATOR_POD_IP": "fd00::5"}
+    ).liveness_endpoint == ("http://[::]:8080/healthz")
+    assert OperatorSettings.from_env(
+        env | {"BUTLERS_OPERATOR_POD_IP": "10.1.2.3"}
+    ).liveness_endpoint == ("http://0.0.0.0:8080/healthz")
 
 
 def test_tracing_without_a_collector_flow_is_refused() -> None:
@@ -432,11 +471,15 @@ def _settings(documents: list[dict[str, Any]]) -> OperatorSettings:
     return OperatorSettings.from_env(_operator_env(documents))
 
 
-def _operator_env(documents: list[dict[str, Any]]) -> dict[str, str]:
+def _operator_container(documents: list[dict[str, Any]]) -> dict[str, Any]:
     deployment = next(
         d
         for d in documents
         if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator")
     )
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    return {e["name"]: e.get("value", "") for e in container["env"]}
+    return dict(deployment["spec"]["template"]["spec"]["containers"][0])
+
+
+def _operator_env(documents: list[dict[str, Any]]) -> dict[str, str]:
+    """The operator's env values (those from the downward API left out)."""
+    return {e["name"]: e["value"] for e in _operator_container(documents)["env"] if "value" in e}
