@@ -40,6 +40,7 @@ PLURALS = {
     "NetworkPolicy": "networkpolicies",
     "Butler": "butlers",
     "Pod": "pods",
+    "Lease": "leases",
 }
 # Keys whose string values are Kubernetes quantities.
 QUANTITY_PARENTS = {"requests", "limits"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -105,11 +106,24 @@ def _json_model(env: Mapping[str, str], name: str, model: type[_Model]) -> Any:
         raise SettingsError(f"{name}: {exc}") from None
 
 
-def _liveness_for(pod_ip: str | None) -> str:
-    """Where the kubelet probes the operator: its pod's address family (kopf's server
+def _served_at(pod_ip: str | None, port: int, path: str) -> str:
+    """Where the operator serves probes and metrics: its pod's address family (aiohttp
     listens on one family; `[::]` would not take IPv4 probes)."""
     host = "[::]" if pod_ip and ":" in pod_ip else "0.0.0.0"
-    return f"http://{host}:{LIVENESS_PORT}/healthz"
+    return f"http://{host}:{port}{path}"
+
+
+def _port(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    try:
+        port = int(raw)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise SettingsError(f"{name}: {raw!r} is not a port")
+    return port
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
@@ -175,6 +189,13 @@ class OperatorSettings:
     crd_wait_seconds: float = 60.0
     # Only for development and tests: the API server URL, without in-cluster credentials.
     kube_server: str | None = None
+    # Where `/metrics` is served (None: nowhere), and the Secret holding its bearer token.
+    metrics_endpoint: str | None = None
+    metrics_secret: str | None = None
+    # Leader election: the Lease in the operator's namespace that only one replica holds
+    # (None: no election, this process acts alone), and who this replica is.
+    lease_name: str | None = None
+    identity: str = ""
     # Where kopf serves the liveness probe (the chart's `health` port).
     liveness_endpoint: str = "http://0.0.0.0:8080/healthz"
 
@@ -223,7 +244,16 @@ class OperatorSettings:
             crd_wait_seconds=_number(env, "BUTLERS_OPERATOR_CRD_WAIT_SECONDS", 60),
             kube_server=get("BUTLERS_OPERATOR_KUBE_SERVER") or None,
             liveness_endpoint=get("BUTLERS_OPERATOR_LIVENESS_ENDPOINT")
-            or _liveness_for(get("BUTLERS_OPERATOR_POD_IP")),
+            or _served_at(get("BUTLERS_OPERATOR_POD_IP"), LIVENESS_PORT, "/healthz"),
+            metrics_endpoint=get("BUTLERS_OPERATOR_METRICS_ENDPOINT")
+            or (
+                _served_at(get("BUTLERS_OPERATOR_POD_IP"), metrics_port, "/metrics")
+                if (metrics_port := _port(env, "BUTLERS_OPERATOR_METRICS_PORT"))
+                else None
+            ),
+            metrics_secret=get("BUTLERS_OPERATOR_METRICS_SECRET") or "butlers-operator-metrics",
+            lease_name=get("BUTLERS_OPERATOR_LEASE") or None,
+            identity=get("BUTLERS_OPERATOR_POD_NAME") or socket.gethostname(),
         )
         settings.check()
         return settings

@@ -78,10 +78,14 @@ def _butler_listen(ports: Ports) -> dict[str, str]:
 
 
 def _operator_listen(ports: Ports) -> dict[str, str]:
+    env = {}
     port = ports.get("health") or ports.get(8080)
-    return (
-        {"BUTLERS_OPERATOR_LIVENESS_ENDPOINT": f"http://127.0.0.1:{port}/healthz"} if port else {}
-    )
+    if port:
+        env["BUTLERS_OPERATOR_LIVENESS_ENDPOINT"] = f"http://127.0.0.1:{port}/healthz"
+    metrics = ports.get("metrics")
+    if metrics:
+        env["BUTLERS_OPERATOR_METRICS_ENDPOINT"] = f"http://127.0.0.1:{metrics}/metrics"
+    return env
 
 
 def _test_python_listen(ports: Ports) -> dict[str, str]:

@@ -122,3 +122,8 @@ runAsGroup: {{ . }}
 {{- define "butlers.podDefaults" -}}
 {{- toJson (merge (dict "runAsUser" .Values.runAsUser) .Values.butlerPod) -}}
 {{- end -}}
+
+{{/* The Secret holding /metrics' bearer token (the operator creates it). */}}
+{{- define "butlers.metricsSecret" -}}
+{{- printf "%s-metrics" (include "butlers.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}

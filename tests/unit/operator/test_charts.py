@@ -50,6 +50,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "butlerImage": {"repository": "registry.local/butler", "pullPolicy": "Always"},
         "butlerPod": {"imagePullSecrets": ["regcred"], "priorityClassName": "butlers"},
     },
+    "monitoring": {
+        "database": {"adminSecret": {"name": "pg-admin"}},
+        "replicas": 2,
+        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}},
+    },
 }
 for _values in SCENARIOS.values():
     _values.setdefault("dashboard", {"token": DASHBOARD_TOKEN})
@@ -375,6 +380,47 @@ def test_everything_listens_on_both_address_families() -> None:
     assert OperatorSettings.from_env(
         env | {"BUTLERS_OPERATOR_POD_IP": "10.1.2.3"}
     ).liveness_endpoint == ("http://0.0.0.0:8080/healthz")
+
+
+def test_metrics_are_served_and_scraped_with_the_operators_token() -> None:
+    documents = _render(CHART, SCENARIOS["monitoring"])
+    settings = _settings(documents)
+    assert settings.metrics_endpoint == "http://0.0.0.0:8081/metrics"
+    ports = {p["name"]: p["containerPort"] for p in _operator_container(documents)["ports"]}
+    assert ports["metrics"] == 8081
+    (service,) = [
+        d for d in documents if d["kind"] == "Service" and "metrics" in d["metadata"]["name"]
+    ]
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    (monitor,) = [d for d in documents if d["kind"] == "ServiceMonitor"]
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["spec"]["selector"].items()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["bearerTokenSecret"] == {"name": settings.metrics_secret, "key": "token"}
+    assert not [d for d in _render(CHART, SCENARIOS["namespaced"]) if d["kind"] == "ServiceMonitor"]
+    off = _render(CHART, SCENARIOS["namespaced"] | {"metrics": {"enabled": False}})
+    assert _settings(off).metrics_endpoint is None
+
+
+def test_replicas_elect_a_leader_over_a_lease() -> None:
+    documents = _render(CHART, SCENARIOS["monitoring"])
+    deployment = next(
+        d
+        for d in documents
+        if d["kind"] == "Deployment" and d["metadata"]["name"] == "butlers-operator"
+    )
+    assert deployment["spec"]["replicas"] == 2
+    settings = _settings(documents)
+    assert settings.lease_name == "butlers-operator"
+    env = {e["name"]: e for e in _operator_container(documents)["env"]}
+    assert env["BUTLERS_OPERATOR_POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    (role,) = [
+        d for d in documents
+        if d["kind"] == "Role" and d["metadata"]["namespace"] == NAMESPACE
+        and d["metadata"]["name"] == "butlers-operator"
+    ]  # fmt: skip
+    leases = [r for r in role["rules"] if "leases" in r["resources"]]
+    assert leases and set(leases[0]["verbs"]) == {"get", "create", "patch"}
 
 
 def test_tracing_without_a_collector_flow_is_refused() -> None:
