@@ -28,7 +28,7 @@ class LeadershipLost(RuntimeError):
     """This replica could not renew its Lease in time: another may act now."""
 
 
-def _now() -> datetime.datetime:
+def utc_now() -> datetime.datetime:
     return datetime.datetime.now(tz=datetime.UTC)
 
 
@@ -90,7 +90,7 @@ class LeaderElector:
 
     async def try_acquire(self) -> bool:
         """Take or renew the Lease now; False when another replica holds it (or won)."""
-        now = _now()
+        now = utc_now()
         live = await self.kube.get(self.path)
         try:
             if live is None:

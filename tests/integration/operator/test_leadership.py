@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import kmock
+import kmock as kmock_module
+import kopf
 import pytest
 
 from butlers_operator.kube import KubeClient
-from butlers_operator.lease import LeaderElector, LeadershipLost, format_time, _now
+from butlers_operator.lease import LeaderElector, LeadershipLost, format_time, utc_now
 
 from .conftest import NAMESPACE, Cluster, eventually
 
@@ -18,15 +19,13 @@ LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/butlers-ope
 
 
 @pytest.fixture
-def kube(kmock: Any, make_settings: Any) -> Any:
-    kmock.resources["coordination.k8s.io/v1/leases"] = kmock_lease()
-    return KubeClient(lambda: __import__("kopf").ConnectionInfo(
-        server=str(kmock.url).rstrip("/"), insecure=True
-    ))  # fmt: skip
-
-
-def kmock_lease() -> Any:
-    return kmock.ResourceInfo(kind="Lease", namespaced=True)
+def kube(kmock: Any, make_settings: Any) -> KubeClient:
+    """A client of the emulator, which now serves Leases (`make_settings` declares the rest)."""
+    kmock.resources["coordination.k8s.io/v1/leases"] = kmock_module.ResourceInfo(
+        kind="Lease", namespaced=True
+    )
+    server = str(kmock.url).rstrip("/")
+    return KubeClient(lambda: kopf.ConnectionInfo(server=server, insecure=True))
 
 
 def _elector(kube: KubeClient, identity: str, lease_seconds: int = 2) -> LeaderElector:
@@ -74,7 +73,7 @@ async def test_a_holder_that_lost_the_lease_stops(kube: KubeClient, cluster: Clu
         assert not keeping.done()
         # Another replica took it (it found the Lease expired during a long pause of ours).
         await cluster.patch(
-            LEASE, {"spec": {"holderIdentity": "replica-b", "renewTime": format_time(_now())}}
+            LEASE, {"spec": {"holderIdentity": "replica-b", "renewTime": format_time(utc_now())}}
         )
         with pytest.raises(LeadershipLost, match="held by another"):
             await asyncio.wait_for(keeping, timeout=5)
