@@ -164,6 +164,19 @@ def test_spec_image_and_resources_override_the_defaults() -> None:
     assert butler["resources"] == {"limits": {"memory": "1Gi"}}
 
 
+def test_the_migrate_container_gets_the_butlers_resources() -> None:
+    """A namespace ResourceQuota on limits.cpu judges every container of the pod: the
+    init container must carry the CPU limit the Butler sets, or no pod is ever admitted."""
+    limits = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m"}}
+    deployment = render.render_deployment(_target(resources=limits), SETTINGS, "x")
+    pod = deployment["spec"]["template"]["spec"]
+    (migrate,) = pod["initContainers"]
+    assert migrate["resources"] == pod["containers"][0]["resources"] == {
+        "requests": {"cpu": "100m", "memory": "128Mi"},
+        "limits": {"cpu": "500m"},
+    }
+
+
 def test_endpoint_is_the_service_dns_name() -> None:
     assert _target().endpoint == "http://health.home.svc:40103/mcp"
 
