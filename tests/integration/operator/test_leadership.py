@@ -4,12 +4,16 @@ holder gives it back or lets it expire, and a holder that lost it stops."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
+import aiohttp
 import kmock as kmock_module
 import kopf
 import pytest
 
+from butlers.db.embedded import free_port
+from butlers_operator.__main__ import Leadership
 from butlers_operator.kube import KubeClient
 from butlers_operator.lease import LeaderElector, LeadershipLost, format_time, utc_now
 
@@ -88,4 +92,50 @@ async def test_the_lease_appears_in_the_cluster(kube: KubeClient, cluster: Clust
         lease = await eventually(lambda: cluster.get(LEASE), "the Lease")
         assert lease["spec"]["leaseDurationSeconds"] == 2
     finally:
+        await kube.close()
+
+
+async def test_a_standby_answers_liveness_leads_after_the_holder_and_stops_when_it_loses(
+    kube: KubeClient, cluster: Cluster, make_settings: Any
+) -> None:
+    """The process around kopf (`__main__.Leadership`): standing by it serves the liveness
+    probe; once the holder gives the Lease back it leads; losing it sets kopf's stop flag."""
+    holder = _elector(kube, "replica-a", lease_seconds=30)
+    assert await holder.try_acquire()
+    probe = f"http://127.0.0.1:{free_port()}/healthz"
+    settings = make_settings(
+        lease_name="butlers-operator",
+        identity="replica-b",
+        operator_namespace=NAMESPACE,
+        liveness_endpoint=probe,
+    )
+    stop_flag = threading.Event()
+    leadership = Leadership(settings, stop_flag)
+    waiting = asyncio.create_task(leadership.wait())
+    try:
+        async with aiohttp.ClientSession() as http:
+
+            async def alive() -> bool:
+                try:
+                    async with http.get(probe) as response:
+                        return response.status == 200
+                except aiohttp.ClientError:
+                    return False
+
+            await eventually(alive, "the standby's liveness probe")
+        assert not waiting.done()
+        await holder.release()
+        await asyncio.wait_for(waiting, timeout=20)
+        lease = await cluster.get(LEASE) or {}
+        assert lease["spec"]["holderIdentity"] == "replica-b"
+        leadership.start_renewing()
+        await cluster.patch(
+            LEASE, {"spec": {"holderIdentity": "replica-c", "renewTime": format_time(utc_now())}}
+        )
+        await asyncio.to_thread(stop_flag.wait, 20)
+        assert stop_flag.is_set()
+        assert "held by another" in (leadership.stop() or "")
+    finally:
+        waiting.cancel()
+        leadership.stop()
         await kube.close()
