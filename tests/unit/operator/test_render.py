@@ -171,10 +171,14 @@ def test_the_migrate_container_gets_the_butlers_resources() -> None:
     deployment = render.render_deployment(_target(resources=limits), SETTINGS, "x")
     pod = deployment["spec"]["template"]["spec"]
     (migrate,) = pod["initContainers"]
-    assert migrate["resources"] == pod["containers"][0]["resources"] == {
-        "requests": {"cpu": "100m", "memory": "128Mi"},
-        "limits": {"cpu": "500m"},
-    }
+    assert (
+        migrate["resources"]
+        == pod["containers"][0]["resources"]
+        == {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"cpu": "500m"},
+        }
+    )
 
 
 def test_endpoint_is_the_service_dns_name() -> None:
