@@ -277,6 +277,41 @@ async def test_a_cpu_quota_stalls_the_butler_with_its_reason_until_the_spec_sets
         assert code == 0, out
 
 
+async def test_pod_overrides_taken_out_of_a_butler_leave_its_deployment(
+    kube: KubeApi, namespace: str, operator: OperatorRelease
+) -> None:
+    overrides = {
+        "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+        "priorityClassName": "system-cluster-critical",
+        "labels": {"team": "home"},
+        "annotations": {"example.com/note": "hello"},
+    }
+    path = build_path("apps/v1", "deployments", namespace, "tidy")
+
+    async def template() -> dict[str, Any]:
+        return ((await kube.find(path)) or {}).get("spec", {}).get("template", {})
+
+    await apply(operator.cluster, butler("tidy", pod=overrides))
+
+    async def overridden() -> bool:
+        found = await template()
+        return "tolerations" in found.get("spec", {}) and "team" in found["metadata"]["labels"]
+
+    await wait_until(overridden, "the overrides on the Deployment", READY_TIMEOUT)
+    await apply(operator.cluster, butler("tidy"))
+
+    async def cleared() -> bool:
+        found = await template()
+        spec, meta = found.get("spec", {}), found.get("metadata", {})
+        return not (
+            {"tolerations", "priorityClassName"} & set(spec)
+            or "team" in (meta.get("labels") or {})
+            or "example.com/note" in (meta.get("annotations") or {})
+        )
+
+    await wait_until(cleared, "the overrides to leave the Deployment", READY_TIMEOUT)
+
+
 async def test_a_deleted_pod_is_replaced_and_the_butler_serves_its_data_again(
     kube_cluster: KubeCluster, kube: KubeApi, namespace: str, operator: OperatorRelease
 ) -> None:
