@@ -3,7 +3,9 @@
 `run` takes its settings from `BUTLERS_OPERATOR_*`. In namespaced mode kopf does not
 watch for CRDs, so an operator started before the Butler CRD exists would serve nothing
 forever: it waits for the CRD (`BUTLERS_OPERATOR_CRD_WAIT_SECONDS`) and otherwise exits
-non-zero, and Kubernetes restarts it with backoff.
+non-zero, and Kubernetes restarts it with backoff. With `BUTLERS_OPERATOR_LEASE` only the
+replica holding that Lease runs kopf (the others stand by, answering the liveness probe);
+one that loses it exits, and is restarted to stand by.
 
 `render -f roster/ [--namespace NS]` prints, as multi-document YAML, every object the
 operator would create for those Butlers (the same render code, no API server, no
@@ -14,18 +16,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
+import threading
 import time
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 import kopf
+from aiohttp import web
 
 from butlers.errors import RosterError
 from butlers.spec import API_GROUP, API_VERSION
 from butlers_operator.crd import PLURAL
 from butlers_operator.handlers import build_kopf_settings, build_registry, resolve_connection
 from butlers_operator.kube import KubeClient, KubeError
+from butlers_operator.lease import LeaderElector, LeadershipLost
 from butlers_operator.render_cli import render_command
 from butlers_operator.settings import OperatorSettings, SettingsError
 
@@ -83,15 +90,108 @@ def run_operator(settings: OperatorSettings) -> int:
             file=sys.stderr,
         )
         return 3
-    kopf.run(
-        registry=build_registry(settings),
-        settings=build_kopf_settings(settings),
-        standalone=True,
-        clusterwide=settings.cluster_wide,
-        namespaces=list(settings.namespaces),
-        liveness_endpoint=settings.liveness_endpoint,
-    )
+    stop_flag = threading.Event()
+    leadership = Leadership(settings, stop_flag) if settings.lease_name else None
+    if leadership is not None:
+        asyncio.run(leadership.wait())
+        leadership.start_renewing()
+    try:
+        kopf.run(
+            registry=build_registry(settings),
+            settings=build_kopf_settings(settings),
+            standalone=True,
+            clusterwide=settings.cluster_wide,
+            namespaces=list(settings.namespaces),
+            liveness_endpoint=settings.liveness_endpoint,
+            stop_flag=stop_flag,
+        )
+    finally:
+        lost = leadership.stop() if leadership is not None else None
+    if lost:
+        print(f"butlers-operator: {lost}; restarting to stand by", file=sys.stderr)
+        return 4
     return 0
+
+
+class Leadership:
+    """The Lease around kopf: wait for it (serving the liveness probe meanwhile), renew it
+    on a thread of its own while kopf runs, stop kopf when it is lost, give it back."""
+
+    def __init__(self, settings: OperatorSettings, stop_flag: threading.Event) -> None:
+        assert settings.lease_name is not None
+        self.settings, self.stop_flag = settings, stop_flag
+        self.lost: str | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _elector(self) -> tuple[KubeClient, LeaderElector]:
+        settings = self.settings
+        kube = KubeClient(lambda: resolve_connection(settings, build_kopf_settings(settings), log))
+        namespace, name = settings.operator_namespace, str(settings.lease_name)
+        return kube, LeaderElector(kube, namespace, name, settings.identity)
+
+    async def wait(self) -> None:
+        kube, elector = self._elector()
+        probe = await serve_standby_probe(self.settings.liveness_endpoint)
+        try:
+            await elector.acquire()
+        finally:
+            await probe.cleanup()
+            await kube.close()
+
+    def start_renewing(self) -> None:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            ready.set()
+            loop.run_until_complete(self._renew())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="lease", daemon=True)
+        self._thread.start()
+        ready.wait()
+
+    async def _renew(self) -> None:
+        kube, elector = self._elector()
+        try:
+            await elector.keep()
+        except LeadershipLost as exc:
+            self.lost = str(exc)
+            self.stop_flag.set()
+        except asyncio.CancelledError:
+            with contextlib.suppress(KubeError, OSError, TimeoutError):
+                await elector.release()
+        finally:
+            await kube.close()
+
+    def stop(self) -> str | None:
+        """Stop renewing (giving the Lease back unless it was lost); what was lost, if so."""
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+
+            def cancel() -> None:
+                for task in asyncio.all_tasks(self._loop):
+                    task.cancel()
+
+            self._loop.call_soon_threadsafe(cancel)
+            self._thread.join(timeout=30)
+        return self.lost
+
+
+async def serve_standby_probe(endpoint: str) -> web.AppRunner:
+    """The liveness endpoint of a replica standing by (kopf serves it once it leads)."""
+
+    async def healthy(_: web.Request) -> web.Response:
+        return web.json_response({"standby": "another replica leads"})
+
+    parts = urlsplit(endpoint)
+    app = web.Application()
+    app.router.add_get(parts.path or "/healthz", healthy)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, parts.hostname or "0.0.0.0", parts.port or 8080).start()
+    return runner
 
 
 def main(argv: Sequence[str] | None = None) -> int:

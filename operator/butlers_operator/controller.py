@@ -23,7 +23,14 @@ from butlers.errors import DatabaseError
 from butlers.spec import FULL_API_VERSION, KIND
 from butlers_operator.dashboard import DashboardDatabase
 from butlers_operator.kube import KubeClient, KubeError, build_object_path
-from butlers_operator.reconcile import Outcome, assess, now_text, reconcile_butler
+from butlers_operator.metrics import OperatorMetrics
+from butlers_operator.reconcile import (
+    Outcome,
+    assess,
+    now_text,
+    read_stuck_pods,
+    reconcile_butler,
+)
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.status import (
     DATABASE_READY,
@@ -41,6 +48,13 @@ Key = tuple[str, str]  # (namespace, name)
 RECONCILE_CONCURRENCY = 8
 # Posts a Kubernetes Event about a Butler: (body, type, reason, message).
 EventSink = Callable[[Mapping[str, Any], str, str, str], None]
+
+
+def _error_reason(exc: Exception) -> str:
+    """A failed pass's reason for the metrics: the API's status, or the error's kind."""
+    if isinstance(exc, KubeError):
+        return f"KubernetesAPI{exc.status}"
+    return str(getattr(exc, "reason", None) or type(exc).__name__)
 
 
 def _butler_path(namespace: str, name: str | None = None) -> str:
@@ -73,6 +87,7 @@ class Controller:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._working = asyncio.Semaphore(RECONCILE_CONCURRENCY)
         self._resync: asyncio.Task[None] | None = None
+        self.metrics = OperatorMetrics()
         # The dashboard's database role (when the chart enables the dashboard).
         self.dashboard = DashboardDatabase(kube, settings)
 
@@ -97,9 +112,15 @@ class Controller:
             if fresh is None or fresh["metadata"].get("deletionTimestamp"):
                 return None
             await self._ensure_dashboard_role()
-            outcome = await reconcile_butler(
-                self.kube, self.settings, fresh, self.switchboards.find
-            )
+            try:
+                outcome = await reconcile_butler(
+                    self.kube, self.settings, fresh, self.switchboards.find
+                )
+            except Exception as exc:
+                self.metrics.failed(_error_reason(exc))
+                raise
+            problem = outcome.problem.reason if outcome.problem else None
+            self.metrics.passed(key, outcome.status.get("phase"), problem)
             await self._write_status(fresh, outcome.status)
             self._report(fresh, outcome)
             if outcome.rendered:
@@ -162,12 +183,13 @@ class Controller:
                 build_object_path("apps/v1", "Deployment", key[0], deployment["metadata"]["name"])
             )
             status = build_status(
-                assess(database, live),
+                assess(database, live, await read_stuck_pods(self.kube, live)),
                 previous=previous,
                 now=now_text(),
                 generation=generation,
             )
             await self._write_status(butler, status)
+            self.metrics.phase(key, status.get("phase"))
 
     def butlers_changed(self, body: Mapping[str, Any], gone: bool = False) -> None:
         """A Butler appeared, changed or went (a watch event): when the namespace's
@@ -177,6 +199,7 @@ class Controller:
         self.switchboards.observe(body, gone)
         if gone:
             self._forget(namespace, name)
+            self.metrics.forget((namespace, name))
         for key in [k for k in self._rendered_switchboard if k[0] == namespace]:
             if self._stale(key):
                 self._spawn(self.reconcile(_ref(*key)))

@@ -26,6 +26,7 @@ from butlers.spec import (
     KIND,
     NAME_PATTERN,
     RESERVED_ENV_PREFIX,
+    RESERVED_LABEL_PREFIXES,
     ButlerSpec,
 )
 
@@ -62,6 +63,17 @@ _CEL_RULES: dict[str, list[dict[str, str]]] = {
             "message": "set at most one of 'value' or 'valueFrom'",
         },
         _RESERVED_ENV,
+    ],
+    "PodSpec": [
+        {
+            "rule": f"!has(self.{field}) || !self.{field}.exists(k, "
+            + " || ".join(f"k.startsWith('{prefix}')" for prefix in RESERVED_LABEL_PREFIXES)
+            + ")",
+            "message": f"{field}: keys starting with "
+            + " or ".join(RESERVED_LABEL_PREFIXES)
+            + " are the operator's",
+        }
+        for field in ("labels", "annotations")
     ],
 }
 # Lists whose items are keyed by `name`: the API server rejects duplicates and
@@ -204,6 +216,12 @@ def build_crd() -> dict[str, Any]:
     columns = [
         ("Phase", "string", ".status.phase", ""),
         ("Ready", "boolean", ".status.ready", ""),
+        (
+            "Reason",
+            "string",
+            '.status.conditions[?(@.type=="Ready")].reason',
+            "Why the butler is (not) Ready",
+        ),
         ("Endpoint", "string", ".status.endpoint", ""),
         ("Age", "date", ".metadata.creationTimestamp", ""),
     ]

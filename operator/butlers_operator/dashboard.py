@@ -1,14 +1,20 @@
 """The dashboard's database role in a cluster: provisioned by the operator, kept in a Secret.
 
 With `BUTLERS_OPERATOR_DASHBOARD_SECRET` (the chart sets it when the dashboard is
-enabled) the operator makes sure the dashboard's login role (`<prefix>butlers_dashboard`)
-and its own schema (`<prefix>dashboard`) exist, with the same `butlers.db.provision.ensure`
+enabled) the operator makes sure the dashboard's login role and its own schema (both named
+after the release by the chart: roles are server-wide, so two releases on one server never
+share one) exist, with the same `butlers.db.provision.ensure`
 as `butlers up`, and writes their credentials to that Secret in the dashboard's namespace
 (`BUTLERS_OPERATOR_DASHBOARD_NAMESPACE`, default its own), where the dashboard's
 Deployment reads them. It does so at start-up (so the dashboard can start
 before any Butler exists) and before reconciling a Butler (so the butler's migration,
 which grants the role read access to its schema, finds the role). A role that logs in
 with the stored password is left alone; the admin is contacted only to repair.
+
+Without a token in the chart's values, the operator also creates the dashboard's token
+Secret (`BUTLERS_OPERATOR_DASHBOARD_TOKEN_SECRET`) with a generated token, once: the chart
+then renders without cluster access (`helm template`, Argo CD) and the token never changes
+at a sync.
 
 Each butler's migrate container gets the role's name (`BUTLERS_DASHBOARD_ROLE`), so
 enabling the dashboard rolls every butler once and their migrations grant the reads.
@@ -19,11 +25,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import secrets
 import time
 from typing import Any
 
 from butlers.db.provision import Credentials, ensure
-from butlers.db.readers import dashboard_role, dashboard_schema
 from butlers.errors import DatabaseError
 from butlers_operator.kube import KubeClient, KubeError, build_object_path
 from butlers_operator.reconcile import ensure_namespace_auth, read_admin_dsn
@@ -32,11 +38,14 @@ from butlers_operator.settings import OperatorSettings
 
 log = logging.getLogger(__name__)
 MANAGED_BY = {"app.kubernetes.io/managed-by": "butlers-operator"}
+# The dashboard refuses shorter tokens (as the chart's values schema does).
+MIN_TOKEN_LENGTH = 16
 
 
 def build_dashboard_names(settings: OperatorSettings) -> tuple[str, str]:
-    """(role, schema) of the dashboard for this operator's schema prefix."""
-    return dashboard_role(settings.schema_prefix), dashboard_schema(settings.schema_prefix)
+    """(role, schema) of the dashboard: the release's own (`BUTLERS_OPERATOR_DASHBOARD_ROLE`),
+    else the schema prefix's."""
+    return settings.dashboard_role, settings.dashboard_schema
 
 
 def dashboard_namespace(settings: OperatorSettings) -> str:
@@ -97,6 +106,48 @@ async def ensure_dashboard_database(
     return credentials
 
 
+def render_dashboard_token_secret(settings: OperatorSettings, token: str) -> dict[str, Any]:
+    assert settings.dashboard_token_secret is not None
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": settings.dashboard_token_secret,
+            "namespace": dashboard_namespace(settings),
+            "labels": dict(MANAGED_BY) | {"app.kubernetes.io/name": "butlers-dashboard"},
+        },
+        "type": "Opaque",
+        "data": {"token": base64.b64encode(token.encode()).decode()},
+    }
+
+
+async def ensure_dashboard_token(kube: KubeClient, settings: OperatorSettings) -> bool:
+    """The dashboard's token Secret, created with a generated token when it is missing.
+
+    An existing token is never replaced (that would log everyone out); one without a
+    usable `token` key gets one. Returns whether it wrote anything.
+    """
+    if settings.dashboard_token_secret is None:
+        return False
+    path = build_object_path(
+        "v1", "Secret", dashboard_namespace(settings), settings.dashboard_token_secret
+    )
+    stored = await kube.get(path)
+    if len(_decode(stored, "token") or "") >= MIN_TOKEN_LENGTH:
+        return False
+    manifest = render_dashboard_token_secret(settings, secrets.token_urlsafe(36))
+    if stored is None:
+        try:
+            await kube.create(manifest)
+            return True
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+            return False
+    await kube.patch(path, {"data": manifest["data"]})
+    return True
+
+
 class DashboardDatabase:
     """`ensure_dashboard_database` (and the namespace's auth Secret) at most once per
     `resync_seconds`, one pass at a time."""
@@ -120,6 +171,8 @@ class DashboardDatabase:
             )
             if fresh:
                 return
+            # The token first: the dashboard's pod needs it whatever the database's state.
+            await ensure_dashboard_token(self.kube, self.settings)
             admin_dsn = await read_admin_dsn(self.kube, self.settings)
             await ensure_dashboard_database(self.kube, self.settings, admin_dsn)
             # The namespace's user token, which the dashboard's pod reads: there before the

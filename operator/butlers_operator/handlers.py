@@ -18,6 +18,7 @@ from butlers.spec import API_GROUP, API_VERSION
 from butlers_operator.controller import Controller
 from butlers_operator.crd import PLURAL
 from butlers_operator.kube import KubeClient, KubeError
+from butlers_operator.metrics import ensure_metrics_token, serve_metrics
 from butlers_operator.reconcile import reclaim_butler
 from butlers_operator.settings import OperatorSettings
 
@@ -98,9 +99,16 @@ def build_registry(
         controller = Controller(kube, settings, events)
         memo["kube"], memo["controller"] = kube, controller
         controller.start()
+        if settings.metrics_endpoint:
+            token = await ensure_metrics_token(kube, settings)
+            memo["metrics"] = await serve_metrics(
+                controller.metrics, token, settings.metrics_endpoint
+            )
 
     @kopf.on.cleanup(registry=registry, id="stop-controller")
     async def stop_controller(memo: kopf.Memo, **_: Any) -> None:
+        if "metrics" in memo:
+            await memo["metrics"].cleanup()
         if "controller" in memo:
             await memo["controller"].close()
         if "kube" in memo:

@@ -27,6 +27,8 @@ from typing import Any
 import aiohttp
 import kopf
 
+from butlers_operator.prune import build_removals, merge_patches
+
 REQUEST_TIMEOUT = 30.0
 RELOGIN_SECONDS = 300.0
 PLURALS = {
@@ -37,6 +39,8 @@ PLURALS = {
     "Deployment": "deployments",
     "NetworkPolicy": "networkpolicies",
     "Butler": "butlers",
+    "Pod": "pods",
+    "Lease": "leases",
 }
 # Keys whose string values are Kubernetes quantities.
 QUANTITY_PARENTS = {"requests", "limits"}
@@ -85,17 +89,33 @@ def parse_quantity(value: str) -> Decimal | None:
         return None
 
 
-def _is_empty(value: Any) -> bool:
+# Optional booleans (pointers in the API types): the server keeps their `false`, which
+# means something (`allowPrivilegeEscalation: false`), so an absent one is drift.
+KEPT_FALSE_KEYS = frozenset(
+    {
+        "allowPrivilegeEscalation",
+        "automountServiceAccountToken",
+        "enableServiceLinks",
+        "privileged",
+        "readOnlyRootFilesystem",
+        "runAsNonRoot",
+    }
+)
+
+
+def _is_empty(value: Any, key: str = "") -> bool:
+    if value is False and key in KEPT_FALSE_KEYS:
+        return False
     return value is None or value in ("", 0, False) or value == [] or value == {}
 
 
 def is_subset(desired: Any, live: Any, key: str = "", parent: str = "") -> bool:
     """Whether `live` already holds everything in `desired` (server defaults may add more),
     comparing the way the API server normalizes: quantities by value, and an empty value
-    the same as an absent one."""
+    the same as an absent one (but an optional boolean's `false` is a value)."""
     if isinstance(desired, dict):
         return isinstance(live, dict) and all(
-            is_subset(value, live[k], k, key) if k in live else _is_empty(value)
+            is_subset(value, live[k], k, key) if k in live else _is_empty(value, k)
             for k, value in desired.items()
         )
     if isinstance(desired, list):
@@ -226,7 +246,8 @@ class KubeClient:
         await self._request("PATCH", f"{path}/status", {"status": status})
 
     async def apply(self, desired: dict[str, Any]) -> str:
-        """Create the object, or merge-patch it back to `desired`. Returns what it did."""
+        """Create the object, or merge-patch it back to `desired` (removing what the
+        operator set before and no longer renders). Returns what it did."""
         meta = desired["metadata"]
         api_version, kind = desired["apiVersion"], desired["kind"]
         path = build_object_path(api_version, kind, meta["namespace"], meta["name"])
@@ -235,7 +256,8 @@ class KubeClient:
             collection = build_object_path(api_version, kind, meta["namespace"])
             await self._request("POST", collection, desired)
             return "created"
-        if is_subset(desired, live):
+        removals = build_removals(desired, live)
+        if not removals and is_subset(desired, live):
             return "unchanged"
-        await self._request("PATCH", path, desired)
+        await self._request("PATCH", path, merge_patches(desired, removals))
         return "updated"

@@ -347,9 +347,34 @@ async def read_pod_inputs(
     )
 
 
-def assess(database: Condition, deployment: Mapping[str, Any] | None) -> Assessment:
+async def read_stuck_pods(
+    kube: KubeClient, deployment: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The Deployment's pods while it is not available (their container states say why),
+    else none: a Ready butler costs no pod list."""
+    if deployment is None or build_available_condition(deployment)[0].status:
+        return []
+    meta, spec = deployment["metadata"], deployment.get("spec") or {}
+    labels = (spec.get("selector") or {}).get("matchLabels") or {}
+    if not labels:
+        return []
+    selector = quote(",".join(f"{k}={v}" for k, v in sorted(labels.items())), safe="")
+    path = build_object_path("v1", "Pod", meta["namespace"])
+    try:
+        return await kube.list(f"{path}?labelSelector={selector}&limit=10")
+    except KubeError as exc:
+        if exc.status in (403, 404):
+            return []  # an older chart's RBAC: the status says less, nothing breaks
+        raise
+
+
+def assess(
+    database: Condition,
+    deployment: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]] = (),
+) -> Assessment:
     """One rule for Ready/Reconciling/Stalled, used after a reconcile and on Deployment events."""
-    available, rollout_stalled = build_available_condition(deployment)
+    available, rollout_stalled = build_available_condition(deployment, pods)
     stalled = rollout_stalled or (database.status is not True and is_stalling(database.reason))
     return Assessment(database, available, stalled)
 
@@ -448,7 +473,8 @@ async def reconcile_butler(
     deployment = await kube.get(
         build_object_path("apps/v1", "Deployment", target.namespace, target.name)
     )
-    assessment = assess(database.condition, deployment)
+    pods = await read_stuck_pods(kube, deployment)
+    assessment = assess(database.condition, deployment, pods)
     outcome.status = build_status(
         assessment,
         previous=previous,

@@ -19,10 +19,10 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 
 from butlers.db.provision import Credentials
-from butlers.db.readers import dashboard_role
 from butlers.spec import FULL_API_VERSION, KIND, EnvVarSpec
 from butlers_operator.auth import AuthInputs, build_auth_env, render_auth_secret
 from butlers_operator.netpol import render_network_policy
+from butlers_operator.prune import POD_METADATA_ANNOTATION, build_pod_metadata_record
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.target import (
     ButlerTarget,
@@ -39,6 +39,7 @@ CONTAINER = "butler"
 MIGRATE_CONTAINER = "migrate"
 SPEC_VOLUME = "butlers-spec"
 TMP_VOLUME = "butlers-tmp"
+# The butler image's user; the chart's runAsUser (null: none) overrides it.
 RUN_AS = 10001
 DEFAULT_RESOURCES = {
     "requests": {"cpu": "50m", "memory": "128Mi"},
@@ -215,8 +216,7 @@ def build_migrate_env(target: ButlerTarget, settings: OperatorSettings) -> list[
     """The migrate container's: its own role, and the dashboard's role to grant reads to."""
     env = build_butler_env(target, settings, None)[:2]
     if settings.dashboard_secret:
-        role = dashboard_role(settings.schema_prefix)
-        env.append({"name": "BUTLERS_DASHBOARD_ROLE", "value": role})
+        env.append({"name": "BUTLERS_DASHBOARD_ROLE", "value": settings.dashboard_role})
     return env
 
 
@@ -226,7 +226,8 @@ def build_butler_env(
     env: list[dict[str, Any]] = [
         _secret_env(target, "BUTLERS_DSN", "dsn"),
         _secret_env(target, "BUTLERS_SCHEMA", "schema"),
-        {"name": "BUTLERS_HOST", "value": "0.0.0.0"},
+        # Every address of both families: IPv4, dual-stack and IPv6-only clusters alike.
+        {"name": "BUTLERS_HOST", "value": "::"},
         {"name": "BUTLERS_PORT", "value": str(target.spec.port)},
         *build_auth_env(target),
     ]
@@ -268,6 +269,15 @@ def _probes(port: str) -> dict[str, Any]:
             "failureThreshold": 6,
         },
     }
+
+
+def _pod_security(settings: OperatorSettings) -> dict[str, Any]:
+    """Non-root with a fixed UID, unless the platform assigns one (`runAsUser: null`)."""
+    security: dict[str, Any] = {"runAsNonRoot": True}
+    uid = settings.pod_defaults.run_as_user
+    if uid is not None:
+        security |= {"runAsUser": uid, "runAsGroup": uid, "fsGroup": uid}
+    return security | {"seccompProfile": {"type": "RuntimeDefault"}}
 
 
 def _scheduling(target: ButlerTarget, settings: OperatorSettings) -> dict[str, Any]:
@@ -340,17 +350,26 @@ def render_deployment(
         "command": ["butlers"],
         "args": ["migrate", "--spec", SPEC_PATH],
         "env": build_migrate_env(target, settings),
-        "resources": DEFAULT_RESOURCES,
+        # The butler's own: a namespace's ResourceQuota or LimitRange judges every
+        # container, so `spec.resources` (a CPU limit, say) must reach this one too.
+        "resources": _resources(target),
         "securityContext": security,
         "volumeMounts": mounts,
     }
     # The operator's labels win: the selector and the NetworkPolicies depend on them.
     labels = dict(target.spec.pod.labels) | build_labels(target)
     annotations = dict(target.spec.pod.annotations) | {CONFIG_HASH_ANNOTATION: config_hash}
+    metadata = build_metadata(target, target.name)
+    # What spec.pod put on the pod, so that taking a key out removes it (prune.py).
+    metadata["annotations"] = {
+        POD_METADATA_ANNOTATION: build_pod_metadata_record(
+            target.spec.pod.labels, target.spec.pod.annotations
+        )
+    }
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": build_metadata(target, target.name),
+        "metadata": metadata,
         "spec": {
             "replicas": 1,
             "strategy": {"type": "Recreate"},
@@ -364,13 +383,7 @@ def render_deployment(
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "terminationGracePeriodSeconds": 30,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": RUN_AS,
-                        "runAsGroup": RUN_AS,
-                        "fsGroup": RUN_AS,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": _pod_security(settings),
                     **_scheduling(target, settings),
                     "initContainers": [migrate],
                     "containers": [butler],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -16,8 +17,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 
+from butlers.db.readers import dashboard_role, dashboard_schema
+
 DEFAULT_IMAGE = "ghcr.io/butlers-dev/butler:0.1.0"
 ANYWHERE = ("0.0.0.0/0", "::/0")
+LIVENESS_PORT = 8080
 
 Port = Annotated[int, Field(ge=1, le=65535)]
 Peer = dict[str, JsonValue]  # a NetworkPolicyPeer: podSelector / namespaceSelector
@@ -80,6 +84,8 @@ class PodDefaults(_Model):
     tolerations: tuple[dict[str, JsonValue], ...] = ()
     affinity: dict[str, JsonValue] | None = None
     priority_class_name: str | None = None
+    # The pods' UID and GID; None leaves them to the platform (OpenShift restricted-v2).
+    run_as_user: Annotated[int, Field(ge=1)] | None = 10001
 
 
 def _split(value: str | None) -> tuple[str, ...]:
@@ -98,6 +104,26 @@ def _json_model(env: Mapping[str, str], name: str, model: type[_Model]) -> Any:
         return model.model_validate(json.loads(raw))
     except (ValueError, ValidationError) as exc:
         raise SettingsError(f"{name}: {exc}") from None
+
+
+def _served_at(pod_ip: str | None, port: int, path: str) -> str:
+    """Where the operator serves probes and metrics: its pod's address family (aiohttp
+    listens on one family; `[::]` would not take IPv4 probes)."""
+    host = "[::]" if pod_ip and ":" in pod_ip else "0.0.0.0"
+    return f"http://{host}:{port}{path}"
+
+
+def _port(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    try:
+        port = int(raw)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise SettingsError(f"{name}: {raw!r} is not a port")
+    return port
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
@@ -144,6 +170,15 @@ class OperatorSettings:
     # namespace (default: the operator's); None: no dashboard, no dashboard role.
     dashboard_secret: str | None = None
     dashboard_namespace: str | None = None
+    # The dashboard's login role and its own schema (roles are server-wide, so each
+    # release names its own; the chart derives them from the release name). Unset: the
+    # schema prefix's `<prefix>butlers_dashboard` and `<prefix>dashboard`.
+    dashboard_role_name: str | None = None
+    dashboard_schema_name: str | None = None
+    # The Secret (in the dashboard's namespace) holding the dashboard's bearer token under
+    # `token`: the operator creates it with a generated token when it is missing, so a
+    # renderer without cluster access (`helm template`, Argo CD) needs no token.
+    dashboard_token_secret: str | None = None
     network_policy: NetworkPolicySettings = field(default_factory=NetworkPolicySettings)
     pod_defaults: PodDefaults = field(default_factory=PodDefaults)
     # Reconciliation: drift correction interval and retry backoff.
@@ -154,6 +189,13 @@ class OperatorSettings:
     crd_wait_seconds: float = 60.0
     # Only for development and tests: the API server URL, without in-cluster credentials.
     kube_server: str | None = None
+    # Where `/metrics` is served (None: nowhere), and the Secret holding its bearer token.
+    metrics_endpoint: str | None = None
+    metrics_secret: str | None = None
+    # Leader election: the Lease in the operator's namespace that only one replica holds
+    # (None: no election, this process acts alone), and who this replica is.
+    lease_name: str | None = None
+    identity: str = ""
     # Where kopf serves the liveness probe (the chart's `health` port).
     liveness_endpoint: str = "http://0.0.0.0:8080/healthz"
 
@@ -162,7 +204,7 @@ class OperatorSettings:
         env = os.environ if environ is None else environ
         get = env.get
         defaults = cls()
-        return cls(
+        settings = cls(
             namespaces=_split(get("BUTLERS_OPERATOR_NAMESPACES")),
             cluster_wide=_truthy(get("BUTLERS_OPERATOR_CLUSTER_WIDE")),
             operator_namespace=get("BUTLERS_OPERATOR_NAMESPACE") or defaults.operator_namespace,
@@ -189,6 +231,9 @@ class OperatorSettings:
             otlp_endpoint=get("BUTLERS_OPERATOR_OTLP_ENDPOINT") or None,
             dashboard_secret=get("BUTLERS_OPERATOR_DASHBOARD_SECRET") or None,
             dashboard_namespace=get("BUTLERS_OPERATOR_DASHBOARD_NAMESPACE") or None,
+            dashboard_role_name=get("BUTLERS_OPERATOR_DASHBOARD_ROLE") or None,
+            dashboard_schema_name=get("BUTLERS_OPERATOR_DASHBOARD_SCHEMA") or None,
+            dashboard_token_secret=get("BUTLERS_OPERATOR_DASHBOARD_TOKEN_SECRET") or None,
             network_policy=_json_model(
                 env, "BUTLERS_OPERATOR_NETWORK_POLICY", NetworkPolicySettings
             ),
@@ -199,8 +244,37 @@ class OperatorSettings:
             crd_wait_seconds=_number(env, "BUTLERS_OPERATOR_CRD_WAIT_SECONDS", 60),
             kube_server=get("BUTLERS_OPERATOR_KUBE_SERVER") or None,
             liveness_endpoint=get("BUTLERS_OPERATOR_LIVENESS_ENDPOINT")
-            or defaults.liveness_endpoint,
+            or _served_at(get("BUTLERS_OPERATOR_POD_IP"), LIVENESS_PORT, "/healthz"),
+            metrics_endpoint=get("BUTLERS_OPERATOR_METRICS_ENDPOINT")
+            or (
+                _served_at(get("BUTLERS_OPERATOR_POD_IP"), metrics_port, "/metrics")
+                if (metrics_port := _port(env, "BUTLERS_OPERATOR_METRICS_PORT"))
+                else None
+            ),
+            metrics_secret=get("BUTLERS_OPERATOR_METRICS_SECRET") or "butlers-operator-metrics",
+            lease_name=get("BUTLERS_OPERATOR_LEASE") or None,
+            identity=get("BUTLERS_OPERATOR_POD_NAME") or socket.gethostname(),
         )
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Refuse combinations that would silently break something."""
+        network = self.network_policy
+        if self.otlp_endpoint and network.enabled and not network.otlp.configured:
+            raise SettingsError(
+                "BUTLERS_OPERATOR_OTLP_ENDPOINT is set but the NetworkPolicy allows no "
+                "collector (networkPolicy.otlp has no cidrs or peers), so every span would "
+                "be dropped: set networkPolicy.otlp.peers (the collector's pods) or cidrs"
+            )
+
+    @property
+    def dashboard_role(self) -> str:
+        return self.dashboard_role_name or dashboard_role(self.schema_prefix)
+
+    @property
+    def dashboard_schema(self) -> str:
+        return self.dashboard_schema_name or dashboard_schema(self.schema_prefix)
 
     def retry_delay(self, retry: int) -> float:
         """Exponential backoff: base, 2 * base, 4 * base, ... capped."""

@@ -9,7 +9,7 @@ current template and every replica of it is updated, ready and available.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ STALLING_REASONS = frozenset(
         "AdminSecretMissing",
         "KubernetesRejected",
         "ProgressDeadlineExceeded",
+        "FailedCreate",
     }
 )
 
@@ -95,10 +96,65 @@ def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
     return next((c for c in status.get("conditions") or [] if c.get("type") == kind), {})
 
 
-def build_available_condition(deployment: Mapping[str, Any] | None) -> tuple[Condition, bool]:
-    """From the Deployment's own status, as `kubectl rollout status` reads it.
+# A container waiting for one of these will not start without a change (or a fix that
+# arrives elsewhere: a pushed image, a created Secret): say so instead of "in progress".
+POD_WAITING_REASONS = frozenset(
+    {
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)
+MESSAGE_MAX = 600
 
-    Returns the condition and whether the rollout is stalled (progress deadline exceeded).
+
+def _last_exit(status: Mapping[str, Any]) -> str:
+    terminated = (status.get("lastState") or {}).get("terminated") or {}
+    if not terminated:
+        return ""
+    parts = [f"exit code {terminated.get('exitCode')}"]
+    if terminated.get("reason"):
+        parts.append(str(terminated["reason"]))
+    if terminated.get("message"):
+        parts.append(str(terminated["message"]).strip())
+    return "; last run: " + ", ".join(parts)
+
+
+def build_pod_problem(pods: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """(reason, message) of the first container of the butler's pods that is stuck
+    (init containers first: `migrate` runs before the butler), or None."""
+    for pod in pods:
+        status = pod.get("status") or {}
+        name = (pod.get("metadata") or {}).get("name", "?")
+        for kind, key in (
+            ("init container", "initContainerStatuses"),
+            ("container", "containerStatuses"),
+        ):
+            for container in status.get(key) or []:
+                waiting = (container.get("state") or {}).get("waiting") or {}
+                reason = waiting.get("reason")
+                if reason in POD_WAITING_REASONS:
+                    detail = str(waiting.get("message") or "").strip()
+                    message = f"{kind} {container.get('name')} of pod {name}: {reason}"
+                    message += f" ({detail})" if detail else ""
+                    message += _last_exit(container)
+                    message += "; see `kubectl logs` of that container"
+                    return str(reason), message[:MESSAGE_MAX]
+    return None
+
+
+def build_available_condition(
+    deployment: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]] = ()
+) -> tuple[Condition, bool]:
+    """From the Deployment's own status, as `kubectl rollout status` reads it, and the
+    pods' container states while it is not available.
+
+    Returns the condition and whether the rollout is stalled (progress deadline exceeded,
+    or pods that cannot be created: a ResourceQuota, a policy that rejects them).
     """
     if deployment is None:
         return Condition(
@@ -116,13 +172,22 @@ def build_available_condition(deployment: Mapping[str, Any] | None) -> tuple[Con
             "RolloutPending",
             f"the Deployment controller has not yet seen generation {generation}",
         ), False
+    failure = _condition(status, "ReplicaFailure")
+    if failure.get("status") == "True":
+        # The ReplicaSet cannot create the pod (ResourceQuota, LimitRange, admission).
+        message = str(failure.get("message") or "the pod cannot be created")
+        reason = str(failure.get("reason") or "ReplicaFailure")
+        return Condition(AVAILABLE, False, reason, message[:MESSAGE_MAX]), True
     if progressing.get("reason") == "ProgressDeadlineExceeded":
         message = progressing.get("message") or "the rollout exceeded its progress deadline"
         return Condition(AVAILABLE, False, "ProgressDeadlineExceeded", str(message)), True
+    stuck = build_pod_problem(pods)
     updated = int(status.get("updatedReplicas") or 0)
     total = int(status.get("replicas") or 0)
     ready = int(status.get("readyReplicas") or 0)
     available = int(status.get("availableReplicas") or 0)
+    if stuck is not None and (updated < wanted or ready < wanted or available < wanted):
+        return Condition(AVAILABLE, False, *stuck), False
     if updated < wanted:
         return Condition(
             AVAILABLE,

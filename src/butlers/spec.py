@@ -36,6 +36,9 @@ HINTS_MAX = 32
 SCHEDULES_MAX = 32
 ENV_MAX = 64
 ENV_VALUE_MAX = 4096
+# Label prefixes the operator owns on a butler's pod: its role label (which the
+# NetworkPolicies trust) and the app labels its selectors use. A spec may not set them.
+RESERVED_LABEL_PREFIXES = (f"{API_GROUP}/", "app.kubernetes.io/")
 
 
 class SpecModel(BaseModel):
@@ -212,6 +215,17 @@ class PodSpec(SpecModel):
             if name.startswith("butlers-"):
                 raise ValueError(f"volume {name!r}: names starting 'butlers-' are the operator's")
         _reject_duplicates([str(n) for n in names], "volume")
+        return value
+
+    @field_validator("labels", "annotations")
+    @classmethod
+    def _not_the_operators(cls, value: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(k for k in value if k.startswith(RESERVED_LABEL_PREFIXES))
+        if reserved:
+            raise ValueError(
+                f"{reserved}: keys starting with {' or '.join(RESERVED_LABEL_PREFIXES)} are "
+                "the operator's (a pod may not claim the switchboard's role): rename them"
+            )
         return value
 
     @field_validator("env")

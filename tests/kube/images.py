@@ -67,7 +67,7 @@ def python_image_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def _butler_listen(ports: Ports) -> dict[str, str]:
     # `butlers serve` listens where BUTLERS_HOST/BUTLERS_PORT say (the rendered env says
-    # 0.0.0.0 and the butler's own port; here: loopback and the remapped port).
+    # :: and the butler's own port; here: loopback and the remapped port).
     # `butlers dashboard` (the same image, the chart's `dashboard` port) reads
     # BUTLERS_DASHBOARD_HOST/BUTLERS_DASHBOARD_PORT.
     dashboard = ports.get("dashboard")
@@ -78,10 +78,14 @@ def _butler_listen(ports: Ports) -> dict[str, str]:
 
 
 def _operator_listen(ports: Ports) -> dict[str, str]:
+    env = {}
     port = ports.get("health") or ports.get(8080)
-    return (
-        {"BUTLERS_OPERATOR_LIVENESS_ENDPOINT": f"http://127.0.0.1:{port}/healthz"} if port else {}
-    )
+    if port:
+        env["BUTLERS_OPERATOR_LIVENESS_ENDPOINT"] = f"http://127.0.0.1:{port}/healthz"
+    metrics = ports.get("metrics")
+    if metrics:
+        env["BUTLERS_OPERATOR_METRICS_ENDPOINT"] = f"http://127.0.0.1:{metrics}/metrics"
+    return env
 
 
 def _test_python_listen(ports: Ports) -> dict[str, str]:

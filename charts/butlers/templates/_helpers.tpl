@@ -45,6 +45,9 @@ one, generated only where the renderer can see the cluster (a `helm install`); e
 {{/* The NetworkPolicy settings for the operator: values, plus the chart's own database. */}}
 {{- define "butlers.networkPolicy" -}}
 {{- $policy := deepCopy .Values.networkPolicy -}}
+{{- if and .Values.otlp.endpoint $policy.enabled (not (or $policy.otlp.cidrs $policy.otlp.peers)) -}}
+{{- fail "otlp.endpoint is set but networkPolicy.otlp has no cidrs or peers, so every span would be dropped: set networkPolicy.otlp.peers (the collector's pods, e.g. a namespaceSelector and podSelector) or networkPolicy.otlp.cidrs" -}}
+{{- end -}}
 {{- if .Values.postgres.enabled -}}
 {{- $peer := dict "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" .Release.Namespace)) "podSelector" (dict "matchLabels" (dict "app.kubernetes.io/name" "butlers-postgres" "app.kubernetes.io/instance" .Release.Name)) -}}
 {{- $database := $policy.database -}}
@@ -96,25 +99,31 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- .Values.dashboard.existingSecret | default (include "butlers.dashboardName" .) -}}
 {{- end -}}
 
-{{/*
-The dashboard's token: given, else the one kept in the cluster, else a new one, generated
-only where the renderer can see the cluster (a `helm install`/`upgrade`); elsewhere a new
-token at every render would log everyone out and restart the dashboard at every sync.
-*/}}
-{{- define "butlers.dashboardToken" -}}
-{{- $secret := lookup "v1" "Secret" (include "butlers.dashboardNamespace" .) (include "butlers.dashboardName" .) -}}
-{{- if .Values.dashboard.token -}}
-{{- .Values.dashboard.token -}}
-{{- else if and $secret $secret.data (index $secret.data "token") -}}
-{{- index $secret.data "token" | b64dec -}}
-{{- else if lookup "v1" "Namespace" "" "kube-system" -}}
-{{- randAlphaNum 48 -}}
-{{- else -}}
-{{- fail "dashboard.enabled: set dashboard.token or dashboard.existingSecret (or dashboard.enabled=false); rendered without access to the cluster (helm template, Argo CD) the chart cannot see the token it generated, and a new one at every render would restart the dashboard and log everyone out" -}}
-{{- end -}}
+{{/* The dashboard's login role and own schema: per release, since roles are server-wide. */}}
+{{- define "butlers.dashboardRole" -}}
+{{- printf "%s%s_dashboard" .Values.database.schemaPrefix (.Release.Name | replace "-" "_") -}}
 {{- end -}}
 
 {{/* The PostgreSQL ports the dashboard may reach: the values', else the usual one. */}}
 {{- define "butlers.databasePorts" -}}
 {{- toJson (.Values.networkPolicy.database.ports | default (list 5432)) -}}
+{{- end -}}
+
+{{/* A fixed UID and GID, unless runAsUser is null (OpenShift's restricted-v2 assigns one
+from the namespace's range and rejects any other). */}}
+{{- define "butlers.runAsUser" -}}
+{{- with .Values.runAsUser -}}
+runAsUser: {{ . }}
+runAsGroup: {{ . }}
+{{- end -}}
+{{- end -}}
+
+{{/* Pod defaults for every butler: `butlerPod`, and the chart's runAsUser. */}}
+{{- define "butlers.podDefaults" -}}
+{{- toJson (merge (dict "runAsUser" .Values.runAsUser) .Values.butlerPod) -}}
+{{- end -}}
+
+{{/* The Secret holding /metrics' bearer token (the operator creates it). */}}
+{{- define "butlers.metricsSecret" -}}
+{{- printf "%s-metrics" (include "butlers.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}

@@ -25,6 +25,7 @@ from butlers.daemon.http_limits import MAX_CONNECTIONS, HeaderTimeoutProtocol
 from butlers.daemon.registration import Registrar
 from butlers.db.pool import create_pool
 from butlers.errors import ButlersError, PortInUseError
+from butlers.listen import listen_socket
 from butlers.logs import configure_logging
 from butlers.modules.loader import module_chains
 from butlers.roster import load_butler_file
@@ -52,23 +53,15 @@ def _run_loop(main: Coroutine[Any, Any, None]) -> None:
 
 def bind_socket(host: str, port: int, butler: str) -> socket.socket:
     """Bind now, so a taken port is a clear error before anything else starts."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Accepted connections inherit this: without it every MCP response waits ~40 ms
-    # on delayed ACKs (Nagle), since uvicorn does not set it on pre-bound sockets.
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    # TCP_NODELAY included (uvicorn does not set it on pre-bound sockets); `::` is every
+    # address of both families.
     try:
-        sock.bind((host, port))
+        return listen_socket(host, port)
     except OSError as exc:
-        sock.close()
         raise PortInUseError(
             f"butler {butler!r}: port {port} on {host} is already in use ({exc.strerror}); "
             f"stop whatever listens there or change spec.port"
         ) from None
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
 
 
 def make_ready_check(pool: asyncpg.Pool, chains: list[migrations.Chain]) -> ReadyCheck:

@@ -13,6 +13,7 @@ import uvicorn
 
 from butlers.dashboard.app import create_app
 from butlers.errors import ButlersError, PortInUseError
+from butlers.listen import listen_socket
 from butlers.logs import configure_logging
 from butlers.settings import DashboardSettings
 from butlers.waiting import process_exit
@@ -25,21 +26,13 @@ NO_LOGIN_WARNING = (
 
 
 def bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no delayed-ACK waits
     try:
-        sock.bind((host, port))
+        return listen_socket(host, port)  # `::`: every address of both families
     except OSError as exc:
-        sock.close()
         raise PortInUseError(
             f"dashboard: port {port} on {host} is already in use ({exc.strerror}); stop "
             "whatever listens there or pass another port (--dashboard-port / --port)"
         ) from None
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
 
 
 class _GracefulServer(uvicorn.Server):

@@ -99,13 +99,6 @@ def _alembic_heads(chain: Chain) -> frozenset[str]:
     return frozenset(ScriptDirectory.from_config(_config(chain, "")).get_heads())
 
 
-def _sqlalchemy_url(dsn: str) -> str:
-    for prefix in ("postgresql://", "postgres://"):
-        if dsn.startswith(prefix):
-            return "postgresql+asyncpg://" + dsn[len(prefix) :]
-    return dsn
-
-
 # Alembic's `context` and `op` are process-global proxies: one migration at a time.
 _alembic_locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
 
@@ -116,15 +109,18 @@ def _alembic_lock() -> asyncio.Lock:
 
 
 async def _with_connection(dsn: str, schema: str, work: Callable[[Any], Any]) -> Any:
+    import asyncpg
     from sqlalchemy import text
     from sqlalchemy.ext.asyncio import create_async_engine
     from sqlalchemy.pool import NullPool
 
-    engine = create_async_engine(
-        _sqlalchemy_url(dsn),
-        poolclass=NullPool,
-        connect_args={"server_settings": {"search_path": schema}, "timeout": 10},
-    )
+    async def connect() -> Any:
+        # asyncpg reads the DSN itself, as the butler's pool does: a libpq URI with
+        # `sslmode`, `sslrootcert`, ... (SQLAlchemy would pass each query parameter on
+        # as a keyword asyncpg does not take).
+        return await asyncpg.connect(dsn, server_settings={"search_path": schema}, timeout=10)
+
+    engine = create_async_engine("postgresql+asyncpg://", poolclass=NullPool, async_creator=connect)
     try:
         async with _alembic_lock(), engine.begin() as conn:
             await conn.execute(text(f"SET LOCAL search_path TO {quote_ident(schema)}"))

@@ -19,6 +19,7 @@ import base64
 import json
 import secrets
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -122,7 +123,9 @@ async def load_images(target: k.KindTarget) -> None:
         await run(k.build_image_present(k.POSTGRES_IMAGE), timeout=60)
     except KindError:
         await run(k.build_pull(k.POSTGRES_IMAGE))
-    await run(k.build_kind_load(target))
+    with tempfile.TemporaryDirectory(prefix="butlers-kind-load-") as folder:
+        for argv in k.build_kind_load(target, Path(folder) / "images.tar"):
+            await run(argv)
 
 
 async def read_secret(target: k.KindTarget, name: str) -> dict[str, str]:

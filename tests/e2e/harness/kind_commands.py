@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import platform
 import secrets
 import shutil
 import subprocess
@@ -134,11 +135,27 @@ def build_image_builds(root: Path, target: KindTarget) -> list[list[str]]:
     ]  # fmt: skip
 
 
-def build_kind_load(target: KindTarget) -> list[str]:
-    """Our two images and the chart's PostgreSQL: nodes pull nothing themselves."""
+def node_platform(machine: str | None = None) -> str:
+    """The platform of kind's nodes: this machine's (nodes are containers on it)."""
+    arch = (machine or platform.machine()).lower()
+    return "linux/" + {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm/v7"}.get(arch, arch)
+
+
+def build_kind_load(
+    target: KindTarget, archive: Path, node_platform_: str | None = None
+) -> list[list[str]]:
+    """Our two images and the chart's PostgreSQL (nodes pull nothing themselves), saved
+    for the nodes' platform only, then loaded from that archive.
+
+    `kind load docker-image` saves every platform of a multi-arch image, which fails
+    under Docker's containerd image store (the default of new installs) when only one
+    platform's layers were pulled; `docker save --platform` writes just the one needed.
+    """
+    images = [target.butler_image, target.operator_image, POSTGRES_IMAGE]
     return [
-        "kind", "load", "docker-image", "--name", target.cluster,
-        target.butler_image, target.operator_image, POSTGRES_IMAGE,
+        ["docker", "save", "--platform", node_platform_ or node_platform(), "--output",
+         str(archive), *images],
+        ["kind", "load", "image-archive", "--name", target.cluster, str(archive)],
     ]  # fmt: skip
 
 

@@ -65,10 +65,23 @@ def live_runtime_problem(environ: Mapping[str, str]) -> str | None:
     return None
 
 
+# What configures the real model: passed on to the butlers, which on the cluster
+# backends run in pods that inherit nothing from this process.
+LIVE_RUNTIME_NAMES = (
+    "BUTLERS_RUNTIME_ADAPTER",
+    "BUTLERS_MODEL",
+    "BUTLERS_OPENAI_BASE_URL",
+    "BUTLERS_OPENAI_API_KEY",
+    *sorted(set(DEFAULT_KEY_ENV.values())),
+)
+
+
 def live_runtime_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The real runtime comes from the process environment; this adds the test-only
-    settings and a cheap default model."""
-    env = {"BUTLERS_TICK_INTERVAL": "3600", CANARY_NAME: CANARY_VALUE}
+    """The real runtime's settings and credentials from the process environment (every
+    backend's butlers get them: the cluster ones through the env Secret), plus the
+    test-only settings and a cheap default model."""
+    env = {name: environ[name] for name in LIVE_RUNTIME_NAMES if environ.get(name)}
+    env |= {"BUTLERS_TICK_INTERVAL": "3600", CANARY_NAME: CANARY_VALUE}
     adapter = environ.get("BUTLERS_RUNTIME_ADAPTER", "")
     if not environ.get("BUTLERS_MODEL") and adapter in LIVE_DEFAULT_MODEL:
         env["BUTLERS_MODEL"] = LIVE_DEFAULT_MODEL[adapter]

@@ -245,6 +245,73 @@ async def test_a_spec_change_rolls_exactly_one_new_pod_and_ready_follows_the_new
     assert len(new_pods) == 1, f"pods created by the rollout: {sorted(new_pods)}"
 
 
+async def test_a_cpu_quota_stalls_the_butler_with_its_reason_until_the_spec_sets_limits(
+    kube: KubeApi, namespace: str, operator: OperatorRelease
+) -> None:
+    """A ResourceQuota on limits.cpu refuses pods without a CPU limit (the migrate init
+    container included): the Butler says so, and setting spec.resources admits the pod."""
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "compute", "namespace": namespace},
+        "spec": {"hard": {"limits.cpu": "2"}},
+    }
+    await apply(operator.cluster, quota)
+    try:
+        await apply(operator.cluster, butler("metered"))
+
+        async def stalled() -> dict[str, Any] | None:
+            body = await get_butler(kube, namespace, "metered") or {}
+            conditions = (body.get("status") or {}).get("conditions") or []
+            found = next((c for c in conditions if c["type"] == "Stalled"), {})
+            return found if found.get("status") == "True" else None
+
+        condition = await wait_until(stalled, "Stalled by the quota", READY_TIMEOUT)
+        assert condition["reason"] == "FailedCreate"
+        assert "limits.cpu" in condition["message"]
+        limits = {"requests": {"cpu": "50m"}, "limits": {"cpu": "500m", "memory": "512Mi"}}
+        await apply(operator.cluster, butler("metered", resources=limits))
+        await wait_ready(kube, namespace, "metered")
+    finally:
+        code, out = await kubectl(operator.cluster, "delete", "resourcequota", "compute")
+        assert code == 0, out
+
+
+async def test_pod_overrides_taken_out_of_a_butler_leave_its_deployment(
+    kube: KubeApi, namespace: str, operator: OperatorRelease
+) -> None:
+    overrides = {
+        "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+        "priorityClassName": "system-cluster-critical",
+        "labels": {"team": "home"},
+        "annotations": {"example.com/note": "hello"},
+    }
+    path = build_path("apps/v1", "deployments", namespace, "tidy")
+
+    async def template() -> dict[str, Any]:
+        return ((await kube.find(path)) or {}).get("spec", {}).get("template", {})
+
+    await apply(operator.cluster, butler("tidy", pod=overrides))
+
+    async def overridden() -> bool:
+        found = await template()
+        return "tolerations" in found.get("spec", {}) and "team" in found["metadata"]["labels"]
+
+    await wait_until(overridden, "the overrides on the Deployment", READY_TIMEOUT)
+    await apply(operator.cluster, butler("tidy"))
+
+    async def cleared() -> bool:
+        found = await template()
+        spec, meta = found.get("spec", {}), found.get("metadata", {})
+        return not (
+            {"tolerations", "priorityClassName"} & set(spec)
+            or "team" in (meta.get("labels") or {})
+            or "example.com/note" in (meta.get("annotations") or {})
+        )
+
+    await wait_until(cleared, "the overrides to leave the Deployment", READY_TIMEOUT)
+
+
 async def test_a_deleted_pod_is_replaced_and_the_butler_serves_its_data_again(
     kube_cluster: KubeCluster, kube: KubeApi, namespace: str, operator: OperatorRelease
 ) -> None:

@@ -110,3 +110,57 @@ async def test_without_a_dashboard_no_role_is_made_and_butlers_name_none(  # typ
         assert await fetch(operator_admin_dsn, roles, dashboard_role(schema_prefix)) == 0
     finally:
         await deprovision(operator_admin_dsn, butler["schema"])
+
+
+async def test_two_releases_on_one_server_each_have_their_own_dashboard_role(  # type: ignore[no-untyped-def]
+    cluster, make_settings, operator_admin_dsn, schema_prefix
+) -> None:
+    """Roles are server-wide: releases `a` and `b` (the chart names each role after its
+    release) never reset each other's password nor read each other's schema."""
+    names = {release: f"{schema_prefix}{release}_dashboard" for release in ("a", "b")}
+    stored: dict[str, dict[str, str]] = {}
+    try:
+        for release, name in names.items():
+            settings = make_settings(
+                dashboard_secret=f"{release}-dashboard-db",
+                dashboard_namespace=NAMESPACE,
+                dashboard_role_name=name,
+                dashboard_schema_name=name,
+                dashboard_token_secret=f"{release}-dashboard",
+            )
+            path = f"/api/v1/namespaces/{NAMESPACE}/secrets/{release}-dashboard-db"
+            async with running_operator(settings):
+                stored[release] = _values(
+                    await eventually(lambda path=path: cluster.get(path), f"{release}'s Secret")
+                )
+        assert {values["role"] for values in stored.values()} == set(names.values())
+        # Release a's password still works after b's operator provisioned b's role.
+        for values in stored.values():
+            assert await fetch(values["dsn"], "SELECT current_schema()") == values["schema"]
+        conn = await asyncpg.connect(stored["b"]["dsn"], timeout=10)
+        try:
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.execute(f'CREATE TABLE "{names["a"]}".intruder (id int)')
+        finally:
+            await conn.close()
+    finally:
+        for name in names.values():
+            await deprovision(operator_admin_dsn, name, role=name)
+
+
+async def test_the_operator_creates_the_dashboard_token_once_and_keeps_it(  # type: ignore[no-untyped-def]
+    cluster, make_settings, schema_prefix, dashboard_cleanup
+) -> None:
+    """Without a token in the chart's values the operator makes the token Secret (so the
+    chart renders offline), and a restart or a resync never replaces it."""
+    settings = make_settings(
+        dashboard_secret=SECRET, dashboard_namespace=NAMESPACE, dashboard_token_secret="tok"
+    )
+    path = f"/api/v1/namespaces/{NAMESPACE}/secrets/tok"
+    async with running_operator(settings):
+        token = _values(await eventually(lambda: cluster.get(path), "the token Secret"))["token"]
+    assert len(token) >= 16
+    async with running_operator(settings):
+        await cluster.create_butler("health")
+        await eventually(lambda: cluster.owned("health", "Deployment"), "the Deployment")
+    assert _values(await cluster.get(path) or {})["token"] == token

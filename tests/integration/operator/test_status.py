@@ -127,3 +127,80 @@ async def test_the_operator_writes_no_status_when_nothing_changed(
         await eventually(lambda: len(kmock[f"get {BUTLERS_PATH}"]) >= resyncs + 3, "3 resyncs")
         after = ours(), len(kmock[f"patch {deployment_path}"])
         assert after == writes
+
+
+async def test_pods_the_cluster_refuses_to_create_are_stalled_with_its_reason(
+    cluster: Cluster, make_settings: Any
+) -> None:
+    """A ResourceQuota on limits.cpu rejects the pod: the status says so, not "in progress"."""
+    refused = {
+        "replicas": 0,
+        "updatedReplicas": 0,
+        "conditions": [
+            {
+                "type": "ReplicaFailure",
+                "status": "True",
+                "reason": "FailedCreate",
+                "message": 'pods "health-7d9-x" is forbidden: failed quota: compute: '
+                "must specify limits.cpu for: butler,migrate",
+            }
+        ],
+    }
+    async with running_operator(make_settings(**NO_RESYNC)):
+        await cluster.create_butler("health")
+        await eventually(lambda: _status(cluster, "health", "DatabaseReady", "True"), "database")
+        await cluster.report_rollout("health", generation=1, observed=1, ready=False, **refused)
+        stalled = await eventually(
+            lambda: _status(cluster, "health", "Stalled", "True"), "Stalled=True"
+        )
+    assert stalled["reason"] == "FailedCreate"
+    assert "must specify limits.cpu" in stalled["message"]
+    ready = await cluster.condition("health", "Ready")
+    assert ready["reason"] == "FailedCreate"
+
+
+async def test_a_crash_looping_container_is_the_reason_given(
+    cluster: Cluster, make_settings: Any, kmock: Any
+) -> None:
+    kmock.resources["v1/pods"] = __import__("kmock").ResourceInfo(kind="Pod", namespaced=True)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "health-7d9-abcde",
+            "namespace": NAMESPACE,
+            "resourceVersion": "1",
+            "labels": {"app.kubernetes.io/name": "butler", "butlers.dev/butler": "health"},
+        },
+        "status": {
+            "phase": "Pending",
+            "initContainerStatuses": [
+                {
+                    "name": "migrate",
+                    "ready": False,
+                    "restartCount": 4,
+                    "state": {
+                        "waiting": {
+                            "reason": "CrashLoopBackOff",
+                            "message": "back-off 1m20s restarting failed container=migrate",
+                        }
+                    },
+                    "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+                }
+            ],
+        },
+    }
+    async with running_operator(make_settings(resync_seconds=0.3)):
+        await cluster.create_butler("health")
+        await eventually(lambda: _status(cluster, "health", "DatabaseReady", "True"), "database")
+        async with cluster.session.post(f"/api/v1/namespaces/{NAMESPACE}/pods", json=pod) as resp:
+            assert resp.status < 300, await resp.text()
+        await cluster.report_rollout("health", generation=1, observed=1, ready=False)
+
+        async def crashing() -> dict[str, Any] | None:
+            ready = await cluster.condition("health", "Ready")
+            return ready if ready.get("reason") == "CrashLoopBackOff" else None
+
+        ready = await eventually(crashing, "Ready's reason to be CrashLoopBackOff")
+    assert "init container migrate of pod health-7d9-abcde" in ready["message"]
+    assert "exit code 1" in ready["message"]

@@ -48,10 +48,23 @@ def test_both_images_are_built_and_loaded_under_the_chart_tags() -> None:
     registry, tag = build[build.index("--registry") + 1], build[build.index("--tag") + 1]
     tags = [f"{registry}/{name}:{tag}" for name in build[-2:]]
     assert tags == ["ghcr.io/butlers-dev/butler:0.1.0", "ghcr.io/butlers-dev/operator:0.1.0"]
-    load = k.build_kind_load(TARGET)
-    assert load[:3] == ["kind", "load", "docker-image"] and load[-3:-1] == tags
+    save, load = k.build_kind_load(TARGET, Path("/tmp/x/images.tar"), "linux/amd64")
+    # One platform saved (a multi-arch image under Docker's containerd store cannot be
+    # saved whole), then loaded from the archive.
+    assert save[:4] == ["docker", "save", "--platform", "linux/amd64"]
+    assert save[save.index("--output") + 1] == "/tmp/x/images.tar"
+    assert save[-3:-1] == tags
     # The chart's PostgreSQL too: a kind node pulls nothing itself.
-    assert load[-1] == k.POSTGRES_IMAGE
+    assert save[-1] == k.POSTGRES_IMAGE
+    assert load == ["kind", "load", "image-archive", "--name", "butlers", "/tmp/x/images.tar"]
+
+
+@pytest.mark.parametrize(
+    ("machine", "expected"),
+    [("x86_64", "linux/amd64"), ("aarch64", "linux/arm64"), ("arm64", "linux/arm64")],
+)
+def test_images_are_saved_for_the_nodes_platform(machine: str, expected: str) -> None:
+    assert k.node_platform(machine) == expected
 
 
 def test_chart_values_give_the_session_its_prefix_database_and_env_secret() -> None:
@@ -82,7 +95,8 @@ def test_in_cluster_addresses_are_rewritten_to_port_forwards() -> None:
 def test_a_kube_context_names_the_kind_cluster_images_are_loaded_into() -> None:
     target = k.KindTarget.for_context("ns1", "kind-other")
     assert (target.context, target.cluster) == ("kind-other", "other")
-    assert k.build_kind_load(target)[4] == "other"
+    load = k.build_kind_load(target, Path("images.tar"))[-1]
+    assert load[load.index("--name") + 1] == "other"
     assert k.KindTarget.for_context("ns1", None).cluster == "butlers"
     with pytest.raises(k.KindCommandError, match="not a kind cluster"):
         k.KindTarget.for_context("ns1", "gke_project_zone_prod")

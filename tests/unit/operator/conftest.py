@@ -11,7 +11,7 @@ import pytest
 # Every Kubernetes minor version the charts and the operator promise to support.
 KUBERNETES_VERSIONS = [f"1.{minor}.0" for minor in range(30, 38)]
 # Kinds that the bundled schemas do not know (our own custom resources).
-CUSTOM_API_VERSIONS = {"butlers.dev/v1alpha1"}
+CUSTOM_API_VERSIONS = {"butlers.dev/v1alpha1", "monitoring.coreos.com/v1"}
 
 
 def validate_manifest(manifest: dict[str, Any]) -> None:

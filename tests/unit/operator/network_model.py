@@ -26,6 +26,9 @@ class Endpoint:
     namespace: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     named_ports: Mapping[str, int] = field(default_factory=dict)
+    # False for what a CNI treats as an entity rather than an address (Cilium's
+    # kube-apiserver and host): no ipBlock matches it, only a rule without `to`.
+    ipblock_visible: bool = True
 
 
 def pod_from_deployment(deployment: Mapping[str, Any], ip: str) -> Endpoint:
@@ -79,6 +82,8 @@ class ClusterModel:
     def _peer_matches(self, peer: Mapping[str, Any], policy_ns: str, other: Endpoint) -> bool:
         if "ipBlock" in peer:
             if other.namespace is not None and not self.ipblock_matches_pods:
+                return False
+            if not other.ipblock_visible:
                 return False
             block = peer["ipBlock"]
             address = ipaddress.ip_address(other.ip)

@@ -13,7 +13,9 @@ import yaml
 from butlers.roster import parse_butler
 from butlers.settings import DashboardSettings
 from butlers_operator import crd
-from butlers_operator.settings import OperatorSettings
+from butlers_operator.reconcile import build_target
+from butlers_operator.render import render_deployment
+from butlers_operator.settings import OperatorSettings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "butlers"
@@ -42,19 +44,27 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                 "ports": [8000],
             },
             "extraEgress": [{"to": [{"ipBlock": {"cidr": "192.0.2.10/32"}}]}],
+            "otlp": {"peers": [{"namespaceSelector": {"matchLabels": {"name": "observability"}}}]},
         },
         "otlp": {"endpoint": "http://otel-collector.observability.svc:4318"},
         "butlerImage": {"repository": "registry.local/butler", "pullPolicy": "Always"},
         "butlerPod": {"imagePullSecrets": ["regcred"], "priorityClassName": "butlers"},
+    },
+    "monitoring": {
+        "database": {"adminSecret": {"name": "pg-admin"}},
+        "replicas": 2,
+        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}},
     },
 }
 for _values in SCENARIOS.values():
     _values.setdefault("dashboard", {"token": DASHBOARD_TOKEN})
 
 
-def _render(chart: Path, values: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _render(
+    chart: Path, values: dict[str, Any] | None, release: str = "butlers"
+) -> list[dict[str, Any]]:
     rendered = helm.Chart.load(chart).render(
-        values, name="butlers", namespace=NAMESPACE, is_install=True
+        values, name=release, namespace=NAMESPACE, is_install=True
     )
     documents = []
     for path, text in sorted(rendered.items()):
@@ -287,7 +297,7 @@ def test_the_dashboard_runs_over_the_release_namespace_with_the_operators_role()
         "BUTLERS_DASHBOARD_DSN": "postgresql://x",
     }
     settings = DashboardSettings.from_env(values, kube_namespace=NAMESPACE)
-    assert (settings.host, settings.port) == ("0.0.0.0", 40200)
+    assert (settings.host, settings.port) == ("::", 40200)
     service = _dashboard(documents, "Service")
     assert service["spec"]["ports"][0]["targetPort"] == "dashboard"
     assert container["readinessProbe"]["httpGet"]["path"] == "/api/health"
@@ -335,19 +345,139 @@ def test_the_dashboard_network_policy_names_each_flow() -> None:
     assert policy["ingress"][0]["from"] == [{"podSelector": {"matchLabels": {"x": "y"}}}]
 
 
-def test_the_dashboard_token_is_given_kept_or_refused_offline() -> None:
+def test_run_as_user_can_be_left_to_the_platform() -> None:
+    """OpenShift's restricted-v2 assigns a UID from the namespace's range and rejects a
+    fixed one: `runAsUser: null` sets none on any pod (still non-root)."""
+    fixed = _render(CHART, SCENARIOS["namespaced"])
+    for deployment in (d for d in fixed if d["kind"] == "Deployment"):
+        assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 10001
+    assert _settings(fixed).pod_defaults.run_as_user == 10001
+    assigned = _render(CHART, SCENARIOS["namespaced"] | {"runAsUser": None})
+    for deployment in (d for d in assigned if d["kind"] == "Deployment"):
+        security = deployment["spec"]["template"]["spec"]["securityContext"]
+        assert "runAsUser" not in security and "runAsGroup" not in security
+        assert security["runAsNonRoot"] is True
+    settings = _settings(assigned)
+    assert settings.pod_defaults.run_as_user is None
+    spec = yaml.safe_load((ROOT / "roster" / "health.yaml").read_text())["spec"]
+    body = {"metadata": {"name": "health", "namespace": "home", "uid": "u"}, "spec": spec}
+    pod = render_deployment(build_target(body, settings), settings, "x")["spec"]["template"]
+    security = pod["spec"]["securityContext"]
+    assert not {"runAsUser", "runAsGroup", "fsGroup"} & set(security)
+    assert security["runAsNonRoot"] is True
+
+
+def test_everything_listens_on_both_address_families() -> None:
+    """IPv6-only clusters: the butlers and the dashboard listen on `::` (dual-stack), the
+    operator's liveness server on its pod's family."""
+    documents = _render(CHART, SCENARIOS["namespaced"])
+    assert _dashboard_env(documents)["BUTLERS_DASHBOARD_HOST"] == "::"
+    env = _operator_env(documents)
+    assert "BUTLERS_OPERATOR_POD_IP" in {e["name"] for e in _operator_container(documents)["env"]}
+    assert OperatorSettings.from_env(
+        env | {"BUTLERS_OPERATOR_POD_IP": "fd00::5"}
+    ).liveness_endpoint == ("http://[::]:8080/healthz")
+    assert OperatorSettings.from_env(
+        env | {"BUTLERS_OPERATOR_POD_IP": "10.1.2.3"}
+    ).liveness_endpoint == ("http://0.0.0.0:8080/healthz")
+
+
+def test_metrics_are_served_and_scraped_with_the_operators_token() -> None:
+    documents = _render(CHART, SCENARIOS["monitoring"])
+    settings = _settings(documents)
+    assert settings.metrics_endpoint == "http://0.0.0.0:8081/metrics"
+    ports = {p["name"]: p["containerPort"] for p in _operator_container(documents)["ports"]}
+    assert ports["metrics"] == 8081
+    (service,) = [
+        d for d in documents if d["kind"] == "Service" and "metrics" in d["metadata"]["name"]
+    ]
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    (monitor,) = [d for d in documents if d["kind"] == "ServiceMonitor"]
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["spec"]["selector"].items()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["bearerTokenSecret"] == {"name": settings.metrics_secret, "key": "token"}
+    assert not [d for d in _render(CHART, SCENARIOS["namespaced"]) if d["kind"] == "ServiceMonitor"]
+    off = _render(CHART, SCENARIOS["namespaced"] | {"metrics": {"enabled": False}})
+    assert _settings(off).metrics_endpoint is None
+
+
+def test_replicas_elect_a_leader_over_a_lease() -> None:
+    documents = _render(CHART, SCENARIOS["monitoring"])
+    deployment = next(
+        d
+        for d in documents
+        if d["kind"] == "Deployment" and d["metadata"]["name"] == "butlers-operator"
+    )
+    assert deployment["spec"]["replicas"] == 2
+    settings = _settings(documents)
+    assert settings.lease_name == "butlers-operator"
+    env = {e["name"]: e for e in _operator_container(documents)["env"]}
+    assert env["BUTLERS_OPERATOR_POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    (role,) = [
+        d for d in documents
+        if d["kind"] == "Role" and d["metadata"]["namespace"] == NAMESPACE
+        and d["metadata"]["name"] == "butlers-operator"
+    ]  # fmt: skip
+    leases = [r for r in role["rules"] if "leases" in r["resources"]]
+    assert leases and set(leases[0]["verbs"]) == {"get", "create", "patch"}
+
+
+def test_tracing_without_a_collector_flow_is_refused() -> None:
+    """Spans to an endpoint the NetworkPolicy blocks would be dropped without a word."""
+    values = SCENARIOS["namespaced"] | {"otlp": {"endpoint": "http://otel.obs.svc:4318"}}
+    with pytest.raises(helm.HelmError, match=r"networkPolicy\.otlp has no cidrs or peers"):
+        _render(CHART, values)
+    off = values | {"networkPolicy": {"enabled": False}}
+    assert _settings(_render(CHART, off)).otlp_endpoint == "http://otel.obs.svc:4318"
+    env = _operator_env(_render(CHART, SCENARIOS["namespaced"]))
+    env["BUTLERS_OPERATOR_OTLP_ENDPOINT"] = "http://otel.obs.svc:4318"
+    with pytest.raises(SettingsError, match="every span would be dropped"):
+        OperatorSettings.from_env(env)
+
+
+def test_the_dashboard_token_is_given_existing_or_made_by_the_operator() -> None:
     existing = SCENARIOS["namespaced"] | {"dashboard": {"existingSecret": "my-token"}}
     documents = _render(CHART, existing)
     assert not [d for d in documents if d["kind"] == "Secret"]
     assert _dashboard_env(documents)["BUTLERS_DASHBOARD_TOKEN"] == {
         "secretKeyRef": {"name": "my-token", "key": "token"}
     }
-    # Rendered without the cluster a generated token would change at every render.
-    with pytest.raises(helm.HelmError, match=r"dashboard\.token or dashboard\.existingSecret"):
-        _render(CHART, {"database": {"adminSecret": {"name": "pg-admin"}}})
+    assert _settings(documents).dashboard_token_secret is None
+    given = _render(CHART, SCENARIOS["namespaced"])
+    secret = _dashboard(given, "Secret")
+    assert base64.b64decode(secret["data"]["token"]).decode() == DASHBOARD_TOKEN
+    assert _settings(given).dashboard_token_secret is None
+    # Neither: the chart renders without a cluster (no token of its own, nothing random),
+    # and the operator creates the Secret the dashboard reads.
+    offline = _render(CHART, {"database": {"adminSecret": {"name": "pg-admin"}}})
+    assert not [d for d in offline if d["kind"] == "Secret"]
+    assert offline == _render(CHART, {"database": {"adminSecret": {"name": "pg-admin"}}})
+    made = _settings(offline).dashboard_token_secret
+    assert made == "butlers-dashboard"
+    assert _dashboard_env(offline)["BUTLERS_DASHBOARD_TOKEN"] == {
+        "secretKeyRef": {"name": made, "key": "token"}
+    }
     chart = helm.Chart.load(CHART)
     with pytest.raises(helm.HelmValuesError, match="token"):
         chart.validate_schema({"dashboard": {"token": "short"}})
+
+
+def test_each_release_names_its_own_dashboard_role() -> None:
+    """Roles are server-wide: two releases on one server (empty schemaPrefix, the default)
+    must not share the dashboard's role or schema."""
+
+    def names(release: str, prefix: str = "") -> tuple[str, str]:
+        values = {
+            "database": {"adminSecret": {"name": "pg-admin"}, "schemaPrefix": prefix},
+            "dashboard": {"token": DASHBOARD_TOKEN},
+        }
+        settings = _settings(_render(CHART, values, release))
+        return settings.dashboard_role, settings.dashboard_schema
+
+    assert names("butlers") == ("butlers_dashboard", "butlers_dashboard")
+    assert names("team-b") == ("team_b_dashboard", "team_b_dashboard")
+    assert names("team-b", "x_") == ("x_team_b_dashboard", "x_team_b_dashboard")
 
 
 def test_the_dashboard_shows_a_watched_namespace_and_runs_there() -> None:
@@ -387,11 +517,15 @@ def _settings(documents: list[dict[str, Any]]) -> OperatorSettings:
     return OperatorSettings.from_env(_operator_env(documents))
 
 
-def _operator_env(documents: list[dict[str, Any]]) -> dict[str, str]:
+def _operator_container(documents: list[dict[str, Any]]) -> dict[str, Any]:
     deployment = next(
         d
         for d in documents
         if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator")
     )
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    return {e["name"]: e.get("value", "") for e in container["env"]}
+    return dict(deployment["spec"]["template"]["spec"]["containers"][0])
+
+
+def _operator_env(documents: list[dict[str, Any]]) -> dict[str, str]:
+    """The operator's env values (those from the downward API left out)."""
+    return {e["name"]: e["value"] for e in _operator_container(documents)["env"] if "value" in e}

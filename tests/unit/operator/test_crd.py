@@ -100,7 +100,9 @@ def test_status_subresource_and_printer_columns() -> None:
     version = crd.build_crd()["spec"]["versions"][0]
     assert version["subresources"] == {"status": {}}
     names = [c["name"] for c in version["additionalPrinterColumns"]]
-    assert names == ["Phase", "Ready", "Endpoint", "Age"]
+    assert names == ["Phase", "Ready", "Reason", "Endpoint", "Age"]
+    reason = version["additionalPrinterColumns"][2]
+    assert reason["jsonPath"] == '.status.conditions[?(@.type=="Ready")].reason'
 
 
 def _openapi_to_jsonschema(node: Any) -> Any:
@@ -179,6 +181,21 @@ def test_cel_rules_match_the_model_validators() -> None:
     pod_env = rules["$.properties.spec.properties.pod.properties.env.items"]
     both = {"name": "X", "value": "1", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}
     assert not all(_cel_allows(r, both) for r in pod_env)
+
+
+@pytest.mark.parametrize(
+    ("pod", "allowed"),
+    [
+        ({}, True),
+        ({"labels": {"team": "home"}, "annotations": {"example.com/a": "b"}}, True),
+        ({"labels": {"butlers.dev/role": "switchboard"}}, False),
+        ({"labels": {"app.kubernetes.io/name": "butler"}}, False),
+        ({"annotations": {"butlers.dev/config-hash": "x"}}, False),
+    ],
+)
+def test_cel_refuses_the_operators_label_prefixes(pod: dict[str, Any], allowed: bool) -> None:
+    rules = _cel_rules()["$.properties.spec.properties.pod"]
+    assert all(_cel_allows(r, pod) for r in rules) is allowed
 
 
 def test_long_texts_are_bounded() -> None:

@@ -24,7 +24,8 @@ CHART_VALUES: dict[str, Any] = {
     "watch": {"namespaces": [BUTLERS_NS]},
     "postgres": {"enabled": True, "password": "dev-pw"},
     # The dashboard beside the butlers it shows, with its own NetworkPolicy.
-    # (Its API server egress narrowed to the server's address: by default any address.)
+    # (Its API server egress narrowed to the server's address: by default its ports to
+    # any destination, see test_the_dashboard_reaches_the_api_server_on_any_cni.)
     "dashboard": {
         "token": "dashboard-token-0123456789",
         "namespace": BUTLERS_NS,
@@ -118,6 +119,10 @@ def flows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "model6": Endpoint("model6", "2001:db8::10"),
         "managed-db": Endpoint("managed-db", "10.50.0.5"),
         "api-server": Endpoint("api-server", "172.18.0.2"),
+        # Resolvers that are no kube-dns pod: NodeLocal DNSCache on the node's link-local
+        # address, GKE Cloud DNS on the metadata server.
+        "nodelocal-dns": Endpoint("nodelocal-dns", "169.254.20.10", ipblock_visible=False),
+        "cloud-dns": Endpoint("cloud-dns", "169.254.169.254"),
         "smtp": Endpoint("smtp", "198.51.100.7"),
     }
     policies = [d for d in [*objects, *chart] if d["kind"] == "NetworkPolicy"]
@@ -194,11 +199,12 @@ def test_forbidden_flow_is_denied(
     assert not _model(flows, ipblock_matches_pods=True).allowed(pods[source], pods[target], port)
 
 
-@pytest.mark.parametrize("source", ["health", "dashboard"])
-def test_dns_is_allowed_over_udp_and_tcp(flows: dict[str, Any], source: str) -> None:
+@pytest.mark.parametrize("resolver", ["kube-dns", "nodelocal-dns", "cloud-dns"])
+@pytest.mark.parametrize("source", ["health", "switchboard", "dashboard"])
+def test_dns_is_allowed_over_udp_and_tcp(flows: dict[str, Any], source: str, resolver: str) -> None:
     pods, model = flows["pods"], _model(flows)
-    assert model.allowed(pods[source], pods["kube-dns"], 53, "UDP")
-    assert model.allowed(pods[source], pods["kube-dns"], 53, "TCP")
+    assert model.allowed(pods[source], pods[resolver], 53, "UDP")
+    assert model.allowed(pods[source], pods[resolver], 53, "TCP")
 
 
 def test_the_render_command_prints_every_object_of_every_butler(flows: dict[str, Any]) -> None:
@@ -214,3 +220,32 @@ def test_the_render_command_prints_every_object_of_every_butler(flows: dict[str,
     expected = {"Secret", "ConfigMap", "Deployment", "Service", "ServiceAccount", "NetworkPolicy"}
     assert set(kinds) == {"general", "health", "messenger", "relationship", "switchboard"}
     assert all(found == expected for found in kinds.values()), kinds
+
+
+def test_the_dashboard_reaches_the_api_server_on_any_cni() -> None:
+    """By default the API server's ports go to any destination: Cilium treats the API
+    server as an entity that no ipBlock matches, so an address rule would cut discovery."""
+    values = CHART_VALUES | {
+        "dashboard": {"token": "dashboard-token-0123456789", "namespace": BUTLERS_NS}
+    }
+    rendered = helm.Chart.load(ROOT / "charts" / "butlers").render(
+        values, name="butlers", namespace=OPERATOR_NS, is_install=True
+    )
+    chart = [
+        doc
+        for path, text in sorted(rendered.items())
+        if path.endswith(".yaml")
+        for doc in yaml.safe_load_all(text)
+        if doc
+    ]
+    dashboard = next(
+        pod_from_deployment(d, "10.244.0.9")
+        for d in chart
+        if d["kind"] == "Deployment" and d["metadata"]["name"] == "butlers-dashboard"
+    )
+    model = ClusterModel({}, [d for d in chart if d["kind"] == "NetworkPolicy"])
+    entity = Endpoint("kube-apiserver", "172.18.0.3", ipblock_visible=False)
+    for port in (443, 6443):
+        assert model.allowed(dashboard, entity, port)
+        assert model.allowed(dashboard, Endpoint("api-server", "10.96.0.1"), port)
+    assert not model.allowed(dashboard, entity, 8443)

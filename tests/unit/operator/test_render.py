@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from butlers.auth.tokens import TokenBook, butler_token, digest
 from butlers.db.provision import Credentials
@@ -163,6 +164,23 @@ def test_spec_image_and_resources_override_the_defaults() -> None:
     assert butler["resources"] == {"limits": {"memory": "1Gi"}}
 
 
+def test_the_migrate_container_gets_the_butlers_resources() -> None:
+    """A namespace ResourceQuota on limits.cpu judges every container of the pod: the
+    init container must carry the CPU limit the Butler sets, or no pod is ever admitted."""
+    limits = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m"}}
+    deployment = render.render_deployment(_target(resources=limits), SETTINGS, "x")
+    pod = deployment["spec"]["template"]["spec"]
+    (migrate,) = pod["initContainers"]
+    assert (
+        migrate["resources"]
+        == pod["containers"][0]["resources"]
+        == {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"cpu": "500m"},
+        }
+    )
+
+
 def test_endpoint_is_the_service_dns_name() -> None:
     assert _target().endpoint == "http://health.home.svc:40103/mcp"
 
@@ -288,12 +306,28 @@ def test_channel_egress_ports_come_from_module_config_and_match_the_modules() ->
 
 
 def test_pod_labels_cannot_replace_the_operators_own() -> None:
-    target = _target(pod={"labels": {"butlers.dev/butler": "other", "team": "home"}})
+    target = _target(pod={"labels": {"team": "home"}})
     deployment = render.render_deployment(target, SETTINGS, "x")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert labels["butlers.dev/butler"] == "health" and labels["team"] == "home"
     selector = deployment["spec"]["selector"]["matchLabels"]
     assert all(labels[k] == v for k, v in selector.items())
+
+
+@pytest.mark.parametrize(
+    ("part", "key"),
+    [
+        ("labels", "butlers.dev/role"),  # the switchboard's role: NetworkPolicies trust it
+        ("labels", "butlers.dev/butler"),
+        ("labels", "app.kubernetes.io/name"),
+        ("annotations", "butlers.dev/config-hash"),
+    ],
+)
+def test_pod_labels_and_annotations_under_the_operators_prefixes_are_refused(
+    part: str, key: str
+) -> None:
+    with pytest.raises(ValidationError, match=f"{key}.*are the operator's"):
+        _target(pod={part: {key: "switchboard"}})
 
 
 # -- tokens --------------------------------------------------------------------------
