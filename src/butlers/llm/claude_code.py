@@ -82,6 +82,8 @@ class ClaudeCodeRuntime:
         self._base_env = base_env
         self._tokens = tokens
         self.model_name = model
+        # Its tool calls reach the butler over HTTP: the butler records them as they run.
+        self.records_tool_calls = False
 
     async def run(self, request: SessionRequest, trace: SessionTrace) -> str:
         token = self._tokens.issue_session(request.session_id) if request.tools else None
