@@ -215,5 +215,5 @@ async def test_a_running_session_is_cancelled_through_the_dashboard(
     # The butler takes its next session at once.
     llm_script.route("general", step("next"))
     assert (await butler_ecosystem.call("general", "trigger", {"prompt": "next"}))["success"]
-    audit = await dashboard.get("/api/audit", params={"operation": "session.cancel"})
+    audit = await dashboard.get("/api/audit-log", params={"operation": "session.cancel"})
     assert session_id in audit.text
