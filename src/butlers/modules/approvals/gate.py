@@ -136,7 +136,8 @@ class ApprovalGate(Middleware):
         self.policies: dict[str, Policy] = {}
         self._validators: dict[str, Validator] = {}
         self._held: dict[uuid.UUID, _Held] = {}
-        self._finished: OrderedDict[uuid.UUID, bool] = OrderedDict()  # id -> started
+        # id -> (the decision the call acted on, whether it started)
+        self._finished: OrderedDict[uuid.UUID, tuple[str | None, bool]] = OrderedDict()
         self._lost: set[uuid.UUID] = set()  # given up while the database was away
         self._expirer: asyncio.Task[None] | None = None
 
@@ -148,8 +149,9 @@ class ApprovalGate(Middleware):
         """Hand a recorded decision to its held call; for an approval, wait until the
         call has started. False when no call took it (the call is gone)."""
         held = self._held.get(approval_id)
-        if held is None:
-            return self._finished.get(approval_id, False)
+        if held is None:  # the call already ended: did it act on this decision?
+            seen, started = self._finished.get(approval_id, (None, False))
+            return seen == status and (started or status != "approved")
         if not held.decision.done():
             held.decision.set_result(status)
         if status != "approved":
@@ -191,6 +193,7 @@ class ApprovalGate(Middleware):
         log.info("holding %s for approval %s", name, approval_id)
         held = self._held[approval_id] = _Held()
         started = False
+        status: str | None = None
         try:
             try:
                 status = await self._hold(approval_id, session_id, held)
@@ -206,7 +209,7 @@ class ApprovalGate(Middleware):
             self._held.pop(approval_id, None)
             if not held.started.done():
                 held.started.set_result(False)
-            self._finished[approval_id] = started
+            self._finished[approval_id] = (status, started)
             while len(self._finished) > KEPT_OUTCOMES:
                 self._finished.popitem(last=False)
         if status == "lost":
