@@ -330,3 +330,27 @@ async def test_clearing_an_email_needs_approval(butler_ecosystem: EcosystemHandl
     pool = await eco.pool("relationship")
     email = await pool.fetchval("SELECT email FROM contacts WHERE id = $1::uuid", contact_id)
     assert email == "keep@example.org"
+
+
+async def test_cancelling_a_session_whose_call_is_held_expires_the_request(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    eco = butler_ecosystem
+    contact_id = await _contact(eco, "Held Then Cancelled")
+    llm_script.route(
+        "relationship",
+        step(tool_calls=[{"name": "contact_delete", "arguments": {"contact_id": contact_id}}]),
+    )
+    first = asyncio.create_task(eco.call("relationship", "trigger", {"prompt": "delete it"}))
+    row = await _pending_row(eco, contact_id)
+    cancelled = await eco.call("relationship", "session_cancel", {"session_id": row["session_id"]})
+    assert cancelled["status"] == "cancelled"
+    result = await asyncio.wait_for(first, 10)
+    assert result["success"] is False and result["error"].startswith("cancelled by ")
+    pool = await eco.pool("relationship")
+    assert await pool.fetchval("SELECT status FROM approvals WHERE id = $1", row["id"]) == "expired"
+    assert await _contact_exists(eco, contact_id)
+    late = await eco.call_raw(
+        "relationship", "approval_decide", {"approval_id": str(row["id"]), "decision": "approve"}
+    )
+    assert late.is_error

@@ -32,6 +32,7 @@ SWITCHBOARD_ONLY = {"classify_message", "route"}
 NEVER_IN_A_SESSION = {
     "trigger",
     "tick",
+    "session_cancel",
     "approval_decide",
     "approval_expire_stale",
     "schedule_create",

@@ -5,6 +5,10 @@ with `drop_after(marker)`, it forwards the next client→server data containing
 `marker` (the request was sent), waits for `before_drop()` (e.g. until the server
 has started the work), then aborts both sides of that connection: the client sees
 a connection reset with no answer, exactly as when a network path fails mid-call.
+
+`cut()` takes the server away for everyone (every open connection aborted, new ones
+refused, as when the server dies) until `restore()`; `refused` counts the attempts
+made meanwhile.
 """
 
 from __future__ import annotations
@@ -27,11 +31,24 @@ class DroppingProxy:
         self._writers: set[asyncio.StreamWriter] = set()
         self.dropped = asyncio.Event()
         self.connections = 0
+        self.refused = 0
+        self.port = 0  # the listening port, once started
+        self._cut = False
+
+    def cut(self) -> None:
+        """The server is gone: abort every connection, refuse new ones until `restore`."""
+        self._cut = True
+        for writer in list(self._writers):
+            writer.transport.abort()
+
+    def restore(self) -> None:
+        self._cut = False
 
     async def start(self) -> int:
         """Listen on a free loopback port; returns it."""
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        return int(self._server.sockets[0].getsockname()[1])
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self.port
 
     def drop_after(self, marker: bytes, before_drop: Hook | None = None) -> None:
         """Drop the connection carrying the next request that contains `marker`, once."""
@@ -49,6 +66,10 @@ class DroppingProxy:
             await self._server.wait_closed()
 
     async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        if self._cut:
+            self.refused += 1
+            client_w.transport.abort()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)

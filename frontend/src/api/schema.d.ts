@@ -609,11 +609,33 @@ export interface paths {
         };
         /**
          * Session Detail
-         * @description One session: prompt, output or error, tool calls with timing, cost, approvals.
+         * @description One session: prompt, output or error, tool calls with timing, its model calls
+         *     (tokens, timing, request and response), cost, approvals.
          */
         get: operations["session_detail_api_butlers__name__sessions__session_id__get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/butlers/{name}/sessions/{session_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel Session
+         * @description Stop a running session (the butler's `session_cancel`, audited): its runtime is
+         *     stopped and it ends `cancelled`. A session not running is TOOL_ERROR.
+         */
+        post: operations["cancel_session_api_butlers__name__sessions__session_id__cancel_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2366,6 +2388,36 @@ export interface components {
             /** Phase */
             phase?: string | null;
         };
+        /**
+         * LlmCallInfo
+         * @description One model call: the messages sent since the previous call, the reply, tokens
+         *     and timing (request and response redacted, and truncated past 32,000 characters).
+         */
+        LlmCallInfo: {
+            /** Cached Tokens */
+            cached_tokens: number | null;
+            /** Duration Ms */
+            duration_ms: number;
+            /** Error */
+            error: string | null;
+            /** Input Tokens */
+            input_tokens: number | null;
+            /** Model */
+            model: string | null;
+            /** Output Tokens */
+            output_tokens: number | null;
+            /** Request */
+            request: unknown;
+            /** Response */
+            response: unknown;
+            /** Seq */
+            seq: number;
+            /**
+             * Started At
+             * Format: date-time
+             */
+            started_at: string;
+        };
         /** LogTail */
         LogTail: {
             /** Butler */
@@ -3007,6 +3059,10 @@ export interface components {
             id: string;
             /** Input Tokens */
             input_tokens: number | null;
+            /** Llm Call Count */
+            llm_call_count: number | null;
+            /** Llm Calls */
+            llm_calls: components["schemas"]["LlmCallInfo"][];
             /** Model */
             model: string | null;
             /** Output */
@@ -3026,8 +3082,11 @@ export interface components {
              * Format: date-time
              */
             started_at: string;
-            /** Status */
-            status: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "running" | "completed" | "error" | "interrupted" | "cancelled";
             /** Tool Call Count */
             tool_call_count: number;
             /** Tool Calls */
@@ -3071,6 +3130,8 @@ export interface components {
             id: string;
             /** Input Tokens */
             input_tokens: number | null;
+            /** Llm Call Count */
+            llm_call_count: number | null;
             /** Model */
             model: string | null;
             /** Output Tokens */
@@ -3084,8 +3145,11 @@ export interface components {
              * Format: date-time
              */
             started_at: string;
-            /** Status */
-            status: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "running" | "completed" | "error" | "interrupted" | "cancelled";
             /** Tool Call Count */
             tool_call_count: number;
             /** Trace Id */
@@ -6899,7 +6963,7 @@ export interface operations {
     butler_sessions_api_butlers__name__sessions_get: {
         parameters: {
             query?: {
-                status?: ("running" | "completed" | "error") | null;
+                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
                 trigger_source?: string | null;
                 since?: string | null;
                 until?: string | null;
@@ -7013,6 +7077,110 @@ export interface operations {
         };
     };
     session_detail_api_butlers__name__sessions__session_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_SessionDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    cancel_session_api_butlers__name__sessions__session_id__cancel_post: {
         parameters: {
             query?: never;
             header?: never;
@@ -11770,7 +11938,7 @@ export interface operations {
             query?: {
                 /** @description Only these butlers. */
                 butler?: string[] | null;
-                status?: ("running" | "completed" | "error") | null;
+                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
                 trigger_source?: string | null;
                 since?: string | null;
                 until?: string | null;

@@ -49,3 +49,6 @@ export type TraceSummary = S["TraceSummary"];
 export type TriggerRequest = S["TriggerRequest"];
 export type TriggerResult = S["TriggerResult"];
 export type JsonValue = S["JsonValue"];
+export type LlmCallInfo = S["LlmCallInfo"];
+// The API's one session status vocabulary (an enum in the schema).
+export type SessionStatus = S["SessionSummary"]["status"];

@@ -22,6 +22,7 @@ const TONES: Record<string, { tone: string; symbol: string }> = {
   degraded: { tone: "warn", symbol: "▲" },
   warning: { tone: "warn", symbol: "▲" },
   interrupted: { tone: "warn", symbol: "▲" },
+  cancelled: { tone: "muted", symbol: "⊘" },
   expired: { tone: "muted", symbol: "○" },
   disabled: { tone: "muted", symbol: "○" },
   paused: { tone: "muted", symbol: "○" },

@@ -173,6 +173,8 @@ export function useSession(butler: string | undefined, id: string | undefined) {
       apiFetch<ApiResponse<SessionDetail>>(`/butlers/${enc(butler)}/sessions/${enc(id)}`),
     enabled: !!butler && !!id,
     ...NO_INTERVAL,
+    // A running session is followed until it ends.
+    refetchInterval: (query) => (query.state.data?.data.status === "running" ? 2 * SECONDS : false),
   });
 }
 

@@ -19,6 +19,7 @@ import type {
   ScheduleCreate,
   ScheduleDeleted,
   ScheduleUpdate,
+  SessionDetail,
   StateWritten,
   TickResult,
   TriggerRequest,
@@ -140,6 +141,20 @@ export function useTrigger(butler: string) {
         body,
       }),
     onSuccess: () => client.invalidateQueries({ queryKey: sessionKeys.all }),
+  });
+}
+
+export function useCancelSession(butler: string, id: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: () =>
+      apiFetch<ApiResponse<SessionDetail>>(`/butlers/${enc(butler)}/sessions/${enc(id)}/cancel`, {
+        method: "POST",
+      }),
+    onSuccess: (answer) => {
+      client.setQueryData(sessionKeys.detail(butler, id), answer);
+      client.invalidateQueries({ queryKey: sessionKeys.list().slice(0, 2) });
+    },
   });
 }
 

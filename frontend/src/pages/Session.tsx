@@ -1,9 +1,10 @@
 import { Link, useParams } from "react-router-dom";
 
-import type { SessionDetail, ToolCallRecord } from "../api/types";
-import { DataState } from "../components/DataState";
+import type { LlmCallInfo, SessionDetail, ToolCallRecord } from "../api/types";
+import { DataState, ErrorBox } from "../components/DataState";
 import { StatusBadge } from "../components/Status";
 import { useSession } from "../hooks/useApi";
+import { useCancelSession } from "../hooks/useMutations";
 import { duration, json, money, tokens, when } from "../lib/format";
 
 function ToolTimeline({ session }: { session: SessionDetail }) {
@@ -37,6 +38,56 @@ function ToolTimeline({ session }: { session: SessionDetail }) {
   );
 }
 
+function LlmCalls({ session }: { session: SessionDetail }) {
+  const calls = session.llm_calls;
+  if (!calls.length) {
+    return <p className="muted">{session.llm_call_count === null ? "Model calls were not recorded for this session." : "No model call recorded."}</p>;
+  }
+  return (
+    <ol className="llm-calls" aria-label="Model calls">
+      {calls.map((call: LlmCallInfo) => (
+        <li key={call.seq} className={call.error ? "tool tool-error" : "tool tool-ok"} data-llm-call={call.seq}>
+          <header>
+            <StatusBadge status={call.error ? "error" : "ok"} label={call.error ? "failed" : "ok"} />{" "}
+            <strong>Call {call.seq + 1}</strong> <span className="mono">{call.model ?? "—"}</span>{" "}
+            <span className="muted">
+              at {when(call.started_at)}, took {duration(call.duration_ms)}; {tokens(call.input_tokens)} in
+              {call.cached_tokens != null ? ` (${tokens(call.cached_tokens)} cached)` : ""} / {tokens(call.output_tokens)} out
+            </span>
+          </header>
+          {call.error ? <pre className="error-box">{call.error}</pre> : null}
+          <details>
+            <summary>Request and response</summary>
+            <h4>Sent (new messages since the previous call; secrets redacted)</h4>
+            <pre>{json(call.request)}</pre>
+            <h4>Reply</h4>
+            <pre>{json(call.response)}</pre>
+          </details>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function CancelButton({ butler, id }: { butler: string; id: string }) {
+  const cancel = useCancelSession(butler, id);
+  return (
+    <p>
+      <button
+        type="button"
+        className="deny"
+        disabled={cancel.isPending}
+        onClick={() => {
+          if (window.confirm("Stop this session? Its work in progress is abandoned.")) cancel.mutate();
+        }}
+      >
+        {cancel.isPending ? "Cancelling…" : "Cancel session"}
+      </button>
+      {cancel.error ? <ErrorBox error={cancel.error} /> : null}
+    </p>
+  );
+}
+
 export function SessionPage() {
   const { name, id } = useParams();
   const session = useSession(name, id);
@@ -50,6 +101,7 @@ export function SessionPage() {
       <DataState loading={session.isLoading} error={session.error}>
         {s ? (
           <>
+            {s.status === "running" ? <CancelButton butler={s.butler} id={s.id} /> : null}
             <dl className="facts">
               <div><dt>Butler</dt><dd>{s.butler}</dd></div>
               <div><dt>Status</dt><dd><StatusBadge status={s.status} /></dd></div>
@@ -58,6 +110,7 @@ export function SessionPage() {
               <div><dt>Duration</dt><dd>{duration(s.duration_ms)}</dd></div>
               <div><dt>Model</dt><dd>{s.model ?? "—"}</dd></div>
               <div><dt>Tokens</dt><dd>{tokens(s.input_tokens)} in / {tokens(s.output_tokens)} out</dd></div>
+              <div><dt>Model calls</dt><dd>{s.llm_call_count ?? "—"}</dd></div>
               <div><dt>Cost</dt><dd>{s.priced ? money(s.cost_usd) : "unpriced (no price for this model)"}</dd></div>
               <div>
                 <dt>Trace</dt>
@@ -84,6 +137,8 @@ export function SessionPage() {
             <pre className="prompt-block">{s.output ?? "(none)"}</pre>
             <h2>Tool calls ({s.tool_call_count})</h2>
             <ToolTimeline session={s} />
+            <h2>Model calls ({s.llm_calls.length})</h2>
+            <LlmCalls session={s} />
             {s.approvals.length ? (
               <>
                 <h2>Approvals</h2>

@@ -1,5 +1,7 @@
 import { useState } from "react";
 
+import type { SessionStatus } from "../api/types";
+
 import { DataState, FailedButlers } from "../components/DataState";
 import { AutoRefreshControl, Select } from "../components/Filters";
 import { Pager } from "../components/Pager";
@@ -7,7 +9,16 @@ import { SessionTable } from "../components/SessionTable";
 import { useButlers, useSessions } from "../hooks/useApi";
 import { useAutoRefresh } from "../hooks/useAutoRefresh";
 
-export const SESSION_STATUSES = ["running", "completed", "error", "interrupted"];
+// Exactly the API's statuses: a status added to (or removed from) the schema's enum and
+// not here is a type error.
+const STATUSES: Record<SessionStatus, true> = {
+  running: true,
+  completed: true,
+  error: true,
+  interrupted: true,
+  cancelled: true,
+};
+export const SESSION_STATUSES = Object.keys(STATUSES) as SessionStatus[];
 const LIMIT = 25;
 
 export function SessionsPage() {

@@ -8,8 +8,14 @@ guards, so it does not take the baton: up to `max_toolless` of them run side by 
 tool call waits for a person's approval steps aside (`stepping_aside`) and queues
 again to continue, so it never blocks the butler's other sessions. Every session is
 exactly two writes: the `running` row before the runtime starts and the completed
-(or error) row after, both while it holds the baton. The baton is released whatever
-happens: error, timeout (`error="timeout"`), cancellation.
+(or error) row after, both while it holds the baton; the second carries the session's
+model calls (`llm_calls`). The baton is released whatever happens: error, timeout
+(`error="timeout"`), cancellation. The user may cancel a running session (`cancel`):
+its runtime is stopped and the row ends `cancelled`.
+
+A runtime that does not record its own tool calls (claude-code: they reach the butler
+over HTTP) has them recorded by the butler as they run (`record_tool_call`), into the
+same trace, so every session's row shows what it did.
 
 The queue is bounded (`max_queued`): beyond it a trigger is refused at once with
 `SpawnerBusy`. A trigger with an idempotency key runs at most once per key: a repeat
@@ -37,6 +43,7 @@ import asyncpg
 from opentelemetry import trace
 
 from butlers.core.baton import Baton
+from butlers.core.llm_records import stored_llm_calls
 from butlers.llm.types import SessionFailure, SessionRequest, SessionRuntime, SessionTrace
 from butlers.pricing import PRICES, Price, cost_usd
 from butlers.redaction import Redactor
@@ -51,6 +58,8 @@ DEFAULT_MAX_TOOLLESS = 4  # tool-less sessions (classifications) running at once
 # A session whose process died (a crash, kill -9) is marked with this at start-up.
 INTERRUPTED = "interrupted: the butler process stopped while the session ran"
 COMPLETE_RETRY_SECONDS = 60.0  # how long the final write waits out a database outage
+CANCEL_WAIT_SECONDS = 30.0  # how long `cancel` waits for the stopped session's row
+MAX_SERVER_RECORDED_CALLS = 1000  # tool calls the butler records for one session
 
 
 class NoRuntimeConfigured(Exception):
@@ -63,6 +72,10 @@ class SpawnerBusy(Exception):
 
 class IdempotencyConflict(Exception):
     """An idempotency key was used before for a different request."""
+
+
+class NotCancellable(Exception):
+    """The session is not running in this butler process; the message says why."""
 
 
 @dataclass
@@ -82,6 +95,9 @@ class SpawnerResult:
     cost_usd: float | None = None
     # True when this is the recorded outcome of an earlier call with the same key.
     duplicate: bool = False
+    llm_call_count: int = 0
+    # The rows of its model calls (stored with the session, not returned by `trigger`).
+    llm_calls: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +113,7 @@ class SpawnerResult:
             "trigger_source": self.trigger_source,
             "cost_usd": self.cost_usd,
             "duplicate": self.duplicate,
+            "llm_call_count": self.llm_call_count,
         }
 
     @classmethod
@@ -120,6 +137,7 @@ class SpawnerResult:
             trigger_source=row["trigger_source"],
             cost_usd=None if cost is None else float(cost),
             duplicate=duplicate,
+            llm_call_count=row.get("llm_call_count") or 0,
         )
 
 
@@ -127,6 +145,15 @@ def request_hash(prompt: str, context: Any) -> str:
     """What a repeated keyed trigger must match: its prompt and context."""
     text = json.dumps([prompt, context], sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class _Running:
+    """A session whose runtime runs in this process: its task, who cancelled it."""
+
+    task: asyncio.Task[str]
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled_by: str | None = None
 
 
 @dataclass
@@ -178,7 +205,13 @@ class Spawner:
         self._queued = 0  # sessions running or waiting for the lock
         self._keyed: dict[str, _Keyed] = {}
         self._running: set[uuid.UUID] = set()  # session rows this process is writing
+        self._active: dict[uuid.UUID, _Running] = {}  # runtimes running now
+        self._server_traces: dict[str, SessionTrace] = {}  # see record_tool_call
         self._closing = False
+
+    @property
+    def store(self) -> SessionStore:
+        return self._store
 
     @property
     def configured(self) -> bool:
@@ -410,27 +443,45 @@ class Spawner:
         )
         output: str | None = None
         error: str | None = None
+        status: str | None = None
+        running = _Running(
+            asyncio.create_task(runtime.run(request, session), name=f"session {session_id}")
+        )
+        self._active[session_id] = running
+        if not getattr(runtime, "records_tool_calls", True):
+            self._server_traces[str(session_id)] = session
         try:
-            async with asyncio.timeout(timeout):
-                output = await runtime.run(request, session)
-        except TimeoutError:
-            error = "timeout"
-        except asyncio.CancelledError:
-            # The caller went away (e.g. a route timeout closed the request): the row
-            # must not stay `running` forever.
-            await asyncio.shield(
-                self._cancelled(session_id, started, session, runtime, trigger_source)
+            try:
+                async with asyncio.timeout(timeout):
+                    output = await running.task
+            except TimeoutError:
+                error = "timeout"
+            except asyncio.CancelledError:
+                me = asyncio.current_task()
+                if running.cancelled_by is None or (me is not None and me.cancelling()):
+                    # The caller went away (e.g. a route timeout closed the request): the
+                    # row must not stay `running` forever.
+                    running.task.cancel()
+                    await asyncio.shield(
+                        self._cancelled(session_id, started, session, runtime, trigger_source)
+                    )
+                    raise
+                error, status = f"cancelled by {running.cancelled_by}", "cancelled"
+            except SessionFailure as exc:  # the model failed: expected, no traceback needed
+                error = f"{exc.__class__.__name__}: {exc}"
+            except Exception as exc:  # a bug (ours or an adapter's): keep its traceback
+                error = f"{exc.__class__.__name__}: {exc}"
+                log.exception("session %s (%s): the runtime raised", session_id, trigger_source)
+            if error is None and not (output or "").strip():
+                error = "the runtime returned an empty answer"
+            result = self._result(
+                session_id, started, session, runtime, trigger_source, output, error
             )
-            raise
-        except SessionFailure as exc:  # the model failed: expected, no traceback needed
-            error = f"{exc.__class__.__name__}: {exc}"
-        except Exception as exc:  # a bug (ours or an adapter's): keep its traceback
-            error = f"{exc.__class__.__name__}: {exc}"
-            log.exception("session %s (%s): the runtime raised", session_id, trigger_source)
-        if error is None and not (output or "").strip():
-            error = "the runtime returned an empty answer"
-        result = self._result(session_id, started, session, runtime, trigger_source, output, error)
-        await asyncio.shield(self._complete(session_id, result))
+            await asyncio.shield(self._complete(session_id, result, status))
+        finally:
+            self._active.pop(session_id, None)
+            self._server_traces.pop(str(session_id), None)
+            running.finished.set()
         if error:
             log.warning("session %s (%s) failed: %s", session_id, trigger_source, result.error)
         else:
@@ -441,6 +492,35 @@ class Spawner:
                 result.duration_ms,
             )
         return result
+
+    async def cancel(self, session_id: uuid.UUID, by: str) -> None:
+        """Stop a running session's runtime; its row ends `cancelled` (recorded before
+        this returns, waited for at most `CANCEL_WAIT_SECONDS`)."""
+        running = self._active.get(session_id)
+        if running is None:
+            raise NotCancellable(
+                f"session {session_id} is not running on butler {self.butler!r} "
+                "(it ended, or it never ran here)"
+            )
+        if running.cancelled_by is None:
+            running.cancelled_by = by
+            running.task.cancel()
+            log.warning("session %s: cancelled by %s", session_id, by)
+        try:
+            async with asyncio.timeout(CANCEL_WAIT_SECONDS):
+                await running.finished.wait()
+        except TimeoutError:
+            raise NotCancellable(
+                f"session {session_id} was asked to stop but has not ended within "
+                f"{CANCEL_WAIT_SECONDS:g} s"
+            ) from None
+
+    def record_tool_call(self, session_id: str, call: dict[str, Any]) -> None:
+        """A tool call a running session made over HTTP (a runtime that does not record
+        its own calls); ignored for any other session."""
+        trace = self._server_traces.get(session_id)
+        if trace is not None and len(trace.tool_calls) < MAX_SERVER_RECORDED_CALLS:
+            trace.tool_calls.append(call)
 
     async def _cancelled(
         self,
@@ -480,6 +560,8 @@ class Spawner:
             output_tokens=session.output_tokens,
             model=runtime.model_name,
             trigger_source=trigger_source,
+            llm_call_count=len(session.llm_calls),
+            llm_calls=stored_llm_calls(session.llm_calls, self._redactor, runtime.model_name),
         )
         result.cost_usd = cost_usd(
             result.model, result.input_tokens, result.output_tokens, self._prices
@@ -505,6 +587,7 @@ class Spawner:
                     output_tokens=result.output_tokens,
                     error=result.error,
                     cost_usd=result.cost_usd,
+                    llm_calls=result.llm_calls,
                 )
                 return
             except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:

@@ -19,6 +19,7 @@ from butlers.auth.tokens import TokenBook
 from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices, build_session_services
 from butlers.daemon.calls import SessionToolServer
+from butlers.daemon.recording import SessionCallRecorder
 from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.modules.base import ModuleServices
 from butlers.modules.loader import ModuleSet, session_hidden_tools, start_modules
@@ -95,6 +96,8 @@ async def build_butler(
     try:
         register_session_service_tools(server, services)
         await services.sync_schedules(resource.spec.schedules)
+        # Tool calls of sessions whose runtime calls back over HTTP (claude-code).
+        server.middleware.insert(0, SessionCallRecorder(services.spawner))
         await finalize_server(
             server,
             context,

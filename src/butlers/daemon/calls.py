@@ -415,22 +415,26 @@ class SessionToolServer:
         finally:
             _client_tool_call.reset(client_call)
             current_mcp_session.reset(mcp_session)
-        text = "\n".join(getattr(block, "text", "") for block in result.content)
-        if result.is_error:
-            return text, text, True
-        structured = result.structured_content
-        if structured is None:
-            return text, text, False
-        fastmcp_meta = (result.meta or {}).get("fastmcp")
-        wrapped = (
-            isinstance(fastmcp_meta, dict) and bool(fastmcp_meta.get("wrap_result"))
-        ) or self._wrapped.get(name, False)
-        data = structured.get("result") if wrapped else structured
-        value = data if data is not None else structured
-        try:
-            return value, json.dumps(value, ensure_ascii=False, default=str), False
-        except (TypeError, ValueError):
-            return text, text, False
+        return read_result(result, self._wrapped.get(name, False))
+
+
+def read_result(result: ToolResult, wrapped: bool = False) -> ToolOutcome:
+    """A tool's result as FastMCP's client reads it: the value of a wrapped result is its
+    `result`; `wrapped` is the tool's declaration when the result does not say."""
+    text = "\n".join(getattr(block, "text", "") for block in result.content)
+    if result.is_error:
+        return text, text, True
+    structured = result.structured_content
+    if structured is None:
+        return text, text, False
+    fastmcp_meta = (result.meta or {}).get("fastmcp")
+    wrapped = (isinstance(fastmcp_meta, dict) and bool(fastmcp_meta.get("wrap_result"))) or wrapped
+    data = structured.get("result") if wrapped else structured
+    value = data if data is not None else structured
+    try:
+        return value, json.dumps(value, ensure_ascii=False, default=str), False
+    except (TypeError, ValueError):
+        return text, text, False
 
 
 def _failed(text: str) -> ToolOutcome:

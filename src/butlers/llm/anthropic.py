@@ -65,6 +65,7 @@ def parse_anthropic_response(body: dict[str, Any]) -> ModelTurn:
         tool_calls=calls,
         input_tokens=usage.get("input_tokens"),
         output_tokens=usage.get("output_tokens"),
+        cached_tokens=usage.get("cache_read_input_tokens"),
     )
 
 

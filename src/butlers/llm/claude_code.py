@@ -5,7 +5,10 @@ one session: the butler's access rule sees a session and shows and allows exactl
 what it shows the HTTP adapters' sessions. Claude Code's own tools (shell, files,
 web) are disallowed; the classifier's sessions get no MCP server at all. The prompt
 goes in on stdin (argv is visible to every user in `ps`), the token in a file only
-this user can read; the environment holds only the variables the spec declares."""
+this user can read; the environment holds only the variables the spec declares.
+Its output is read as a stream of events (`llm/claude_stream.py`), so each model call
+of the session is recorded; its tool calls are recorded by the butler as they arrive
+over HTTP."""
 
 from __future__ import annotations
 
@@ -14,9 +17,12 @@ import contextlib
 import json
 import os
 import tempfile
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 from butlers.auth.tokens import TokenBook
+from butlers.llm.claude_stream import StreamLine, read_stream
 from butlers.llm.types import ModelError, SessionRequest, SessionTrace, first_user_text
 
 # Variables a CLI needs to run at all; nothing else of the butler's environment leaks in.
@@ -27,6 +33,7 @@ BUILTIN_TOOLS = (
     "LS", "NotebookEdit", "NotebookRead", "WebFetch", "WebSearch", "Task", "Agent",
     "TodoWrite", "ExitPlanMode", "SlashCommand", "Skill",
 )  # fmt: skip
+LINE_LIMIT = 16 * 1024 * 1024  # one event of the CLI's stream (a large tool result)
 
 
 def render_mcp_config(butler: str, mcp_url: str, token: str | None) -> dict[str, Any]:
@@ -50,7 +57,8 @@ def build_command(
         "--disallowedTools",
         ",".join(BUILTIN_TOOLS),
         "--output-format",
-        "json",
+        "stream-json",
+        "--verbose",
         "--max-turns",
         str(request.max_turns),
     ]
@@ -82,6 +90,8 @@ class ClaudeCodeRuntime:
         self._base_env = base_env
         self._tokens = tokens
         self.model_name = model
+        # Its tool calls reach the butler over HTTP: the butler records them as they run.
+        self.records_tool_calls = False
 
     async def run(self, request: SessionRequest, trace: SessionTrace) -> str:
         token = self._tokens.issue_session(request.session_id) if request.tools else None
@@ -93,15 +103,27 @@ class ClaudeCodeRuntime:
                 command = build_command(
                     self._executable, request.butler, config_path, request, self.model_name
                 )
-                stdout, stderr, code = await self._run(command, request, tmp)
+                start = (datetime.now(UTC), time.monotonic())
+                lines, stderr, code = await self._run(command, request, tmp)
         finally:
             if token is not None:
                 self._tokens.revoke(token)
-        return parse_result(stdout, stderr, code, trace)
+        first: dict[str, Any] = {
+            "messages": [{"role": "user", "content": first_user_text(request)}]
+        }
+        if request.system:
+            first["system"] = request.system
+        try:
+            body = read_stream(lines, first, start, request.butler, trace)
+        except ModelError:
+            raise ModelError(
+                f"claude exited with {code} without a JSON result: {stderr[-300:]!r}"
+            ) from None
+        return parse_result(body, code, trace)
 
     async def _run(
         self, command: list[str], request: SessionRequest, cwd: str
-    ) -> tuple[bytes, bytes, int | None]:
+    ) -> tuple[list[StreamLine], bytes, int | None]:
         try:
             process = await asyncio.create_subprocess_exec(
                 *command,
@@ -110,20 +132,37 @@ class ClaudeCodeRuntime:
                 stderr=asyncio.subprocess.PIPE,
                 env=session_process_env(request, self._base_env),
                 cwd=cwd,
+                limit=LINE_LIMIT,
             )
         except OSError as exc:
             raise ModelError(
                 f"cannot run {self._executable!r} ({exc.strerror}): install the Claude Code "
                 "CLI or set BUTLERS_CLAUDE_PATH"
             ) from None
+        assert process.stdin and process.stdout and process.stderr
+        stderr_read = asyncio.ensure_future(process.stderr.read())
+        lines: list[StreamLine] = []
         try:
-            stdout, stderr = await process.communicate(first_user_text(request).encode())
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                process.stdin.write(first_user_text(request).encode())
+                await process.stdin.drain()
+            process.stdin.close()
+            try:
+                while data := await process.stdout.readline():
+                    lines.append(StreamLine(datetime.now(UTC), time.monotonic(), data))
+            except ValueError:  # a line past LINE_LIMIT
+                raise ModelError(
+                    f"claude wrote an event longer than {LINE_LIMIT} bytes; the session stops"
+                ) from None
+            stderr = await stderr_read
+            await process.wait()
         finally:
             if process.returncode is None:  # cancelled (timeout): do not leave it running
                 process.kill()
                 with contextlib.suppress(ProcessLookupError):
                     await process.wait()
-        return stdout, stderr, process.returncode
+            stderr_read.cancel()
+        return lines, stderr, process.returncode
 
     async def aclose(self) -> None:
         """Nothing to release: every session's process ends with the session."""
@@ -135,13 +174,8 @@ def _write_private(path: str, text: str) -> None:
         file.write(text)
 
 
-def parse_result(stdout: bytes, stderr: bytes, code: int | None, trace: SessionTrace) -> str:
-    try:
-        body = json.loads(stdout.decode(errors="replace") or "null")
-    except ValueError:
-        body = None
-    if not isinstance(body, dict):
-        raise ModelError(f"claude exited with {code} without a JSON result: {stderr[-300:]!r}")
+def parse_result(body: dict[str, Any], code: int | None, trace: SessionTrace) -> str:
+    """The session's answer from the CLI's result event; its totals into `trace`."""
     usage = body.get("usage") or {}
     trace.add_usage(usage.get("input_tokens"), usage.get("output_tokens"))
     if body.get("is_error") or code:

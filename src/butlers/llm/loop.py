@@ -3,6 +3,7 @@ them, feed results back, stop at a final answer or at the turn limit."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
@@ -10,6 +11,8 @@ from typing import Any, Protocol
 
 from butlers.llm.types import (
     ChatModel,
+    LlmCallRecord,
+    ModelTurn,
     SessionRequest,
     SessionTrace,
     ToolSpec,
@@ -33,8 +36,10 @@ async def run_agent_loop(
 ) -> str:
     tools = await toolbox.list()
     messages: list[dict[str, Any]] = [{"role": "user", "content": first_user_text(request)}]
+    sent = 0  # messages already sent in an earlier call (recorded there)
     for _turn in range(request.max_turns):
-        reply = await model.complete(request, messages, tools)
+        reply = await _complete(model, request, messages, sent, tools, trace)
+        sent = len(messages)
         trace.add_usage(reply.input_tokens, reply.output_tokens)
         if not reply.tool_calls:
             return reply.text
@@ -73,8 +78,55 @@ async def run_agent_loop(
     )
 
 
+async def _complete(
+    model: ChatModel,
+    request: SessionRequest,
+    messages: list[dict[str, Any]],
+    sent: int,
+    tools: list[ToolSpec],
+    trace: SessionTrace,
+) -> ModelTurn:
+    """One model call, recorded in `trace` whether it answers or fails."""
+    sent_now: dict[str, Any] = {"messages": messages[sent:], "message_count": len(messages)}
+    if sent == 0:
+        sent_now |= {"system": request.system, "tools": [t.name for t in tools]}
+    started_at = datetime.now(UTC)
+    started = time.perf_counter()
+
+    def record(reply: ModelTurn | None, error: str | None) -> None:
+        duration = round((time.perf_counter() - started) * 1000, 3)
+        if reply is None:
+            trace.add_llm_call(LlmCallRecord(started_at, duration, sent_now, error=error))
+            return
+        calls = [call.to_json() for call in reply.tool_calls]
+        trace.add_llm_call(
+            LlmCallRecord(
+                started_at=started_at,
+                duration_ms=duration,
+                request=sent_now,
+                response={"text": reply.text, "tool_calls": calls},
+                input_tokens=reply.input_tokens,
+                output_tokens=reply.output_tokens,
+                cached_tokens=reply.cached_tokens,
+            )
+        )
+
+    try:
+        reply = await model.complete(request, messages, tools)
+    except asyncio.CancelledError:
+        record(None, "cancelled")
+        raise
+    except Exception as exc:
+        record(None, f"{exc.__class__.__name__}: {exc}")
+        raise
+    record(reply, None)
+    return reply
+
+
 class LoopRuntime:
     """A `SessionRuntime` made of a chat model and a toolbox: the HTTP adapters."""
+
+    records_tool_calls = True  # the loop records every call it makes (see SessionRuntime)
 
     def __init__(
         self,

@@ -85,6 +85,7 @@ def parse_openai_response(body: dict[str, Any]) -> ModelTurn:
         tool_calls=tuple(calls),
         input_tokens=usage.get("prompt_tokens"),
         output_tokens=usage.get("completion_tokens"),
+        cached_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens"),
     )
 
 

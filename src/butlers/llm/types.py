@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 
@@ -59,6 +60,7 @@ class ModelTurn:
     tool_calls: tuple[ToolCall, ...] = ()
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_tokens: int | None = None  # input tokens the provider read from its prompt cache
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,27 @@ class SessionRequest:
     tools: bool = True
 
 
+MAX_LLM_CALLS = 500  # model calls recorded per session (the turn limit is far below)
+
+
+@dataclass(frozen=True)
+class LlmCallRecord:
+    """One model call: what was sent since the previous call and what came back.
+
+    `request` and `response` are neutral JSON (the conversation's new messages, the
+    reply's text and tool calls); the spawner redacts and bounds them before storing."""
+
+    started_at: datetime
+    duration_ms: float
+    request: Any
+    response: Any = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    model: str | None = None
+    error: str | None = None
+
+
 @dataclass
 class SessionTrace:
     """What a session did so far; survives a timeout or an error of the runtime."""
@@ -81,6 +104,11 @@ class SessionTrace:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     input_tokens: int | None = None
     output_tokens: int | None = None
+    llm_calls: list[LlmCallRecord] = field(default_factory=list)
+
+    def add_llm_call(self, call: LlmCallRecord) -> None:
+        if len(self.llm_calls) < MAX_LLM_CALLS:
+            self.llm_calls.append(call)
 
     def add_usage(self, input_tokens: int | None, output_tokens: int | None) -> None:
         if input_tokens is not None:
@@ -103,6 +131,9 @@ class SessionRuntime(Protocol):
     """Runs one whole session and returns its final output; records into `trace`."""
 
     model_name: str | None
+    # True: the runtime records its tool calls into the trace itself; False: they reach
+    # the butler over HTTP and the butler records them as they run (claude-code).
+    records_tool_calls: bool
 
     async def run(self, request: SessionRequest, trace: SessionTrace) -> str: ...
 

@@ -1,19 +1,26 @@
-"""The session log of one butler (table `sessions`): reads here, writes by the spawner."""
+"""The session log of one butler (tables `sessions` and `llm_calls`): reads here,
+writes by the spawner."""
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, get_args
 
 import asyncpg
 from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.stores.records import Record
+
+SessionStatus = Literal["running", "completed", "error", "interrupted", "cancelled"]
+"""Every status a session row can have: the one vocabulary of the tools, the dashboard's
+API (its enum, from which the web UI's list is typed) and the table's CHECK."""
+SESSION_STATUSES: tuple[str, ...] = get_args(SessionStatus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +40,7 @@ class SessionSummary(Record):
     cost_usd: Decimal | None
     trace_id: str | None
     error: str | None
+    llm_call_count: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +62,28 @@ class Session(Record):
     trace_id: str | None
     error: str | None
     context: JsonValue
+    llm_call_count: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class LlmCall(Record):
+    """One model call of a session: what was sent since the previous call, what came
+    back, its tokens and timing (request and response redacted and bounded)."""
+
+    session_id: uuid.UUID
+    seq: int
+    model: str | None
+    started_at: datetime
+    duration_ms: float
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_tokens: int | None
+    request: JsonValue
+    response: JsonValue
+    error: str | None
+
+
+LLM_CALL_COLUMNS = LlmCall.columns()
 
 
 class SessionStore:
@@ -86,6 +116,14 @@ class SessionStore:
             f"SELECT {Session.columns()} FROM sessions WHERE session_id = $1", session_id
         )
         return None if row is None else Session.from_row(row)
+
+    async def llm_calls(self, session_id: uuid.UUID) -> builtins.list[LlmCall]:
+        """The model calls of a session, in order (bounded by the turn limit)."""
+        rows = await self._pool.fetch(
+            f"SELECT {LLM_CALL_COLUMNS} FROM llm_calls WHERE session_id = $1 ORDER BY seq",
+            session_id,
+        )
+        return [LlmCall.from_row(row) for row in rows]
 
     async def create(
         self,
@@ -155,19 +193,47 @@ class SessionStore:
         output_tokens: int | None,
         error: str | None,
         cost_usd: float | None = None,
+        llm_calls: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """Second write: the final status and everything the session produced."""
-        await self._pool.execute(
-            "UPDATE sessions SET status = $2, completed_at = clock_timestamp(), duration_ms = $3, "
-            "tool_calls = $4::text::jsonb, output = $5, input_tokens = $6, output_tokens = $7, "
-            "error = $8, cost_usd = $9 WHERE session_id = $1",
-            session_id,
-            status,
-            duration_ms,
-            dumps(tool_calls),
-            output,
-            input_tokens,
-            output_tokens,
-            error,
-            cost_usd,
-        )
+        """Second write: the final status and everything the session produced, its
+        model calls (`llm_calls` rows, keys as `LlmCall`'s fields) in the same transaction."""
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.execute(
+                "UPDATE sessions SET status = $2, completed_at = clock_timestamp(), "
+                "duration_ms = $3, tool_calls = $4::text::jsonb, output = $5, "
+                "input_tokens = $6, output_tokens = $7, error = $8, cost_usd = $9, "
+                "llm_call_count = $10 WHERE session_id = $1",
+                session_id,
+                status,
+                duration_ms,
+                dumps(tool_calls),
+                output,
+                input_tokens,
+                output_tokens,
+                error,
+                cost_usd,
+                len(llm_calls),
+            )
+            if llm_calls:
+                await connection.executemany(
+                    "INSERT INTO llm_calls (session_id, seq, model, started_at, duration_ms, "
+                    "input_tokens, output_tokens, cached_tokens, request, response, error) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, "
+                    "$10::text::jsonb, $11) ON CONFLICT (session_id, seq) DO NOTHING",
+                    [
+                        (
+                            session_id,
+                            seq,
+                            call.get("model"),
+                            call["started_at"],
+                            call["duration_ms"],
+                            call.get("input_tokens"),
+                            call.get("output_tokens"),
+                            call.get("cached_tokens"),
+                            dumps(call.get("request")),
+                            dumps(call.get("response")),
+                            call.get("error"),
+                        )
+                        for seq, call in enumerate(llm_calls)
+                    ],
+                )

@@ -1,14 +1,14 @@
 """Core tools `sessions_list` and `sessions_get` over the session log."""
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from butlers.jsonutil import AnyJson, to_json
-from butlers.stores.sessions import SessionStore
+from butlers.stores.sessions import SessionStatus, SessionStore
 from butlers.tooling import tool
 
 CORE = {"module": "core"}
@@ -19,7 +19,7 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
     async def sessions_list(
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         offset: Annotated[int, Field(ge=0)] = 0,
-        status: Literal["running", "completed", "error", "interrupted"] | None = None,
+        status: SessionStatus | None = None,
         trigger_source: str | None = None,
     ) -> AnyJson:
         """Recent sessions of this butler, newest first (without prompts and outputs)."""
@@ -30,8 +30,12 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
 
     @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
     async def sessions_get(session_id: uuid.UUID) -> AnyJson:
-        """One session with its prompt, output, tool calls, tokens and error."""
+        """One session with its prompt, output, tool calls, tokens and error, and its
+        model calls (`llm_calls`: model, tokens, timing, request and response)."""
         row = await store.get(session_id)
         if row is None:
             raise ToolError(f"no session {session_id} on this butler")
-        return to_json(row)
+        record = to_json(row)
+        assert isinstance(record, dict)
+        record["llm_calls"] = to_json(await store.llm_calls(session_id))
+        return record

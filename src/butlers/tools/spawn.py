@@ -1,7 +1,9 @@
-"""Core tools `trigger` (start an LLM session) and `tick` (run due scheduled tasks)."""
+"""Core tools `trigger` (start an LLM session), `session_cancel` (stop one) and `tick`
+(run due scheduled tasks)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated
 
 from fastmcp import FastMCP
@@ -11,7 +13,13 @@ from pydantic import Field
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
 from butlers.core.scheduler import Scheduler
-from butlers.core.spawner import IdempotencyConflict, NoRuntimeConfigured, Spawner, SpawnerBusy
+from butlers.core.spawner import (
+    IdempotencyConflict,
+    NoRuntimeConfigured,
+    NotCancellable,
+    Spawner,
+    SpawnerBusy,
+)
 from butlers.jsonutil import AnyJson, to_json
 from butlers.tooling import tool
 
@@ -19,6 +27,8 @@ CORE = {"module": "core"}
 # A session never starts sessions; the switchboard may route to `trigger`.
 TRIGGER = CORE | access_meta(sessions=False, router=True)
 TICK = CORE | access_meta(sessions=False)
+# Stopping sessions is the user's: a session (reading untrusted text) never stops another.
+CANCEL = CORE | access_meta(sessions=False)
 
 
 def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -> None:
@@ -63,6 +73,20 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
         except (NoRuntimeConfigured, SpawnerBusy, IdempotencyConflict) as exc:
             raise ToolError(str(exc)) from None
         return result.to_json()
+
+    @tool(mcp, meta=CANCEL)
+    async def session_cancel(session_id: uuid.UUID) -> AnyJson:
+        """Stop a running session of this butler: its model call or tool call in
+        progress is abandoned, a call it holds for approval expires, and the session
+        ends `cancelled` (returned as recorded). Needs the user's token."""
+        try:
+            await spawner.cancel(session_id, by=current_caller().label)
+        except NotCancellable as exc:
+            raise ToolError(str(exc)) from None
+        row = await spawner.store.get(session_id)
+        if row is None:  # the row was deleted meanwhile
+            raise ToolError(f"no session {session_id} on this butler")
+        return to_json(row)
 
     @tool(mcp, meta=TICK)
     async def tick() -> AnyJson:

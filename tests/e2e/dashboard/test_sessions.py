@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2 as httpx
+
+from butlers.stores.sessions import SESSION_STATUSES
+from butlers.testing.script_server import Script, call, step
+from butlers.waiting import wait_until
 
 from ..harness.ecosystem import EcosystemHandle
 from .conftest import seed_sessions
@@ -149,3 +155,65 @@ async def test_session_detail_has_tool_calls_with_timing_and_cost(
     assert detail["tool_calls"][0]["duration_ms"] == 1.25
     assert detail["tool_calls"][0]["started_at"].startswith("2021-03-04T05:06:07.5")
     assert (detail["cost_usd"], detail["priced"], detail["tool_call_count"]) == (0.0035, True, 1)
+
+
+async def test_every_session_status_is_a_filter_the_api_accepts(
+    butler_ecosystem: EcosystemHandle, dashboard: httpx.AsyncClient
+) -> None:
+    """One vocabulary: each status a row can have filters the list (none is a 4xx)."""
+    tag = f"seed:{uuid.uuid4().hex[:12]}"
+    at = datetime(2021, 5, 6, 7, 8, 9, tzinfo=UTC)
+    rows = [
+        {"trigger_source": tag, "created_at": at + timedelta(seconds=i), "status": status}
+        for i, status in enumerate(SESSION_STATUSES)
+    ]
+    ids = dict(
+        zip(SESSION_STATUSES, await seed_sessions(butler_ecosystem, "general", rows), strict=True)
+    )
+    for status, session_id in ids.items():
+        for url in ("/api/sessions", "/api/butlers/general/sessions"):
+            page = await get_page(dashboard, url, trigger_source=tag, status=status)
+            assert [(s["id"], s["status"]) for s in page["data"]] == [(session_id, status)]
+    refused = await dashboard.get("/api/sessions", params={"status": "finished"})
+    assert refused.status_code in (400, 422) and "status" in refused.text
+
+
+async def test_a_running_session_is_cancelled_through_the_dashboard(
+    butler_ecosystem: EcosystemHandle, dashboard: httpx.AsyncClient, llm_script: Script
+) -> None:
+    # The model answers after a minute and would then store something: the cancel
+    # stops it first, so neither happens.
+    probe = f"cancel-probe-{uuid.uuid4().hex[:6]}"
+    llm_script.route("general", step(tool_calls=[call("state_set", key=probe, value=1)], delay=60))
+    started = time.monotonic()
+    trigger = asyncio.create_task(
+        butler_ecosystem.call("general", "trigger", {"prompt": f"slow work {probe}"})
+    )
+    try:
+
+        async def running() -> str | None:
+            page = await get_page(dashboard, "/api/butlers/general/sessions", status="running")
+            return next((s["id"] for s in page["data"] if probe in s["prompt_preview"]), None)
+
+        session_id = await wait_until(running, timeout=30, interval=0.1)
+        answer = await dashboard.post(f"/api/butlers/general/sessions/{session_id}/cancel")
+        assert answer.status_code == 200, answer.text
+        detail = answer.json()["data"]
+        assert detail["status"] == "cancelled" and detail["error"].startswith("cancelled by ")
+        assert detail["completed_at"] is not None
+        result = await asyncio.wait_for(trigger, 15)
+    finally:
+        if not trigger.done():
+            trigger.cancel()
+    assert result["success"] is False and result["error"] == detail["error"]
+    assert time.monotonic() - started < 45, "the session's runtime ran on after the cancel"
+    assert await butler_ecosystem.call("general", "state_get", {"key": probe}) is None
+    # The one model call it made is on record, cut short.
+    assert [c["error"] for c in detail["llm_calls"]] == ["cancelled"]
+    again = await dashboard.post(f"/api/butlers/general/sessions/{session_id}/cancel")
+    assert again.status_code >= 400 and "is not running" in again.text
+    # The butler takes its next session at once.
+    llm_script.route("general", step("next"))
+    assert (await butler_ecosystem.call("general", "trigger", {"prompt": "next"}))["success"]
+    audit = await dashboard.get("/api/audit-log", params={"operation": "session.cancel"})
+    assert session_id in audit.text

@@ -450,3 +450,32 @@ async def test_with_a_token_the_ui_signs_in_and_its_writes_carry_the_cookie(
     refused = [p for p in watcher.problems if "401" in p]
     assert all("/login" in p or "status of 401" in p for p in refused), refused
     assert [p for p in watcher.problems if p not in refused] == []
+
+
+async def test_a_running_session_is_cancelled_from_its_page(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    page, watcher = ui
+    marker = f"ui-cancel {uuid.uuid4().hex[:6]}"
+    llm_script.route("general", step("too late", delay=60))
+    trigger = asyncio.create_task(
+        butler_ecosystem.call("general", "trigger", {"prompt": f"slow {marker}"})
+    )
+    try:
+        await _open(page, "/sessions")
+        await page.get_by_label("Butler").select_option("general")
+        row = page.locator("tr[data-session]", has_text=marker)
+        await row.wait_for()
+        await row.get_by_role("link").click()
+        button = page.get_by_role("button", name="Cancel session")
+        await button.wait_for()
+        await button.click()
+        await page.locator("dt:text-is('Status') + dd", has_text="cancelled").wait_for()
+        await button.wait_for(state="detached")
+        result = await asyncio.wait_for(trigger, 15)
+    finally:
+        if not trigger.done():
+            trigger.cancel()
+    assert result["success"] is False and result["error"].startswith("cancelled by ")
+    await page.screenshot(path=_shot("session_cancelled"), full_page=True)
+    assert watcher.problems == []

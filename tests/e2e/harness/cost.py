@@ -16,6 +16,7 @@ MAX_SCENARIO_INPUT_TOKENS = 10_000
 class ScenarioCost:
     scenario: str
     sessions: int = 0
+    llm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -31,10 +32,12 @@ class CostTracker:
     scenarios: list[ScenarioCost] = field(default_factory=list)
 
     def record(self, scenario: str, sessions: Iterable[Mapping[str, Any]]) -> ScenarioCost:
-        """Add the session rows (model, input_tokens, output_tokens) of one scenario."""
+        """Add the session rows (model, llm_call_count, input_tokens, output_tokens) of
+        one scenario."""
         entry = ScenarioCost(scenario)
         for row in sessions:
             entry.sessions += 1
+            entry.llm_calls += row.get("llm_call_count") or 0
             tokens_in, tokens_out = row.get("input_tokens") or 0, row.get("output_tokens") or 0
             entry.input_tokens += tokens_in
             entry.output_tokens += tokens_out
@@ -65,7 +68,8 @@ class CostTracker:
 
     def summary(self) -> list[str]:
         lines = [
-            f"{s.scenario}: {s.sessions} session(s), {s.input_tokens} in / "
+            f"{s.scenario}: {s.sessions} session(s), {s.llm_calls} LLM call(s), "
+            f"{s.input_tokens} in / "
             f"{s.output_tokens} out tokens, ${s.cost_usd:.4f}"
             + (
                 f" (no price for {', '.join(sorted(s.unpriced_models))})"
@@ -76,9 +80,11 @@ class CostTracker:
         ]
         total_in = sum(s.input_tokens for s in self.scenarios)
         total_out = sum(s.output_tokens for s in self.scenarios)
-        calls = sum(s.sessions for s in self.scenarios)
+        sessions = sum(s.sessions for s in self.scenarios)
+        calls = sum(s.llm_calls for s in self.scenarios)
         lines.append(
-            f"total: {calls} session(s), {total_in} in / {total_out} out tokens, "
+            f"total: {sessions} session(s), {calls} LLM call(s), {total_in} in / "
+            f"{total_out} out tokens, "
             f"${self.total_usd:.4f} (limit ${self.max_total_usd:.2f})"
         )
         return lines

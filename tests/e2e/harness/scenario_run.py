@@ -23,7 +23,7 @@ from .ecosystem import EcosystemHandle
 SWITCHBOARD = "switchboard"
 # Tables whose content is reported elsewhere (sessions have a golden file of their own)
 # or changes on its own (registry heartbeats).
-SNAPSHOT_EXCLUDED = ("sessions", "butler_registry")
+SNAPSHOT_EXCLUDED = ("sessions", "llm_calls", "butler_registry")
 CALL_MARGIN_SECONDS = 10.0
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from tests.kube.api import KubeApi, build_path
 from tests.kube.cluster import KubeCluster
+from tests.kube.images import IMAGE_PATHS
 from tests.kube.wait import condition_status, wait_deployment_available, wait_until
 
 SERVER = str(Path(__file__).resolve().parents[2] / "kube" / "testserver.py")
@@ -102,11 +103,23 @@ def pid_of(pod: dict[str, Any], container_name: str = "web") -> int:
     return int(status["containerID"].removeprefix("process://"))
 
 
-def scratch_file(name: str) -> Path:
-    """A path outside /tmp (a pod's /tmp is its emptyDir), in the repository's .tmp/."""
-    scratch = Path(__file__).resolve().parents[3] / ".tmp"
-    scratch.mkdir(exist_ok=True)
-    return scratch / name
+def scratch_file(name: str, hidden: tuple[str, ...] = ("/tmp",)) -> Path:
+    """A host path a pod's container sees as the host's own, writable file system: not
+    under a volume it mounts (`hidden`: its /tmp is an emptyDir) nor under the paths
+    that stand for its image (the venv and the checkout, mounted back read-only when a
+    volume hides them), wherever the checkout lives (CI's clone may be under /tmp)."""
+    taken = [Path(p) for p in (*hidden, *IMAGE_PATHS)]
+    candidates = (Path.home() / ".cache" / "butlers" / "scratch", Path("/var/tmp/butlers-scratch"))
+    for candidate in candidates:
+        resolved = candidate.resolve()
+        if any(resolved == t or t in resolved.parents for t in taken):
+            continue
+        try:
+            resolved.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        return resolved / name
+    pytest.skip(f"no writable folder outside {[str(t) for t in taken]} for the pod to write to")
 
 
 def alive(pid: int) -> bool:

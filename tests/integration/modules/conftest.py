@@ -4,6 +4,7 @@ import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from fastmcp import Client
@@ -32,7 +33,10 @@ async def module_butler(
             environ: Mapping[str, str] | None = None,
             approvals: dict[str, Any] | None = None,
             approval_timeout: float | None = None,
+            db_port: int | None = None,
         ) -> ModuleButler:
+            """`db_port`: the butler's pool reaches PostgreSQL through this local port
+            (a proxy the test controls) instead of directly."""
             schema = f"{session_tag}m{next(_counter)}"
             resource = make_resource(
                 "probe", description="test butler", modules=modules, approvals=approvals or {}
@@ -42,6 +46,8 @@ async def module_butler(
                 stack.push_async_callback(deprovision, pg_admin_dsn, schema)
             dsn = credentials.dsn(pg_admin_dsn)
             await migrations.upgrade(dsn, schema, [migrations.CORE, *module_chains(modules)])
+            if db_port is not None:
+                dsn = _through(dsn, db_port)
             pool = await create_pool(dsn, schema)
             stack.push_async_callback(pool.close)
             settings = make_settings(environ=environ, approval_timeout_seconds=approval_timeout)
@@ -53,3 +59,10 @@ async def module_butler(
             return ModuleButler(built=built, client=client)
 
         yield build
+
+
+def _through(dsn: str, port: int) -> str:
+    """`dsn` with its host and port replaced by 127.0.0.1:`port`."""
+    parts = urlsplit(dsn)
+    credentials = parts.netloc.rpartition("@")[0]
+    return urlunsplit(parts._replace(netloc=f"{credentials}@127.0.0.1:{port}"))

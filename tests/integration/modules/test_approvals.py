@@ -1,10 +1,18 @@
 """The approval gate: held calls, decisions, expiry, conditional policies, spec overrides."""
 
 import asyncio
+import uuid
+from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit
 
+import asyncpg
+import pytest
+
+from butlers.modules.approvals.store import ApprovalStore
 from butlers.waiting import wait_until
 from tests.support.contracts import AUDIT_FIELDS
+from tests.support.proxy import DroppingProxy
 
 from .conftest import ButlerFactory, ModuleButler
 
@@ -158,3 +166,90 @@ async def test_approval_row_masks_credentials_but_the_approved_call_gets_them(
     assert await butler.call("state_get", {"key": "login"}) == login
     stored = await butler.call("approval_list", {"status": "approved"})
     assert "hunter2-correct-horse" not in str(stored)
+
+
+@pytest.fixture
+async def db_proxy(pg_admin_dsn: str) -> AsyncIterator[DroppingProxy]:
+    """A proxy in front of PostgreSQL: `cut()` takes the database away, `restore()`."""
+    server = urlsplit(pg_admin_dsn)
+    proxy = DroppingProxy(server.hostname or "127.0.0.1", server.port or 5432)
+    await proxy.start()
+    try:
+        yield proxy
+    finally:
+        await proxy.aclose()
+
+
+async def _admin_status(pg_admin_dsn: str, butler: ModuleButler, approval_id: str) -> str:
+    """The row's status read beside the butler (its own pool may be cut off)."""
+    conn = await asyncpg.connect(pg_admin_dsn)
+    try:
+        return str(
+            await conn.fetchval(
+                f'SELECT status FROM "{butler.context.schema}".approvals WHERE id = $1',
+                uuid.UUID(approval_id),
+            )
+        )
+    finally:
+        await conn.close()
+
+
+async def test_a_call_held_while_the_database_died_ends_expired_and_cannot_be_approved(
+    module_butler: ButlerFactory, db_proxy: DroppingProxy, pg_admin_dsn: str
+) -> None:
+    butler = await module_butler(RELATIONSHIP, approval_timeout=2.0, db_port=db_proxy.port)
+    contact = await butler.call("contact_add", {"name": "Eve"})
+    call = asyncio.create_task(butler.call_raw("contact_delete", {"contact_id": contact["id"]}))
+    row = await _pending(butler, "contact_delete")
+    db_proxy.cut()
+    result = await asyncio.wait_for(call, 20)
+    assert result.is_error and "database could not be reached" in result.content[0].text
+    db_proxy.restore()
+
+    # Once the database is back the request is expired, not left pending forever.
+    async def expired() -> bool:
+        return await _admin_status(pg_admin_dsn, butler, row["id"]) == "expired"
+
+    await wait_until(expired, timeout=30, interval=0.1, message="the request stayed pending")
+    decided = await butler.call_raw(
+        "approval_decide", {"approval_id": row["id"], "decision": "approve", "decided_by": "me"}
+    )
+    assert decided.is_error and "expired" in decided.content[0].text
+    assert len(await butler.call("contact_search", {"query": "Eve"})) == 1
+
+
+async def test_a_call_held_through_a_short_outage_resumes_and_runs_when_approved(
+    module_butler: ButlerFactory, db_proxy: DroppingProxy
+) -> None:
+    butler = await module_butler(RELATIONSHIP, approval_timeout=60.0, db_port=db_proxy.port)
+    contact = await butler.call("contact_add", {"name": "Fay"})
+    call = asyncio.create_task(butler.call_raw("contact_delete", {"contact_id": contact["id"]}))
+    row = await _pending(butler, "contact_delete")
+    db_proxy.cut()
+    # The held call keeps polling while the database is away...
+    await wait_until(lambda: db_proxy.refused >= 3, timeout=20, interval=0.05)
+    assert not call.done(), "the held call gave up at the first failed read"
+    db_proxy.restore()
+    # ...and a decision taken once it is back reaches it.
+    await butler.call(
+        "approval_decide", {"approval_id": row["id"], "decision": "approve", "decided_by": "me"}
+    )
+    result = await asyncio.wait_for(call, 20)
+    assert not result.is_error, result.content[0].text
+    assert await butler.call("contact_search", {"query": "Fay"}) == []
+
+
+async def test_approving_a_pending_request_no_call_waits_for_expires_it(
+    module_butler: ButlerFactory,
+) -> None:
+    """A pending row whose call is gone (it gave up, its process changed): approving
+    it must not record `approved` for a call that will never run."""
+    butler = await module_butler(RELATIONSHIP)
+    store = ApprovalStore(butler.context.pool)
+    approval_id = await store.request("contact_delete", {"contact_id": "x"}, None, 600)
+    decided = await butler.call_raw(
+        "approval_decide", {"approval_id": str(approval_id), "decision": "approve"}
+    )
+    assert decided.is_error and "no call is waiting" in decided.content[0].text
+    row = await store.get(approval_id)
+    assert row is not None and row.status == "expired"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from butlers.daemon.serve import bind_socket
 from butlers.db.embedded import free_port
 from butlers.llm.toolbox import session_toolboxes
 from butlers.settings import AuthSettings
+from butlers.stores.sessions import SessionStore
 from tests.support.butlers import make_resource, make_settings
 
 STAND_IN = """#!{python}
@@ -123,3 +125,21 @@ async def test_a_claude_code_session_sees_and_may_do_what_an_http_adapter_sessio
             headers={"Authorization": f"Bearer {report['token']}"},
         )
     assert late.status_code == 401, "the session's token outlived its session"
+
+
+async def test_a_claude_code_sessions_tool_calls_are_recorded_as_an_http_adapters_are(
+    served: dict[str, Any],
+) -> None:
+    """Its calls reach the butler over HTTP; the butler records them in the session's
+    row, refused ones included, in the loop's shape (what the dashboard shows)."""
+    result = await served["services"].spawner.trigger("Remember something")
+    assert result.success, result.error
+    names = [(call["name"], call["is_error"]) for call in result.tool_calls]
+    assert names == [("state_set", False), ("schedule_create", True), ("trigger", True)]
+    stored, refused, _ = result.tool_calls
+    assert stored["arguments"] == {"key": "from-claude", "value": 1}
+    assert stored["result"]["key"] == "from-claude"
+    assert stored["duration_ms"] >= 0 and stored["started_at"]
+    assert "not available to an LLM session" in refused["result"]
+    row = await SessionStore(served["butler"].pool).get(uuid.UUID(result.session_id))
+    assert row is not None and row.tool_calls == result.tool_calls

@@ -131,7 +131,11 @@ async def test_session_sees_only_its_own_tools(make_app, llm_script: Script):
     result = await app.call("trigger", {"prompt": "route it"})
     listed = {t["name"] for t in llm_script.requests[0]["tools"]}
     own = {t.name for t in await app.client.list_tools()}
-    closed = {"trigger", "tick", "schedule_create", "schedule_update", "schedule_delete"}
+    closed = {"trigger", "tick", "session_cancel"} | {
+        "schedule_create",
+        "schedule_update",
+        "schedule_delete",
+    }
     assert listed == own - closed - {"schedule_toggle"}
     assert "route" not in listed and result["tool_calls"][0]["is_error"] is True
     assert "not available" in result["tool_calls"][0]["result"]

@@ -10,15 +10,28 @@ def test_cost_adds_up_per_scenario_from_the_pricing_table() -> None:
     entry = tracker.record(
         "health-weight-log",
         [
-            {"model": "claude-haiku-4-5", "input_tokens": 2000, "output_tokens": 100},
-            {"model": "claude-haiku-4-5", "input_tokens": 1000, "output_tokens": 100},
+            {
+                "model": "claude-haiku-4-5",
+                "llm_call_count": 3,
+                "input_tokens": 2000,
+                "output_tokens": 100,
+            },
+            {
+                "model": "claude-haiku-4-5",
+                "llm_call_count": 1,
+                "input_tokens": 1000,
+                "output_tokens": 100,
+            },
         ],
     )
-    assert (entry.sessions, entry.input_tokens, entry.output_tokens) == (2, 3000, 200)
+    assert (entry.sessions, entry.llm_calls) == (2, 4)
+    assert (entry.input_tokens, entry.output_tokens) == (3000, 200)
     assert round(entry.cost_usd, 6) == 0.004  # 3000 * $1/M + 200 * $5/M
     assert tracker.scenario_problem(entry) is None
     assert tracker.total_problem() is None
-    assert tracker.summary()[-1].startswith("total: 2 session(s), 3000 in / 200 out tokens")
+    assert tracker.summary()[-1].startswith(
+        "total: 2 session(s), 4 LLM call(s), 3000 in / 200 out tokens"
+    )
 
 
 def test_a_scenario_over_the_input_token_limit_is_a_problem() -> None:

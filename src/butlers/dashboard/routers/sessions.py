@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 
 from butlers.dashboard.context import Ctx, Dashboard
@@ -28,6 +28,7 @@ from butlers.dashboard.pagination import (
     encode_cursor,
 )
 from butlers.dashboard.sql import Where, parse_uuid
+from butlers.stores.sessions import LLM_CALL_COLUMNS, SessionStatus
 
 router = APIRouter(tags=["sessions"])
 MIN_UUID = "00000000-0000-0000-0000-000000000000"
@@ -35,16 +36,15 @@ MAX_UUID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 SUMMARY = (
     "session_id, trigger_source, status, model, created_at, completed_at, duration_ms, "
     "input_tokens, output_tokens, cost_usd, trace_id, error, left(prompt, 200) AS prompt_preview, "
-    "jsonb_array_length(tool_calls) AS tool_call_count"
+    "jsonb_array_length(tool_calls) AS tool_call_count, llm_call_count"
 )
-SessionStatus = Literal["running", "completed", "error"]
 
 
 class SessionSummary(BaseModel):
     id: str
     butler: str
     trigger_source: str
-    status: str
+    status: SessionStatus
     model: str | None
     started_at: datetime
     completed_at: datetime | None
@@ -57,6 +57,7 @@ class SessionSummary(BaseModel):
     error: str | None
     prompt_preview: str
     tool_call_count: int
+    llm_call_count: int | None  # None: recorded before model calls were counted
 
 
 class ToolCallRecord(BaseModel):
@@ -66,6 +67,22 @@ class ToolCallRecord(BaseModel):
     is_error: bool = False
     started_at: datetime | None = None
     duration_ms: float | None = None
+
+
+class LlmCallInfo(BaseModel):
+    """One model call: the messages sent since the previous call, the reply, tokens
+    and timing (request and response redacted, and truncated past 32,000 characters)."""
+
+    seq: int
+    model: str | None
+    started_at: datetime
+    duration_ms: float
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_tokens: int | None
+    request: Any
+    response: Any
+    error: str | None
 
 
 class SessionApproval(BaseModel):
@@ -82,6 +99,7 @@ class SessionDetail(SessionSummary):
     prompt: str
     output: str | None
     tool_calls: list[ToolCallRecord]
+    llm_calls: list[LlmCallInfo]
     context: Any
     request_id: str | None
     approvals: list[SessionApproval]
@@ -106,6 +124,7 @@ def summary_of(butler: str, row: Any) -> SessionSummary:
         error=row["error"],
         prompt_preview=row["prompt_preview"] or "",
         tool_call_count=row["tool_call_count"] or 0,
+        llm_call_count=row["llm_call_count"],
     )
 
 
@@ -230,7 +249,33 @@ async def butler_sessions(
 
 @router.get("/api/butlers/{name}/sessions/{session_id}", response_model=ApiResponse[SessionDetail])
 async def session_detail(name: str, session_id: str, dashboard: Ctx) -> dict[str, Any]:
-    """One session: prompt, output or error, tool calls with timing, cost, approvals."""
+    """One session: prompt, output or error, tool calls with timing, its model calls
+    (tokens, timing, request and response), cost, approvals."""
+    return ok(await read_session(dashboard, name, session_id))
+
+
+@router.post(
+    "/api/butlers/{name}/sessions/{session_id}/cancel", response_model=ApiResponse[SessionDetail]
+)
+async def cancel_session(
+    name: str, session_id: str, request: Request, dashboard: Ctx
+) -> dict[str, Any]:
+    """Stop a running session (the butler's `session_cancel`, audited): its runtime is
+    stopped and it ends `cancelled`. A session not running is TOOL_ERROR."""
+    info = dashboard.butler(name)
+    key = parse_uuid(session_id, "session id")
+    await dashboard.write(
+        request,
+        info,
+        "session.cancel",
+        "session_cancel",
+        {"session_id": str(key)},
+        target=str(key),
+    )
+    return ok(await read_session(dashboard, name, session_id))
+
+
+async def read_session(dashboard: Dashboard, name: str, session_id: str) -> SessionDetail:
     info = dashboard.butler(name)
     key = parse_uuid(session_id, "session id")
     row = await dashboard.db.fetchrow(
@@ -241,6 +286,9 @@ async def session_detail(name: str, session_id: str, dashboard: Ctx) -> dict[str
     )
     if row is None:
         raise NotFound(f"no session {session_id} on butler {name!r}", butler=name)
+    calls = await dashboard.db.fetch(
+        name, f"SELECT {LLM_CALL_COLUMNS} FROM llm_calls WHERE session_id = $1 ORDER BY seq", key
+    )
     approvals: list[SessionApproval] = []
     if "approvals" in info.modules:
         for approval in await dashboard.db.fetch(
@@ -257,8 +305,9 @@ async def session_detail(name: str, session_id: str, dashboard: Ctx) -> dict[str
         prompt=row["prompt"],
         output=row["output"],
         tool_calls=[ToolCallRecord.model_validate(c) for c in row["tool_calls"] or []],
+        llm_calls=[LlmCallInfo.model_validate(dict(call)) for call in calls],
         context=context,
         request_id=request_id,
         approvals=approvals,
     )
-    return ok(detail)
+    return detail

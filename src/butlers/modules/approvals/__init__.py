@@ -17,7 +17,7 @@ from pydantic import Field
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
 from butlers.jsonutil import AnyJson, to_json
-from butlers.modules.approvals.gate import ApprovalGate
+from butlers.modules.approvals.gate import NOT_HELD, ApprovalGate
 from butlers.modules.approvals.store import ApprovalStore
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 from butlers.tooling import tool
@@ -82,6 +82,14 @@ class ApprovalsModule(Module):
             status = "approved" if decision.startswith("approve") else "denied"
             identity = current_caller()
             recorded = identity.label + (f":{decided_by}" if decided_by else "")
+            gate = self.gate
+            assert gate is not None
+            if not gate.holds(approval_id) and await store.expire(approval_id, NOT_HELD):
+                # Pending, but its call is gone (e.g. it gave up while the database was
+                # away): a decision would be recorded for a call that never runs.
+                raise ToolError(
+                    f"approval {approval_id}: {NOT_HELD}; it is now expired, ask for the call again"
+                )
             row = await store.decide(approval_id, status, recorded, reason)
             if row is None:
                 current = await store.get(approval_id)
@@ -97,6 +105,11 @@ class ApprovalsModule(Module):
                     f"approval {approval_id} expired at {row.expires_at.isoformat()} "
                     "before this decision; nothing was done"
                 )
+            if not await gate.deliver(approval_id, status):
+                await store.not_run(approval_id, f"{status} by {recorded}, but {NOT_HELD}")
+                raise ToolError(
+                    f"approval {approval_id} was {status}, but {NOT_HELD}; it is now expired"
+                )
             log.info("approval %s %s by %s", approval_id, status, identity.label)
             return to_json(row)
 
@@ -109,3 +122,7 @@ class ApprovalsModule(Module):
     async def ready(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         assert self.gate is not None
         await self.gate.refresh(mcp, ctx.butler.resource.spec.approvals)
+
+    async def stop(self) -> None:
+        if self.gate is not None:
+            await self.gate.aclose()

@@ -71,6 +71,16 @@ class ApprovalStore:
         )
         return affected(result) > 0
 
+    async def not_run(self, approval_id: uuid.UUID, reason: str) -> None:
+        """A decision was recorded but its held call did not take it: the request is
+        `expired` (who decided is kept), never a decision for a call that did not run."""
+        await self._pool.execute(
+            "UPDATE approvals SET status = 'expired', reason = $2 "
+            "WHERE id = $1 AND status IN ('approved', 'denied')",
+            approval_id,
+            reason,
+        )
+
     async def expire_orphans(self) -> int:
         """At start-up: every pending request belonged to a held call of a process that is
         gone (nothing holds it any more, so it can never run); mark them expired."""

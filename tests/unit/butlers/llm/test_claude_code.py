@@ -6,12 +6,14 @@ import json
 import os
 import sys
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from butlers.auth.tokens import TokenBook
 from butlers.llm.claude_code import BUILTIN_TOOLS, ClaudeCodeRuntime
+from butlers.llm.claude_stream import StreamLine
 from butlers.llm.types import ModelError, SessionRequest, SessionTrace
 
 FAKE_CLAUDE = """#!{python}
@@ -81,7 +83,7 @@ async def test_claude_runs_locked_down_to_its_butler(tmp_path: Path, fake_claude
     assert (
         "--strict-mcp-config" in argv and argv[argv.index("--allowedTools") + 1] == "mcp__health__*"
     )
-    assert argv[argv.index("--output-format") + 1] == "json" and "-p" in argv
+    assert argv[argv.index("--output-format") + 1] == "stream-json" and "-p" in argv
     assert "TEST_SECRET_CANARY" not in report["env"] and report["key"] == "ak"
 
 
@@ -116,7 +118,7 @@ async def test_the_token_identifies_the_session_while_it_runs(tmp_path: Path):
             header = config["mcpServers"]["health"]["headers"]["Authorization"]
             seen["identity"] = tokens.verify(header.removeprefix("Bearer "))
             body = {"type": "result", "is_error": False, "result": "ok"}
-            return json.dumps(body).encode(), b"", 0
+            return [StreamLine(datetime.now(UTC), 0.0, json.dumps(body).encode())], b"", 0
 
     tokens = TokenBook()
     runtime = Recording(
@@ -155,3 +157,56 @@ async def test_missing_claude_executable_says_what_to_install(tmp_path: Path):
     runtime = _runtime("", executable=str(tmp_path / "nope"))
     with pytest.raises(ModelError, match="BUTLERS_CLAUDE_PATH"):
         await runtime.run(_request(tmp_path), SessionTrace())
+
+
+STREAMING_CLAUDE = """#!{python}
+import json, sys, time
+sys.stdin.read()
+def say(event):
+    print(json.dumps(event), flush=True)
+say({{"type": "system", "subtype": "init", "tools": ["mcp__health__state_set"]}})
+usage = {{"input_tokens": 30, "cache_read_input_tokens": 1200, "output_tokens": 9}}
+message = {{"id": "msg_1", "model": "claude-haiku-4-5", "usage": usage}}
+text = {{"type": "text", "text": "Saving."}}
+say({{"type": "assistant", "message": dict(message, content=[text])}})
+time.sleep(0.05)
+tool = {{"type": "tool_use", "id": "toolu_1", "name": "mcp__health__state_set",
+        "input": {{"key": "goal", "value": 75}}}}
+say({{"type": "assistant", "message": dict(message, content=[tool])}})
+result = {{"type": "tool_result", "tool_use_id": "toolu_1", "content": "stored", "is_error": False}}
+say({{"type": "user", "message": {{"role": "user", "content": [result]}}}})
+usage = {{"input_tokens": 45, "cache_read_input_tokens": 1200, "output_tokens": 4}}
+say({{"type": "assistant", "message": {{"id": "msg_2", "model": "claude-haiku-4-5",
+    "usage": usage, "content": [{{"type": "text", "text": "Done."}}]}}}})
+say({{"type": "result", "subtype": "success", "is_error": False, "result": "Done.",
+     "usage": {{"input_tokens": 75, "output_tokens": 13}}}})
+"""
+
+
+async def test_each_model_call_of_the_stream_is_recorded(tmp_path: Path):
+    exe = tmp_path / "claude"
+    exe.write_text(STREAMING_CLAUDE.format(python=sys.executable))
+    exe.chmod(0o755)
+    trace = SessionTrace()
+    runtime = _runtime(os.environ.get("PATH", ""), executable=str(exe))
+    assert await runtime.run(_request(tmp_path), trace) == "Done."
+    assert (trace.input_tokens, trace.output_tokens) == (75, 13)
+    first, second = trace.llm_calls
+    assert first.model == "claude-haiku-4-5"
+    assert (first.input_tokens, first.cached_tokens, first.output_tokens) == (30, 1200, 9)
+    assert first.response == {
+        "text": "Saving.",
+        "tool_calls": [
+            {"id": "toolu_1", "name": "state_set", "arguments": {"key": "goal", "value": 75}}
+        ],
+    }
+    assert first.request["messages"][0]["content"] == PROMPT
+    assert first.request["system"] == "You are health."
+    assert first.duration_ms >= 40  # from the process start to the message's last event
+    assert second.request == {
+        "messages": [
+            {"role": "tool", "tool_call_id": "toolu_1", "content": "stored", "is_error": False}
+        ]
+    }
+    assert second.response == {"text": "Done.", "tool_calls": []}
+    assert first.started_at <= second.started_at
