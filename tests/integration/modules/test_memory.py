@@ -15,8 +15,13 @@ async def test_a_paraphrased_question_finds_the_fact(module_butler: ButlerFactor
     butler = await module_butler({"memory": {}})
     await butler.call(
         "memory_store_fact",
-        {"subject": "owner", "predicate": "allergic_to", "content": "penicillin",
-         "permanence": "permanent", "tags": ["health"]},
+        {
+            "subject": "owner",
+            "predicate": "allergic_to",
+            "content": "penicillin",
+            "permanence": "permanent",
+            "tags": ["health"],
+        },
     )
     await butler.call(
         "memory_store_fact",
@@ -47,7 +52,8 @@ async def test_a_new_fact_supersedes_and_the_old_stays_as_history(
     assert not any("Basel" in text for text in texts)
     history = await butler.call("memory_history", {"id": new["id"]})
     assert [(f["content"], f["validity"]) for f in history] == [
-        ("Zurich", "active"), ("Basel", "superseded")
+        ("Zurich", "active"),
+        ("Basel", "superseded"),
     ]
     assert history[1]["superseded_by"] == new["id"]
     # The same content again confirms the active fact instead of adding one.
@@ -81,13 +87,20 @@ async def test_untrusted_content_ranks_below_the_owners_word(module_butler: Butl
     butler = await module_butler({"memory": {}})
     await butler.call(
         "memory_store_fact",
-        {"subject": "bank", "predicate": "account_for_rent", "content": "IBAN CH93 0000 1111",
-         "source": "untrusted"},
+        {
+            "subject": "bank",
+            "predicate": "account_for_rent",
+            "content": "IBAN CH93 0000 1111",
+            "source": "untrusted",
+        },
     )
     await butler.call(
         "memory_store_fact",
-        {"subject": "landlord", "predicate": "bank_account_for_rent",
-         "content": "IBAN CH56 2222 3333"},
+        {
+            "subject": "landlord",
+            "predicate": "bank_account_for_rent",
+            "content": "IBAN CH56 2222 3333",
+        },
     )
     hits = await butler.call("memory_search", {"query": "bank account for rent"})
     assert [hit["provenance"] for hit in hits] == ["owner", "untrusted"]

@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     import numpy as np
@@ -115,11 +115,12 @@ class Embedder:
     def _array(self, entry: dict[str, Any]) -> Matrix:
         np = self._np
         if entry["dtype"] != "F32":
-            return np.zeros(0, dtype=np.float32)  # position ids (I64): not needed
+            return cast("Matrix", np.zeros(0, dtype=np.float32))  # I64 position ids: unused
         count = int(np.prod(entry["shape"]))
-        return np.frombuffer(self._map, dtype=np.float32, count=count, offset=entry["start"]).reshape(
-            entry["shape"]
-        )
+        array = np.frombuffer(
+            self._map, dtype=np.float32, count=count, offset=entry["start"]
+        ).reshape(entry["shape"])
+        return cast("Matrix", array)
 
     def _layer(self, index: int) -> _Layer:
         w = self._weights
@@ -146,7 +147,7 @@ class Embedder:
     def _norm(self, x: Matrix, params: tuple[Matrix, Matrix]) -> Matrix:
         mean = x.mean(-1, keepdims=True)
         var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        return (x - mean) / self._np.sqrt(var + self._eps) * params[0] + params[1]
+        return cast("Matrix", (x - mean) / self._np.sqrt(var + self._eps) * params[0] + params[1])
 
     def _gelu(self, x: Matrix) -> Matrix:
         # Exact GELU, x * Phi(x), with erf by Abramowitz & Stegun 7.1.26 (error < 1.5e-7).
@@ -158,7 +159,7 @@ class Embedder:
             + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
         )
         erf = (np.float32(1.0) - poly * np.exp(-z * z)) * np.sign(x)
-        return (x * np.float32(0.5) * (np.float32(1.0) + erf)).astype(np.float32)
+        return cast("Matrix", (x * np.float32(0.5) * (np.float32(1.0) + erf)).astype(np.float32))
 
     def _encode_batch(self, ids: list[list[int]]) -> Matrix:
         np = self._np
@@ -193,13 +194,13 @@ class Embedder:
             x = self._norm(hidden @ layer.down[0] + layer.down[1] + x, layer.norm2)
         pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return cast("Matrix", (pooled / np.maximum(norms, 1e-12)).astype(np.float32))
 
     def encode(self, texts: list[str], batch_size: int = 32) -> Matrix:
         """One unit vector per text, in order (shape `(len(texts), 384)`)."""
         np = self._np
         if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+            return cast("Matrix", np.zeros((0, DIMENSIONS), dtype=np.float32))
         encodings = self.tokenizer.encode_batch(texts)
         ids = [encoding.ids for encoding in encodings]
         # Similar lengths together keep the padding (and the wasted work) small.
@@ -209,7 +210,7 @@ class Embedder:
             for start in range(0, len(order), batch_size):
                 chunk = order[start : start + batch_size]
                 result[chunk] = self._encode_batch([ids[i] for i in chunk])
-        return result
+        return cast("Matrix", result)
 
     def encode_one(self, text: str) -> list[float]:
         """The vector of one text as a list of floats (what the store writes)."""

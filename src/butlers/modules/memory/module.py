@@ -121,7 +121,9 @@ class MemoryModule(Module):
         ) -> AnyJson:
             """Remember a procedure to follow ("confirm before sending to a new recipient");
             its standing grows with helpful and falls with harmful feedback."""
-            return to_json(await store.store_rule(content.strip(), provenance=source, tags=tags or ()))
+            return to_json(
+                await store.store_rule(content.strip(), provenance=source, tags=tags or ())
+            )
 
         @tool(mcp, meta=meta)
         async def memory_feedback(id: uuid.UUID, outcome: Literal["helpful", "harmful"]) -> AnyJson:

@@ -294,7 +294,7 @@ class MemoryStore:
             )
             if row is not None:
                 self._index.set_live(id_, new == "active")
-                return record.from_row(row)  # type: ignore[no-any-return]
+                return record.from_row(row)
         found = await self.get(id_)
         if found is None:
             raise MemoryError_(f"no fact or rule {id_}; see memory_search")
@@ -343,7 +343,8 @@ class MemoryStore:
                 id=row["id"],
                 type=row["kind"],
                 text=row["text"],
-                score=scores[row["id"]] * (UNTRUSTED_WEIGHT if row["provenance"] == "untrusted" else 1),
+                score=scores[row["id"]]
+                * (UNTRUSTED_WEIGHT if row["provenance"] == "untrusted" else 1),
                 provenance=row["provenance"],
                 validity=row["validity"],
             )
@@ -374,7 +375,8 @@ class MemoryStore:
             f"FROM {TABLE[kind]} WHERE id = ANY($1::uuid[])"
             for kind in kinds
         ]
-        return await self._pool.fetch(" UNION ALL ".join(parts), ids)
+        rows: list[asyncpg.Record] = await self._pool.fetch(" UNION ALL ".join(parts), ids)
+        return rows
 
     async def add_episode(
         self, prompt: str, outcome: str, summary: str, session_id: uuid.UUID | None = None

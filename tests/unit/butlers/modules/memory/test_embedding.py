@@ -44,8 +44,11 @@ def test_one_text_alone_equals_the_same_text_in_a_padded_batch(embedder: Embedde
 
 def test_meaning_is_closer_than_words(embedder: Embedder) -> None:
     allergy, question, other = embedder.encode(
-        ["The owner is allergic to penicillin.", "Which antibiotics can't I take?",
-         "The car needs new tyres before winter."]
+        [
+            "The owner is allergic to penicillin.",
+            "Which antibiotics can't I take?",
+            "The car needs new tyres before winter.",
+        ]
     )
     assert allergy @ question > allergy @ other + 0.1
 
