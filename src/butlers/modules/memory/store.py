@@ -325,18 +325,24 @@ class MemoryStore:
         """Active facts and rules ranked for `query` (hybrid, or one ranking alone)."""
         kinds = tuple(dict.fromkeys(kinds))
         ranked: list[list[tuple[uuid.UUID, str]]] = []
-        if mode in ("hybrid", "vector"):
+
+        async def by_meaning() -> None:
             embedding, _ = await asyncio.gather(self.embed(query), self.sync())
             found = self._index.search(embedding, kinds, CANDIDATES)
             ranked.append([(id_, kind) for id_, kind, _score in found])
-        if mode in ("hybrid", "text"):
+
+        async def by_words() -> None:
             ranked.append(await self._text_ranking(query, kinds))
+
+        # The query's embedding (CPU, in a thread) and the full-text query overlap.
+        await asyncio.gather(
+            *([by_meaning()] if mode in ("hybrid", "vector") else []),
+            *([by_words()] if mode in ("hybrid", "text") else []),
+        )
         scores: dict[uuid.UUID, float] = {}
-        kind_of: dict[uuid.UUID, str] = {}
         for ranking in ranked:
-            for rank, (id_, kind) in enumerate(ranking, start=1):
+            for rank, (id_, _kind) in enumerate(ranking, start=1):
                 scores[id_] = scores.get(id_, 0.0) + 1.0 / (RRF_K + rank)
-                kind_of[id_] = kind
         rows = await self._rows(list(scores), kinds)
         hits = [
             Hit(
