@@ -6,6 +6,8 @@ the memory chain:
   three modes: recall@5 and MRR of the hybrid (goal recall@5 >= 0.9) beside
   full-text-only and vector-only; again among 10,000 and 100,000 filler facts;
 - the embedding: load time, ms per short text, and the RSS the model adds;
+- the idle RSS of two real butler processes (the roster's `health`, and the same with
+  `memory` on, after one search), goal <= 150 MB with the module on;
 - search p50 (hybrid, the query's embedding included) at 10,000 and 100,000 facts
   (goals 30 ms and 100 ms), its ratio to a full-text-only search on the same rows
   (the baseline, same run), and the index's memory.
@@ -15,21 +17,26 @@ and does not change what a search costs). Never fails the build.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import statistics
 import time
 from pathlib import Path
 
-from _common import run_on_a_database
+from _common import run_on_a_database, user_client
 from butlers import migrations
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
+from butlers.ecosystem.supervisor import Ecosystem
 from butlers.modules.memory.embedding import Embedder
 from butlers.modules.memory.module import MemoryModule
 from butlers.modules.memory.store import MemoryStore
 from butlers.modules.memory.vectors import VectorIndex
+from butlers.roster import load_roster
+from butlers.settings import EcosystemSettings
 from memory_questions import FACTS
 
+ROOT = Path(__file__).resolve().parent.parent
 SCALES = (10_000, 100_000)
 SEARCHES = 50
 SHORT = "The owner's dentist appointment moved to Tuesday at 15:30."
@@ -132,7 +139,52 @@ async def filler(pool, embedder: Embedder, count: int, start: int, rng: random.R
         )
 
 
+def process_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def idle_rss(admin_dsn: str, data_dir: Path) -> None:
+    [health] = [r for r in load_roster(ROOT / "roster") if r.name == "health"]
+    spec = health.spec.model_copy(update={"modules": {**health.spec.modules, "memory": {}}})
+    with_memory = health.model_copy(
+        update={"spec": spec, "metadata": health.metadata.model_copy(update={"name": "memo"})}
+    )
+    settings = EcosystemSettings(
+        data_dir=data_dir,
+        roster_dir=ROOT / "roster",
+        database_url=admin_dsn,
+        schema_prefix="benchmem_",
+        free_ports=True,
+        log_level="WARNING",
+    )
+    eco = Ecosystem(settings=settings, resources=[health, with_memory], fsync=False)
+    await eco.start()
+    try:
+        async with user_client(eco, "memo") as client:
+            await client.call_tool("memory_search", {"query": "what is my blood group?"})
+        await asyncio.sleep(2)
+        figures = {}
+        for name in ("health", "memo"):
+            child = eco.butlers[name].process
+            assert child is not None
+            figures[name] = process_rss_mb(child.pid)
+        print(
+            f"idle RSS: health butler {figures['health']:.0f} MB, with memory on "
+            f"{figures['memo']:.0f} MB (goal <= 150), "
+            f"ratio {figures['memo'] / figures['health']:.2f}"
+        )
+    finally:
+        await eco.stop()
+
+
 async def main(admin_dsn: str) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
+        await idle_rss(admin_dsn, Path(tmp))
     schema = f"bench_memory_{random.randrange(1 << 30)}"
     credentials = await provision(admin_dsn, schema)
     dsn = credentials.dsn(admin_dsn)
