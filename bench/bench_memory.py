@@ -1,0 +1,248 @@
+"""The memory module: retrieval quality, search latency at scale, embedding cost, memory.
+
+On a throwaway embedded PostgreSQL (or BUTLERS_DATABASE_URL), in one butler schema with
+the memory chain:
+- quality: the facts of `memory_questions.py`, each paraphrased question searched in
+  three modes: recall@5 and MRR of the hybrid (goal recall@5 >= 0.9) beside
+  full-text-only and vector-only; again among 10,000 and 100,000 filler facts;
+- the embedding: load time, ms per short text, and the RSS the model adds;
+- the idle RSS of two real butler processes (the roster's `health`, and the same with
+  `memory` on, after one search), goal <= 150 MB with the module on;
+- search p50 (hybrid, the query's embedding included) at 10,000 and 100,000 facts
+  (goals 30 ms and 100 ms), its ratio to a full-text-only search on the same rows
+  (the baseline, same run), and the index's memory.
+Filler facts have random unit vectors (encoding 100,000 texts would take minutes
+and does not change what a search costs). Never fails the build.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import time
+from pathlib import Path
+
+from _common import run_on_a_database, user_client
+from butlers import migrations
+from butlers.db.pool import create_pool
+from butlers.db.provision import deprovision, provision
+from butlers.ecosystem.supervisor import Ecosystem
+from butlers.modules.memory.embedding import Embedder
+from butlers.modules.memory.module import MemoryModule
+from butlers.modules.memory.store import MemoryStore
+from butlers.modules.memory.vectors import VectorIndex
+from butlers.roster import load_roster
+from butlers.settings import EcosystemSettings
+from memory_questions import FACTS
+
+ROOT = Path(__file__).resolve().parent.parent
+SCALES = (10_000, 100_000)
+SEARCHES = 50
+SHORT = "The owner's dentist appointment moved to Tuesday at 15:30."
+WORDS = [
+    "apple",
+    "river",
+    "meeting",
+    "invoice",
+    "garden",
+    "laptop",
+    "holiday",
+    "doctor",
+    "train",
+    "ticket",
+    "school",
+    "friend",
+    "coffee",
+    "music",
+    "report",
+    "budget",
+    "window",
+    "kitchen",
+    "bicycle",
+    "concert",
+    "letter",
+    "printer",
+    "winter",
+    "summer",
+    "yoga",
+    "market",
+    "bakery",
+    "parcel",
+    "museum",
+    "theatre",
+    "battery",
+    "charger",
+    "mountain",
+    "lake",
+    "dinner",
+    "recipe",
+    "birthday",
+    "cousin",
+    "neighbour",
+    "plumber",
+    "heating",
+    "balcony",
+    "lamp",
+    "carpet",
+]
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+async def quality(store: MemoryStore) -> None:
+    for mode in ("hybrid", "text", "vector"):
+        found, reciprocal = 0, 0.0
+        for subject, predicate, content, question in FACTS:
+            hits = await store.search(question, ("fact",), 10, mode=mode)  # type: ignore[arg-type]
+            wanted = f"{subject} · {predicate} · {content}"
+            rank = next((i for i, hit in enumerate(hits, 1) if hit.text == wanted), None)
+            found += rank is not None and rank <= 5
+            reciprocal += 1 / rank if rank else 0.0
+        n = len(FACTS)
+        goal = "  (goal >= 0.9)" if mode == "hybrid" else ""
+        print(f"  {mode:<7} recall@5 {found / n:.2f}{goal}  MRR {reciprocal / n:.2f}")
+
+
+async def filler(pool, embedder: Embedder, count: int, start: int, rng: random.Random) -> None:  # type: ignore[no-untyped-def]
+    import numpy
+
+    batch = 5000
+    for offset in range(start, start + count, batch):
+        size = min(batch, start + count - offset)
+        vectors = numpy.asarray(
+            [rng.gauss(0, 1) for _ in range(size * 384)], dtype=numpy.float32
+        ).reshape(size, 384)
+        vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
+        records = [
+            (
+                f"item {offset + i}",
+                rng.choice(WORDS),
+                " ".join(rng.choices(WORDS, k=8)),
+                vectors[i].tolist(),
+            )
+            for i in range(size)
+        ]
+        await pool.copy_records_to_table(
+            "memory_facts",
+            records=records,
+            columns=["subject", "predicate", "content", "embedding"],
+        )
+
+
+def process_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def idle_rss(admin_dsn: str, data_dir: Path) -> None:
+    [health] = [r for r in load_roster(ROOT / "roster") if r.name == "health"]
+    spec = health.spec.model_copy(update={"modules": {**health.spec.modules, "memory": {}}})
+    with_memory = health.model_copy(
+        update={"spec": spec, "metadata": health.metadata.model_copy(update={"name": "memo"})}
+    )
+    settings = EcosystemSettings(
+        data_dir=data_dir,
+        roster_dir=ROOT / "roster",
+        database_url=admin_dsn,
+        schema_prefix="benchmem_",
+        free_ports=True,
+        log_level="WARNING",
+    )
+    eco = Ecosystem(settings=settings, resources=[health, with_memory], fsync=False)
+    await eco.start()
+    try:
+        async with user_client(eco, "memo") as client:
+            await client.call_tool("memory_search", {"query": "what is my blood group?"})
+        await asyncio.sleep(2)
+        figures = {}
+        for name in ("health", "memo"):
+            child = eco.butlers[name].process
+            assert child is not None
+            figures[name] = process_rss_mb(child.pid)
+        print(
+            f"idle RSS: health butler {figures['health']:.0f} MB, with memory on "
+            f"{figures['memo']:.0f} MB (goal <= 150), "
+            f"ratio {figures['memo'] / figures['health']:.2f}"
+        )
+    finally:
+        await eco.stop()
+
+
+async def main(admin_dsn: str) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
+        await idle_rss(admin_dsn, Path(tmp))
+    schema = f"bench_memory_{random.randrange(1 << 30)}"
+    credentials = await provision(admin_dsn, schema)
+    dsn = credentials.dsn(admin_dsn)
+    assert MemoryModule.chain is not None
+    await migrations.upgrade(dsn, schema, [migrations.CORE, MemoryModule.chain])
+    pool = await create_pool(dsn, schema, min_size=1, max_size=4)
+    try:
+        before = rss_mb()
+        started = time.perf_counter()
+        embedder = Embedder()
+        load = time.perf_counter() - started
+        embedder.encode([SHORT])
+        samples = []
+        for _ in range(50):
+            began = time.perf_counter()
+            embedder.encode([SHORT])
+            samples.append(time.perf_counter() - began)
+        print("embedding (all-MiniLM-L6-v2, numpy forward pass)")
+        print(f"  load {load * 1000:.0f} ms; {ms(samples):.1f} ms per short text (p50)")
+        print(f"  RSS {before:.0f} MB before the model, {rss_mb():.0f} MB after one text")
+
+        index = VectorIndex()
+        store = MemoryStore(pool, embedder, index)
+        for subject, predicate, content, _question in FACTS:
+            await store.store_fact(subject, predicate, content)
+        print(f"quality: {len(FACTS)} facts, their paraphrased questions")
+        await quality(store)
+
+        rng = random.Random(7)
+        have = 0
+        for scale in SCALES:
+            await filler(pool, embedder, scale - have, have, rng)
+            have = scale
+            await store.search("warmup", limit=10)  # reads the new rows into the index
+            questions = [question for *_, question in FACTS]
+
+            async def timed(mode: str, questions: list[str] = questions) -> list[float]:
+                out = []
+                for i in range(SEARCHES):
+                    began = time.perf_counter()
+                    await store.search(questions[i % len(questions)], limit=10, mode=mode)  # type: ignore[arg-type]
+                    out.append(time.perf_counter() - began)
+                return out
+
+            hybrid, text = await timed("hybrid"), await timed("text")
+            goal = 30 if scale == 10_000 else 100
+            print(
+                f"search at {scale:,} facts: hybrid p50 {ms(hybrid):.1f} ms (goal <= {goal}), "
+                f"full-text-only p50 {ms(text):.1f} ms (baseline), ratio "
+                f"{ms(hybrid) / ms(text):.2f}; index {index.nbytes / 2**20:.0f} MB, "
+                f"RSS {rss_mb():.0f} MB"
+            )
+            print("  quality at this scale:")
+            await quality(store)
+    finally:
+        await pool.close()
+        await deprovision(admin_dsn, schema)
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_on_a_database("bench_memory", main))

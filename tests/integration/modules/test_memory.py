@@ -1,0 +1,157 @@
+"""The memory module's tools against PostgreSQL, with the real embedding model."""
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import ButlerFactory
+
+pytest.importorskip("numpy")
+# Building a butler loads the model (about a second alone; more on a shared machine).
+pytestmark = pytest.mark.timeout(300)
+
+
+async def test_a_paraphrased_question_finds_the_fact(module_butler: ButlerFactory) -> None:
+    butler = await module_butler({"memory": {}})
+    await butler.call(
+        "memory_store_fact",
+        {
+            "subject": "owner",
+            "predicate": "allergic_to",
+            "content": "penicillin",
+            "permanence": "permanent",
+            "tags": ["health"],
+        },
+    )
+    await butler.call(
+        "memory_store_fact",
+        {"subject": "owner", "predicate": "favourite_food", "content": "mushroom risotto"},
+    )
+    await butler.call("memory_store_rule", {"content": "Confirm before emailing a new recipient."})
+    [first, *_] = await butler.call("memory_search", {"query": "which antibiotics can't I take?"})
+    assert first["type"] == "fact" and "penicillin" in first["text"]
+    assert first["provenance"] == "owner" and first["score"] > 0
+    rules = await butler.call("memory_search", {"query": "sending mail", "types": ["rule"]})
+    assert [hit["type"] for hit in rules] == ["rule"]
+
+
+async def test_a_new_fact_supersedes_and_the_old_stays_as_history(
+    module_butler: ButlerFactory,
+) -> None:
+    butler = await module_butler({"memory": {}})
+    old = await butler.call(
+        "memory_store_fact", {"subject": "owner", "predicate": "lives_in", "content": "Basel"}
+    )
+    new = await butler.call(
+        "memory_store_fact", {"subject": "owner", "predicate": "lives in", "content": "Zurich"}
+    )
+    assert new["supersedes"] == old["id"]
+    hits = await butler.call("memory_search", {"query": "where does the owner live"})
+    texts = [hit["text"] for hit in hits]
+    assert any("Zurich" in text for text in texts)
+    assert not any("Basel" in text for text in texts)
+    history = await butler.call("memory_history", {"id": new["id"]})
+    assert [(f["content"], f["validity"]) for f in history] == [
+        ("Zurich", "active"),
+        ("Basel", "superseded"),
+    ]
+    assert history[1]["superseded_by"] == new["id"]
+    # The same content again confirms the active fact instead of adding one.
+    again = await butler.call(
+        "memory_store_fact", {"subject": "owner", "predicate": "lives_in", "content": "Zurich"}
+    )
+    assert again["id"] == new["id"]
+
+
+async def test_retract_hides_a_fact_and_restore_brings_it_back(
+    module_butler: ButlerFactory,
+) -> None:
+    butler = await module_butler({"memory": {}})
+    fact = await butler.call(
+        "memory_store_fact", {"subject": "garage", "predicate": "door_code", "content": "4711"}
+    )
+    query = {"query": "garage door code"}
+    assert [hit["id"] for hit in await butler.call("memory_search", query)] == [fact["id"]]
+    retracted = await butler.call("memory_retract", {"id": fact["id"]})
+    assert retracted["validity"] == "retracted"
+    assert await butler.call("memory_search", query) == []
+    again = await butler.call_raw("memory_retract", {"id": fact["id"]})
+    assert again.is_error and "is retracted, not active" in again.content[0].text
+    await butler.call("memory_restore", {"id": fact["id"]})
+    assert [hit["id"] for hit in await butler.call("memory_search", query)] == [fact["id"]]
+    stats = await butler.call("memory_stats", {})
+    assert stats["facts"] == {"active": 1} and stats["vector_search"] == "exact"
+
+
+async def test_untrusted_content_ranks_below_the_owners_word(module_butler: ButlerFactory) -> None:
+    butler = await module_butler({"memory": {}})
+    await butler.call(
+        "memory_store_fact",
+        {
+            "subject": "bank",
+            "predicate": "account_for_rent",
+            "content": "IBAN CH93 0000 1111",
+            "source": "untrusted",
+        },
+    )
+    await butler.call(
+        "memory_store_fact",
+        {
+            "subject": "landlord",
+            "predicate": "bank_account_for_rent",
+            "content": "IBAN CH56 2222 3333",
+        },
+    )
+    hits = await butler.call("memory_search", {"query": "bank account for rent"})
+    assert [hit["provenance"] for hit in hits] == ["owner", "untrusted"]
+
+
+async def test_rule_feedback_moves_its_standing(module_butler: ButlerFactory) -> None:
+    butler = await module_butler({"memory": {}})
+    rule = await butler.call("memory_store_rule", {"content": "Summarise long emails first."})
+    await butler.call("memory_feedback", {"id": rule["id"], "outcome": "helpful"})
+    rated = await butler.call("memory_feedback", {"id": rule["id"], "outcome": "harmful"})
+    assert (rated["helpful"], rated["harmful"]) == (1, 1)
+    missing = await butler.call_raw(
+        "memory_feedback", {"id": "00000000-0000-0000-0000-000000000000", "outcome": "helpful"}
+    )
+    assert missing.is_error and "no fact or rule" in missing.content[0].text
+
+
+async def test_delete_is_for_good_and_hidden_from_sessions(module_butler: ButlerFactory) -> None:
+    butler = await module_butler({"memory": {}})
+    rule = await butler.call("memory_store_rule", {"content": "Water the tomatoes at dusk."})
+    assert await butler.call("memory_delete", {"id": rule["id"]}) == {"deleted": rule["id"]}
+    assert await butler.call("memory_search", {"query": "tomatoes"}) == []
+    from butlers.modules.memory.module import MemoryModule
+
+    assert "memory_delete" in MemoryModule.session_hidden_tools
+
+
+async def test_another_writers_facts_are_found_by_meaning(module_butler: ButlerFactory) -> None:
+    from butlers.modules.memory.store import MemoryStore
+    from butlers.modules.memory.vectors import VectorIndex
+
+    butler = await module_butler({"memory": {}})
+    await butler.call("memory_search", {"query": "anything"})  # the index is now read
+    # Another writer (its own store and index) adds a fact; no word of the question is in
+    # it, so only the vector ranking can find it: the butler's index follows change_seq.
+    module = next(m for m, _ in butler.built.modules.started if m.name == "memory")
+    writer = MemoryStore(butler.context.pool, module.store._embedder, VectorIndex())
+    await writer.store_fact("owner", "allergic_to", "penicillin")
+    hits = await butler.call("memory_search", {"query": "which antibiotics can't I take?"})
+    assert [hit["text"] for hit in hits] == ["owner · allergic_to · penicillin"]
+    await butler.context.pool.execute("UPDATE memory_facts SET validity = 'retracted'")
+    assert await butler.call("memory_search", {"query": "which antibiotics can't I take?"}) == []
+
+
+async def test_without_its_model_the_module_fails_and_the_butler_keeps_its_tools(
+    module_butler: ButlerFactory, tmp_path: Path
+) -> None:
+    butler = await module_butler({"memory": {"modelDir": str(tmp_path)}, "health": {}})
+    state = butler.module("memory")
+    assert state["status"] == "failed" and state["phase"] == "model"
+    assert "lacks model.safetensors" in state["error"]
+    names = await butler.tool_names()
+    assert "measurement_log" in names and "state_get" in names
+    assert not any(name.startswith("memory_") for name in names)
