@@ -123,8 +123,10 @@ def prepare() -> Path:
             timeout=INSTALL_TIMEOUT,
         )
         (staging / ".ready").write_text(f"{LLAMA_VERSION} {SMOLLM_VERSION}\n")
+        if (target / ".ready").exists():
+            return target  # another session finished first: use theirs
         if target.exists():
-            shutil.rmtree(target)
+            shutil.rmtree(target)  # a half install of a run that was stopped
         # Only `bin/python` is used, and it finds its environment from where it is.
         staging.rename(target)
     return target
