@@ -15,6 +15,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx2 as httpx
 import pytest
 
 from butlers.switchboard.envelope import build_envelope
@@ -62,7 +63,7 @@ async def _trigger(eco: EcosystemHandle, butler: str, prompt: str, deadline: flo
 
 
 async def test_every_message_and_session_ends_recorded_within_its_caps(
-    butler_ecosystem: EcosystemHandle,
+    butler_ecosystem: EcosystemHandle, model_server_env: dict[str, str]
 ) -> None:
     eco = butler_ecosystem
     caps = lane_caps(os.environ)
@@ -124,8 +125,18 @@ async def test_every_message_and_session_ends_recorded_within_its_caps(
             problems.append(f"{where}: wrote {row['output_tokens']} tokens")
     assert problems == []
 
-    # Nothing crashed: every butler still answers, and the switchboard counted what it
-    # could not classify (the same number of fallbacks as the answers showed).
+    # Nothing crashed: the model server still answers (a server that died would leave
+    # every session an error with a reason, and this lane would prove nothing), every
+    # butler still answers,
+    async with httpx.AsyncClient(timeout=10) as http:
+        models = await http.get(model_server_env["BUTLERS_OPENAI_BASE_URL"] + "/models")
+    assert models.status_code == 200, "the model server died during the lane"
+    completed = [r for _b, r in sessions if r["status"] == "completed"]
+    assert completed or any("timeout" in (r["error"] or "") for _b, r in sessions), (
+        "no session got an answer from the model server"
+    )
+    # Every butler still answers, and the switchboard counted what it could not classify
+    # (at least the fallbacks the answers showed).
     for butler in eco.names:
         assert (await eco.call(butler, "status"))["name"] == butler
     stats = await eco.call("switchboard", "switchboard_stats")

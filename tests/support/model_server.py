@@ -37,8 +37,7 @@ SMOLLM_VERSION = "0.1.2"
 # sandbox that does not grant AMX kills the server on its first matrix product. No
 # multimodal library either (unused here, and a third of the build).
 CMAKE_ARGS = (
-    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
-    "-DLLAVA_BUILD=OFF"
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF"
 )
 FLAVOR = "avx2"  # names the cached wheel's build options
 MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -102,6 +101,7 @@ def build_wheel() -> Path:
         _pip(
             sys.executable,
             "wheel",
+            "--no-cache-dir",  # pip's wheel cache ignores CMAKE_ARGS: never a native build
             "--no-deps",
             "--no-binary",
             "llama-cpp-python",
