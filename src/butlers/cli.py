@@ -2,7 +2,8 @@
 
 butlers up [--data-dir DIR] [--roster DIR] [--detach]
 butlers down [--data-dir DIR]
-butlers status [--data-dir DIR]
+butlers status [--data-dir DIR] [--show-token | --mcp-config]
+butlers restart [--data-dir DIR] [--roster DIR]     down, then up --detach (re-reads settings)
 butlers migrate [--data-dir DIR] [--roster DIR]      every roster butler
 butlers migrate --spec FILE                          one butler, with BUTLERS_DSN
 butlers serve --spec FILE [--port N]                 one butler (a container's entrypoint)
@@ -17,6 +18,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import shlex
 import signal
 import sys
 import time
@@ -26,10 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from butlers.errors import ButlersError
 from butlers.logs import configure_logging
-from butlers.settings import EcosystemSettings
+from butlers.settings import DEFAULT_DATA_DIR, EcosystemSettings
 
 if TYPE_CHECKING:
     from butlers.ecosystem.state import EcosystemState
+
+# The MCP Inspector release the README and `butlers status` name (tests run this one).
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 
 
 NO_LOGIN_HELP = (
@@ -65,6 +70,19 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print only an MCP client configuration (with the user's token) as JSON",
     )
+    status.add_argument(
+        "--show-token", action="store_true", help="print the user's token in the commands shown"
+    )
+    restart = sub.add_parser(
+        "restart",
+        help="stop the running ecosystem and start it again, detached (applies changed "
+        "settings: BUTLERS_* variables and roster files are read only when it starts)",
+    )
+    ecosystem_args(restart)
+    restart.add_argument(
+        "--dashboard-port", type=int, help="port of the dashboard on 127.0.0.1 (default 40200)"
+    )
+    restart.add_argument("--no-dashboard", action="store_true", help="do not start the dashboard")
     migrate = sub.add_parser("migrate", help="provision and migrate every butler (or one)")
     ecosystem_args(migrate)
     migrate.add_argument("--spec", type=Path, help="migrate only this butler, as BUTLERS_DSN")
@@ -73,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     send.add_argument("text", help="the message, e.g. 'Log my weight: 80kg'")
     send.add_argument("--no-wait", action="store_true", help="return once accepted")
     send.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (600)")
+    send.add_argument(
+        "--full", action="store_true", help="print answers and errors whole (else cut at 400)"
+    )
     serve = sub.add_parser("serve", help="run one butler in the foreground")
     serve.add_argument("--spec", type=Path, help="the Butler YAML file (or BUTLERS_SPEC)")
     serve.add_argument("--port", type=int, help="override spec.port (or BUTLERS_PORT)")
@@ -135,14 +156,29 @@ def cmd_up(args: argparse.Namespace) -> int:
     if args.no_login:
         _no_login()
     if args.detach:
-        from butlers.ecosystem.control import start_detached
-
-        state = start_detached(settings, sys.argv[0])
-        _print_endpoints(state)
-        _print_login(state, one_time_link=True)
-        return 0
+        return _start_detached(settings)
     configure_logging("butlers", settings.log_level, log_file=settings.log_file)
     return asyncio.run(_run_foreground(settings))
+
+
+def _start_detached(settings: EcosystemSettings) -> int:
+    from butlers.ecosystem.control import start_detached
+
+    state = start_detached(settings, sys.argv[0])
+    _print_endpoints(state)
+    _print_login(state, one_time_link=True)
+    return 0
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    """`down` then `up --detach`: the model settings and roster files are read again."""
+    from butlers.ecosystem.control import stop_running
+
+    settings = _ecosystem_settings(args)
+    _require_database(settings)
+    if stop_running(settings.data_dir):
+        print(f"stopped the ecosystem in {settings.data_dir}; starting it again", flush=True)
+    return _start_detached(settings)
 
 
 async def _run_foreground(settings: EcosystemSettings) -> int:
@@ -246,22 +282,30 @@ def mcp_client_config(state: EcosystemState) -> dict[str, Any]:
     }
 
 
-def _print_connection(state: EcosystemState, data_dir: Path) -> None:
-    token = state.token
-    if not token or not state.butlers:
+def _print_connection(state: EcosystemState, data_dir: Path, *, show_token: bool) -> None:
+    """How to connect; the token itself only when asked for (this output gets pasted)."""
+    if not state.token or not state.butlers:
         return
     first, butler = next(iter(state.butlers.items()))
-    print(f"\nConnect with the user's token (also in {data_dir / 'ecosystem.json'}):")
+    state_file = data_dir / "ecosystem.json"
+    token = state.token if show_token else "$TOKEN"
+    print(f"\nConnect with the user's token (`token` in {state_file}):")
+    if not show_token:
+        read = 'import json,sys; print(json.load(open(sys.argv[1]))["token"])'
+        quoted = shlex.quote(str(state_file))
+        print(f"  TOKEN=$(python3 -c '{read}' {quoted})   # or: butlers status --show-token")
     print(f"  header       Authorization: Bearer {token}")
     print(
         f"  Claude Code  claude mcp add --transport http {first} {butler.url} "
         f'--header "Authorization: Bearer {token}"'
     )
     print(
-        "  Inspector    npx @modelcontextprotocol/inspector --cli "
+        f"  Inspector    npx {INSPECTOR} --cli "
         f'{butler.url} --method tools/list --header "Authorization: Bearer {token}"'
     )
-    print("  every butler `butlers status --mcp-config > .mcp.json`")
+    default = data_dir == Path(DEFAULT_DATA_DIR).absolute()
+    where = "" if default else f" --data-dir {shlex.quote(str(data_dir))}"
+    print(f"  every butler `butlers status{where} --mcp-config > .mcp.json`")
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -287,7 +331,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     _print_endpoints(state, statuses)
     _print_login(state, one_time_link=False)
-    _print_connection(state, settings.data_dir)
+    _print_connection(state, settings.data_dir, show_token=args.show_token)
     return 0 if all(status == "ready" for status in statuses.values()) else 1
 
 
@@ -412,7 +456,13 @@ def cmd_send(args: argparse.Namespace) -> int:
 
     settings = _ecosystem_settings(args)
     return asyncio.run(
-        send_message(settings.data_dir, args.text, wait=not args.no_wait, timeout=args.timeout)
+        send_message(
+            settings.data_dir,
+            args.text,
+            wait=not args.no_wait,
+            timeout=args.timeout,
+            full=args.full,
+        )
     )
 
 
@@ -420,6 +470,7 @@ COMMANDS = {
     "up": cmd_up,
     "down": cmd_down,
     "status": cmd_status,
+    "restart": cmd_restart,
     "migrate": cmd_migrate,
     "serve": cmd_serve,
     "send": cmd_send,

@@ -121,8 +121,15 @@ class RuntimeSpec(SpecModel):
     base_url: Annotated[str | None, Field(pattern=r"^https?://")] = None
     api_key_env: Annotated[str | None, Field(pattern=ENV_NAME_PATTERN)] = None
     credentials_secret: Annotated[str | None, Field(min_length=1, max_length=253)] = None
+    # Every session is bounded: in time (timeoutSeconds, the whole session), in turns,
+    # in tokens per model reply (maxTokens, sent to the model) and in tokens per
+    # session (maxSessionTokens, input and output of all its replies together).
     timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 300.0
     max_turns: Annotated[int, Field(ge=1, le=200)] = 20
+    max_tokens: Annotated[int, Field(ge=16, le=131072)] = 4096
+    max_session_tokens: Annotated[int, Field(ge=256, le=10_000_000)] = 200_000
+    # null leaves the temperature to the server (models that accept only their default).
+    temperature: Annotated[float | None, Field(ge=0, le=2)] = 0.0
 
 
 class DatabaseSpec(SpecModel):

@@ -35,6 +35,12 @@ from .harness.kind import kind_ecosystem
 from .harness.kind_commands import kind_unavailable_reason
 from .harness.local import local_ecosystem
 from .harness.log_relay import LogRelay
+from .harness.model_lane import (
+    capped_roster,
+    external_model_url,
+    lane_caps,
+    model_runtime_env,
+)
 from .harness.operator import operator_ecosystem
 from .harness.ordering import smoke_first
 from .harness.psql import database_lines
@@ -68,9 +74,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def llm_script(request: pytest.FixtureRequest, llm_script: Script) -> Script:
-    """The test-wide `llm_script`; e2e tests that script the model skip with --live-llm."""
-    if request.config.getoption("--live-llm"):
-        pytest.skip("scripted model steps do not apply with --live-llm (butlers use a real model)")
+    """The test-wide `llm_script`; e2e tests that script the model skip with a real one."""
+    for option in ("--live-llm", "--model-server"):
+        if request.config.getoption(option):
+            pytest.skip(f"scripted model steps do not apply with {option} (a real model answers)")
     return llm_script
 
 
@@ -85,7 +92,15 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 
 @pytest.fixture(scope="session")
 def live_runtime(request: pytest.FixtureRequest) -> None:
-    """Skips unless --live-llm is given and a real model is configured."""
+    """Skips unless a real model is configured: --live-llm, or --model-server with
+    BUTLERS_OPENAI_BASE_URL (harness/model_lane.py)."""
+    if request.config.getoption("--model-server"):
+        if not external_model_url(os.environ):
+            pytest.skip(
+                "the lane's SmolLM2-135M cannot route: set BUTLERS_OPENAI_BASE_URL "
+                "(and BUTLERS_MODEL) to check routing and rows against a real model"
+            )
+        return
     if not request.config.getoption("--live-llm"):
         pytest.skip("needs a real model: run with --live-llm")
     problem = live_runtime_problem(os.environ)
@@ -109,6 +124,34 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.section("live LLM cost")
         for line in tracker.summary():
             terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def model_server_env(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, str]]:
+    """The butlers' runtime settings for --model-server: the user's server, or
+    llama-cpp-python's with SmolLM2 started here for the session."""
+    url = external_model_url(os.environ)
+    if url:
+        model = os.environ.get("BUTLERS_MODEL")
+        if not model:
+            pytest.skip("--model-server with BUTLERS_OPENAI_BASE_URL needs BUTLERS_MODEL")
+        key = os.environ.get("BUTLERS_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        yield model_runtime_env(url, model, key)
+        return
+    from tests.support.model_server import running_server, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    log_dir = tmp_path_factory.mktemp("model-server")
+    with running_server(log_dir) as server:
+        request.config.stash[MODEL_SERVER_LOG] = server.log
+        yield model_runtime_env(server.base_url, server.model, None)
+
+
+MODEL_SERVER_LOG = pytest.StashKey[Path]()
 
 
 def _backend(config: pytest.Config) -> str:
@@ -159,7 +202,13 @@ async def butler_ecosystem(
         reason = apiserver_unavailable_reason()
         if reason:
             pytest.skip(reason)
-    if request.config.getoption("--live-llm"):
+    roster_dir = Path(os.environ.get("BUTLERS_E2E_ROSTER", ROOT / "roster"))
+    if request.config.getoption("--model-server"):
+        runtime_env = request.getfixturevalue("model_server_env")
+        roster_dir = capped_roster(
+            roster_dir, tmp_path_factory.mktemp("capped-roster"), lane_caps(os.environ)
+        )
+    elif request.config.getoption("--live-llm"):
         problem = live_runtime_problem(os.environ)
         if problem:
             pytest.skip(problem)
@@ -172,7 +221,7 @@ async def butler_ecosystem(
     os.environ[name] = secret  # must reach no butler (test_spawner_security)
     async with start(
         admin_dsn=ecosystem_admin_dsn,
-        roster_dir=Path(os.environ.get("BUTLERS_E2E_ROSTER", ROOT / "roster")),
+        roster_dir=roster_dir,
         data_dir=data_dir,
         schema_prefix=f"e2e_{session_tag}",
         keep_schemas=request.config.getoption("--keep-schemas"),

@@ -110,7 +110,10 @@ async def test_up_detach_serves_and_down_leaves_no_process_and_data_survives(
     status = _butlers("status", "--data-dir", str(data))
     assert status.returncode == 0 and status.stdout.count("ready") == 3  # and the dashboard
     assert f"dashboard      {state['dashboard']['url']}" in status.stdout
-    assert f"Authorization: Bearer {token}" in status.stdout
+    assert token not in status.stdout and "Authorization: Bearer $TOKEN" in status.stdout
+    assert f"butlers status --data-dir {data} --mcp-config" in status.stdout
+    shown = _butlers("status", "--data-dir", str(data), "--show-token")
+    assert f"Authorization: Bearer {token}" in shown.stdout
     config = json.loads(_butlers("status", "--data-dir", str(data), "--mcp-config").stdout)
     assert config["mcpServers"]["health"] == {
         "type": "http",
@@ -318,6 +321,42 @@ def test_port_in_use_names_butler_and_port(tmp_path: Path) -> None:
     assert f"butler 'health': port {port} is already in use" in result.stderr
 
 
+def test_a_failed_detached_up_says_its_own_error_once(tmp_path: Path) -> None:
+    data, roster = tmp_path / "data", _roster(tmp_path, ("health",))
+    args = ("--data-dir", str(data), "--roster", str(roster), "--no-dashboard")
+    assert _butlers("up", *args, "--detach").returncode == 0
+    assert _butlers("down", "--data-dir", str(data)).returncode == 0  # a log of a good run
+    port = yaml.safe_load((roster / "health.yaml").read_text())["spec"]["port"]
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", port))
+        blocker.listen()
+        failed = _butlers("up", *args, "--detach")
+    assert failed.returncode == 1
+    error = f"butler 'health': port {port} is already in use"
+    assert failed.stderr.count(error) == 1, failed.stderr
+    assert "MCP ENDPOINT" not in failed.stderr and "stopping" not in failed.stderr
+
+
+def test_restart_starts_again_with_the_changed_settings(tmp_path: Path) -> None:
+    data, roster = tmp_path / "data", _roster(tmp_path, ("general",))
+    args = ("--data-dir", str(data), "--roster", str(roster), "--no-dashboard")
+    up = _butlers("up", *args, "--detach", env={"BUTLERS_MODEL": "model-before"})
+    assert up.returncode == 0, up.stderr
+    try:
+        before = json.loads((data / "ecosystem.json").read_text())
+        again = _butlers("up", *args, "--detach", env={"BUTLERS_MODEL": "model-after"})
+        assert again.returncode == 1 and "butlers restart" in again.stderr
+        restarted = _butlers("restart", *args, env={"BUTLERS_MODEL": "model-after"})
+        assert restarted.returncode == 0, restarted.stderr
+        after = json.loads((data / "ecosystem.json").read_text())
+        assert after["supervisor_pid"] != before["supervisor_pid"]
+        assert _wait_gone([before["supervisor_pid"]]) == []
+        assert b"BUTLERS_MODEL=model-after" in _environ_of(after["supervisor_pid"])
+        assert after["token"] == before["token"]
+    finally:
+        _butlers("down", "--data-dir", str(data))
+
+
 def test_a_taken_dashboard_port_is_named_and_no_dashboard_starts_none(tmp_path: Path) -> None:
     roster = _roster(tmp_path, ("general",))
     port = free_port()
@@ -380,7 +419,7 @@ def test_second_up_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
     try:
         second = _butlers("up", "--data-dir", str(data), "--roster", str(roster))
         assert second.returncode == 1
-        assert "already running" in second.stderr
+        assert "already running" in second.stderr and "butlers restart" in second.stderr
     finally:
         _butlers("down", "--data-dir", str(data))
 

@@ -1,18 +1,31 @@
-"""The official MCP Inspector CLI (`@modelcontextprotocol/inspector`), installed once per
-machine with npm into `~/.cache/butlers/inspector-<version>` (built in a temporary
-directory, then renamed, so concurrent sessions never see half an install)."""
+"""The official MCP Inspector CLI (`@modelcontextprotocol/inspector`, the release the
+README pins), installed once per machine with npm into
+`~/.cache/butlers/inspector-<version>` (built in a temporary directory, then renamed, so
+concurrent sessions never see half an install)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-VERSION = "2.12.0"
 PACKAGE = "@modelcontextprotocol/inspector"
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_version() -> str:
+    """The release the README pins (the one users run, and so the one tested)."""
+    found = re.search(re.escape(PACKAGE) + r"@(\d+\.\d+\.\d+)", README.read_text())
+    if found is None:
+        raise RuntimeError(f"README.md names no pinned {PACKAGE}@X.Y.Z")
+    return found.group(1)
+
+
+VERSION = readme_version()
 INSTALL_TIMEOUT = 300.0
 
 

@@ -1423,7 +1423,8 @@ export interface paths {
         };
         /**
          * Messages
-         * @description Incoming messages, newest first.
+         * @description Incoming messages, newest first; `fallback=true`: those whose classification was
+         *     unusable (routed to the fallback butler), with the reason.
          */
         get: operations["messages_api_switchboard_messages_get"];
         put?: never;
@@ -2311,8 +2312,12 @@ export interface components {
             butler: string;
             /** Channel */
             channel: string;
+            /** Classification Reason */
+            classification_reason: string | null;
             /** Completed At */
             completed_at: string | null;
+            /** Fallback */
+            fallback: boolean | null;
             /** Id */
             id: string;
             /** Provider */
@@ -12053,6 +12058,7 @@ export interface operations {
         parameters: {
             query?: {
                 status?: ("accepted" | "classified" | "dispatched" | "partial" | "failed") | null;
+                fallback?: boolean | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;
                 /** @description Items per page. */

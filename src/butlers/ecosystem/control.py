@@ -45,7 +45,8 @@ def ensure_not_running(data_dir: Path) -> None:
     if pid is not None:
         raise EcosystemError(
             f"an ecosystem is already running in {data_dir} (pid {pid}); "
-            f"run `butlers down --data-dir {data_dir}` first"
+            f"`butlers restart --data-dir {data_dir}` starts it again with the current "
+            f"settings, `butlers down --data-dir {data_dir}` stops it"
         )
 
 
@@ -62,6 +63,7 @@ def start_detached(settings: EcosystemSettings, program: str) -> EcosystemState:
           else ["--no-dashboard"]),
     ]  # fmt: skip
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    start = os.fstat(fd).st_size  # what earlier runs wrote is not this run's output
     with os.fdopen(fd, "ab") as log_file:
         process = subprocess.Popen(
             command,
@@ -74,8 +76,7 @@ def start_detached(settings: EcosystemSettings, program: str) -> EcosystemState:
 
     def started() -> EcosystemState | None:
         if process.poll() is not None:
-            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
-            raise EcosystemError(f"`butlers up` exited with code {process.returncode}:\n{tail}")
+            raise EcosystemError(_failure(log_path, start, process.returncode))
         state = read_state(settings.data_dir)
         if state is None or state.supervisor_pid != process.pid or not state.ready:
             return None
@@ -87,6 +88,20 @@ def start_detached(settings: EcosystemSettings, program: str) -> EcosystemState:
         message=f"not ready after {DETACH_TIMEOUT:.0f} s; see {log_path}",
         error=EcosystemError,
     )
+
+
+def _failure(log_path: Path, start: int, code: int) -> str:
+    """Why the detached `butlers up` exited, from what this run wrote (not an earlier
+    run's log): its error line alone when it printed one, else its last lines."""
+    with log_path.open("rb") as log:
+        log.seek(start)
+        lines = log.read().decode(errors="replace").splitlines()
+    error = next((line for line in reversed(lines) if line.startswith("butlers up: ")), None)
+    if error is not None:
+        reason = error.removeprefix("butlers up: ")
+        return f"{reason}\n(the detached `butlers up` exited with code {code}; log: {log_path})"
+    tail = "\n".join(lines[-20:]) or "(it wrote nothing)"
+    return f"`butlers up` exited with code {code}:\n{tail}"
 
 
 def stop_running(data_dir: Path, timeout: float = DOWN_TIMEOUT) -> bool:

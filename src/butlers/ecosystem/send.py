@@ -12,8 +12,19 @@ from butlers.errors import EcosystemError
 from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
 from butlers.switchboard.envelope import build_envelope
 
+SHOWN = 400  # characters of a prompt, answer or error printed unless --full
 
-async def send_message(data_dir: Path, text: str, *, wait: bool, timeout: float) -> int:
+
+def short(text: str, full: bool = False) -> str:
+    """`text`, cut to SHOWN characters (a runaway answer must not flood the terminal)."""
+    if full or len(text) <= SHOWN:
+        return text
+    return f"{text[:SHOWN]}… ({len(text) - SHOWN} more characters; --full prints them)"
+
+
+async def send_message(
+    data_dir: Path, text: str, *, wait: bool, timeout: float, full: bool = False
+) -> int:
     state = read_state(data_dir) if PidFile(data_dir).read() else None
     if state is None:
         raise EcosystemError(f"no ecosystem is running in {data_dir}; start one with `butlers up`")
@@ -43,19 +54,19 @@ async def send_message(data_dir: Path, text: str, *, wait: bool, timeout: float)
         return 0
     classification = answer["classification"]
     if classification["fallback"]:
-        print(f"classification fell back to general: {classification['reason']}")
+        print(f"classification fell back to general: {short(classification['reason'], full)}")
     failed = 0
     for route in answer["routes"]:
         print(
             f"→ {route['butler']:<13} {route['status']:<18} "
             f"session {route['session_id'] or '-'} ({route['duration_ms']} ms)"
         )
-        print(f"    prompt: {route['prompt']}")
+        print(f"    prompt: {short(route['prompt'], full)}")
         if route["tool_calls"]:
             print(f"    tools:  {', '.join(route['tool_calls'])}")
         if route["output"]:
-            print(f"    answer: {route['output']}")
+            print(f"    answer: {short(route['output'], full)}")
         if route["error"]:
-            print(f"    error:  {route['error']}", file=sys.stderr)
+            print(f"    error:  {short(route['error'], full)}", file=sys.stderr)
             failed += 1
     return 1 if failed else 0

@@ -17,7 +17,7 @@ from butlers.llm.types import (
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
-MAX_TOKENS = 4096
+MAX_TOKENS = 4096  # the Messages API needs one; spec.runtime.maxTokens sets it
 
 
 def to_anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -60,24 +60,35 @@ def parse_anthropic_response(body: dict[str, Any]) -> ModelTurn:
         if b.get("type") == "tool_use"
     )
     usage = body.get("usage") or {}
+    stop = body.get("stop_reason")
     return ModelTurn(
         text="".join(texts),
         tool_calls=calls,
         input_tokens=usage.get("input_tokens"),
         output_tokens=usage.get("output_tokens"),
         cached_tokens=usage.get("cache_read_input_tokens"),
+        truncated=f"stop_reason={stop}" if stop == "max_tokens" else None,
     )
 
 
 class AnthropicChatModel:
     def __init__(
-        self, *, base_url: str | None, model: str, api_key: str | None, timeout: float
+        self,
+        *,
+        base_url: str | None,
+        model: str,
+        api_key: str | None,
+        timeout: float,
+        max_tokens: int = MAX_TOKENS,
+        temperature: float | None = None,
     ) -> None:
         headers = {"anthropic-version": API_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
         self._url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
         self._model = model
+        self._max_tokens = max_tokens
+        self._temperature = temperature
         self._client = httpx.AsyncClient(headers=headers, timeout=timeout)
 
     async def complete(
@@ -85,9 +96,11 @@ class AnthropicChatModel:
     ) -> ModelTurn:
         payload: dict[str, Any] = {
             "model": self._model,
-            "max_tokens": MAX_TOKENS,
+            "max_tokens": self._max_tokens,
             "messages": to_anthropic_messages(messages),
         }
+        if self._temperature is not None:
+            payload["temperature"] = min(self._temperature, 1.0)  # the API's range is 0..1
         if request.system:
             payload["system"] = request.system
         if tools:

@@ -39,6 +39,9 @@ class RuntimeConfig:
     api_key: str | None = field(repr=False)
     timeout_seconds: float
     max_turns: int
+    max_tokens: int = 4096
+    max_session_tokens: int = 200_000
+    temperature: float | None = 0.0
     script_url: str | None = None
     claude_path: str = "claude"
 
@@ -90,6 +93,9 @@ def resolve_runtime_config(
         api_key=api_key,
         timeout_seconds=runtime.timeout_seconds,
         max_turns=runtime.max_turns,
+        max_tokens=runtime.max_tokens,
+        max_session_tokens=runtime.max_session_tokens,
+        temperature=runtime.temperature,
         script_url=over.script_url,
         claude_path=over.claude_path,
     )
@@ -119,6 +125,8 @@ def build_session_runtime(
             model=config.model,
             api_key=config.api_key,
             timeout=config.timeout_seconds,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
         )
     elif config.adapter == "anthropic":
         assert config.model
@@ -127,11 +135,18 @@ def build_session_runtime(
             model=config.model,
             api_key=config.api_key,
             timeout=config.timeout_seconds,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
         )
     else:
         assert config.script_url
         model = ScriptedChatModel(script_url=config.script_url, model=config.model)
-    return LoopRuntime(model, open_toolbox, config.model or "scripted")
+    return LoopRuntime(
+        model,
+        open_toolbox,
+        config.model or "scripted",
+        max_session_tokens=config.max_session_tokens,
+    )
 
 
 def session_env(

@@ -13,8 +13,11 @@ from butlers.llm.types import (
     ChatModel,
     LlmCallRecord,
     ModelTurn,
+    ReplyTruncated,
     SessionRequest,
     SessionTrace,
+    TokenBudgetExceeded,
+    ToolCall,
     ToolSpec,
     TurnLimitExceeded,
     first_user_text,
@@ -31,8 +34,30 @@ class Toolbox(Protocol):
         ...
 
 
+def _check_budget(trace: SessionTrace, budget: int | None) -> None:
+    used = (trace.input_tokens or 0) + (trace.output_tokens or 0)
+    if budget is not None and used > budget:
+        raise TokenBudgetExceeded(
+            f"the session used {used} tokens, over its budget of {budget} "
+            "(spec.runtime.maxSessionTokens)"
+        )
+
+
+async def _run_call(toolbox: Toolbox, call: ToolCall) -> tuple[Any, str, bool]:
+    if call.arguments_error is not None:
+        # Not run: the model is told why, and may send the call again within its turns.
+        text = f"{call.arguments_error}; call the tool again with a valid JSON object"
+        return text, text, True
+    return await toolbox.call(call.name, call.arguments)
+
+
 async def run_agent_loop(
-    model: ChatModel, toolbox: Toolbox, request: SessionRequest, trace: SessionTrace
+    model: ChatModel,
+    toolbox: Toolbox,
+    request: SessionRequest,
+    trace: SessionTrace,
+    *,
+    max_session_tokens: int | None = None,
 ) -> str:
     tools = await toolbox.list()
     messages: list[dict[str, Any]] = [{"role": "user", "content": first_user_text(request)}]
@@ -41,6 +66,12 @@ async def run_agent_loop(
         reply = await _complete(model, request, messages, sent, tools, trace)
         sent = len(messages)
         trace.add_usage(reply.input_tokens, reply.output_tokens)
+        if reply.truncated:
+            raise ReplyTruncated(
+                f"the model's reply was cut off at its output limit "
+                f"(spec.runtime.maxTokens; the server said {reply.truncated})"
+            )
+        _check_budget(trace, max_session_tokens)
         if not reply.tool_calls:
             return reply.text
         messages.append(
@@ -53,7 +84,7 @@ async def run_agent_loop(
         for call in reply.tool_calls:
             started_at = datetime.now(UTC)
             started = time.perf_counter()
-            value, text, is_error = await toolbox.call(call.name, call.arguments)
+            value, text, is_error = await _run_call(toolbox, call)
             trace.tool_calls.append(
                 {
                     "name": call.name,
@@ -133,8 +164,11 @@ class LoopRuntime:
         model: ChatModel,
         open_toolbox: Any,
         model_name: str | None,
+        *,
+        max_session_tokens: int | None = None,
     ) -> None:
         self._model = model
+        self._max_session_tokens = max_session_tokens
         # (session_id, *, tools) -> async context manager yielding a Toolbox
         self._open_toolbox = open_toolbox
         self.model_name = model_name
@@ -144,7 +178,9 @@ class LoopRuntime:
             request.session_id, tools=request.tools
         )
         async with toolbox_cm as toolbox:
-            return await run_agent_loop(self._model, toolbox, request, trace)
+            return await run_agent_loop(
+                self._model, toolbox, request, trace, max_session_tokens=self._max_session_tokens
+            )
 
     async def aclose(self) -> None:
         await self._model.aclose()

@@ -28,6 +28,14 @@ class TurnLimitExceeded(SessionFailure):
     """The model kept calling tools past the turn limit without a final answer."""
 
 
+class ReplyTruncated(SessionFailure):
+    """The model stopped at its output limit: its answer is cut off, not final."""
+
+
+class TokenBudgetExceeded(SessionFailure):
+    """The session used more tokens than its budget (spec.runtime.maxSessionTokens)."""
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -47,6 +55,9 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any]
+    # Why the model's arguments could not be read (not a JSON object); the call is then
+    # not run, and the model is told this instead, so it can send them again.
+    arguments_error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
@@ -61,6 +72,9 @@ class ModelTurn:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None  # input tokens the provider read from its prompt cache
+    # Set when the reply stopped at the output limit (OpenAI `finish_reason: "length"`,
+    # Anthropic `stop_reason: "max_tokens"`): the reason, as the model server gave it.
+    truncated: str | None = None
 
 
 @dataclass(frozen=True)
@@ -158,4 +172,9 @@ async def post_model_request(client: Any, url: str, payload: dict[str, Any]) -> 
         raise ModelError(f"{url}: {exc.__class__.__name__}: {exc}") from None
     if response.status_code >= 400:
         raise ModelError(f"{url} answered {response.status_code}: {response.text[:300]}")
-    return response.json()
+    try:
+        return response.json()
+    except ValueError:
+        raise ModelError(
+            f"{url} answered something that is not JSON: {response.text[:300]}"
+        ) from None

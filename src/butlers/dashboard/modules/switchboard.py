@@ -39,6 +39,10 @@ class InboxMessage(BaseModel):
     sender: str
     text: str
     status: str
+    # True when the classification was unusable and the message went to the fallback
+    # butler; the reason holds why, with the start of the classifier's answer.
+    fallback: bool | None
+    classification_reason: str | None
     trace_id: str | None
     received_at: datetime
     completed_at: datetime | None
@@ -76,18 +80,24 @@ async def registry(dashboard: Ctx) -> dict[str, Any]:
 async def messages(
     dashboard: Ctx,
     status: Literal["accepted", "classified", "dispatched", "partial", "failed"] | None = None,
+    fallback: bool | None = None,
     offset: Offset = 0,
     limit: Limit = 50,
 ) -> dict[str, Any]:
-    """Incoming messages, newest first."""
+    """Incoming messages, newest first; `fallback=true`: those whose classification was
+    unusable (routed to the fallback butler), with the reason."""
     body = await module_page(
         dashboard,
         MODULE,
         table="message_inbox",
         columns="request_id AS id, channel, provider, sender, left(text, 500) AS text, status, "
+        "(classification->>'fallback')::boolean AS fallback, "
+        "left(classification->>'reason', 500) AS classification_reason, "
         "trace_id, received_at, completed_at",
         order_key="received_at",
-        where=Where().when(status, "status = {}"),
+        where=Where()
+        .when(status, "status = {}")
+        .when(fallback, "coalesce((classification->>'fallback')::boolean, false) = {}"),
         offset=offset,
         limit=limit,
     )

@@ -169,8 +169,8 @@ class SwitchboardModule(Module):
 
         @tool(mcp, meta=meta, annotations=read)
         async def switchboard_stats() -> AnyJson:
-            """MCP sessions opened so far and kept now (`mcp_clients_*`), and messages being
-            processed."""
+            """MCP sessions opened so far and kept now (`mcp_clients_*`), messages being
+            processed, and messages whose classification was unusable since start."""
             return pipeline.stats()
 
         @tool(mcp, meta=meta, annotations=read)

@@ -16,6 +16,7 @@ from butlers.core.spawner import Spawner
 from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
 from butlers.modules.switchboard.store import Claimed, SwitchboardStore
 from butlers.switchboard.classification import (
+    FALLBACK_BUTLER,
     ButlerProfile,
     Classification,
     RouteEntry,
@@ -41,6 +42,7 @@ RECOVERY_INTERVAL = 30.0  # seconds between recovery sweeps of the inbox
 RECOVERY_BATCH = 20  # messages resumed per sweep at most
 MAX_ATTEMPTS = 3  # processing attempts of one message (the first and two recoveries)
 MAX_AGE_SECONDS = 24 * 3600  # an open message older than this is failed, not resumed
+ANSWER_SHOWN = 200  # characters of an unusable classifier answer kept in logs and rows
 
 
 def _trace_id() -> str | None:
@@ -74,6 +76,7 @@ class Pipeline:
         self._active: set[uuid.UUID] = set()
         self._recovery: asyncio.Task[None] | None = None
         self._recovering = asyncio.Lock()
+        self.fallbacks = 0  # messages routed to the fallback butler since start
 
     # -- entry points -------------------------------------------------------------
 
@@ -245,6 +248,7 @@ class Pipeline:
             "mcp_clients_opened": self._clients.opened_count,
             "mcp_clients_cached": self._clients.cached_count,
             "messages_in_progress": len(self._tasks),
+            "classification_fallbacks": self.fallbacks,
         }
 
     async def _process(
@@ -338,8 +342,23 @@ class Pipeline:
             log.exception("classification of %s failed by a bug; routing to general", request_id)
             return fallback(text, f"classification failed: {exc.__class__.__name__}: {exc}")
         if not result.success:
+            self.fallbacks += 1
             return fallback(text, f"classification failed: {result.error}")
-        return parse_classification(result.output, text, known)
+        classification = parse_classification(result.output, text, known)
+        if classification.fallback:
+            # The answer is already redacted by the spawner; it is cut, not logged whole.
+            shown = (result.output or "")[:ANSWER_SHOWN]
+            self.fallbacks += 1
+            log.warning(
+                "classification of %s unusable (%s); routing to %s. The classifier answered: %r",
+                request_id,
+                classification.reason,
+                FALLBACK_BUTLER,
+                shown,
+            )
+            reason = f"{classification.reason}; the classifier answered {shown!r}"
+            return fallback(text, reason)
+        return classification
 
     async def _profiles(self) -> list[ButlerProfile]:
         rows = await self._store.registry(self._stale_after)

@@ -77,3 +77,29 @@ async def test_an_unreachable_database_is_a_warning_and_falls_back(
     assert result.fallback
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert any(r.levelno == logging.WARNING for r in caplog.records)
+
+
+async def test_an_unusable_answer_is_a_counted_warning_with_the_answer_cut(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    answer = "Sure! The weight belongs to health. " + "blah " * 200
+    rambling = SpawnerResult(session_id="s", success=True, output=answer, error=None, duration_ms=1)
+    pipeline = _pipeline(rambling)
+    with caplog.at_level(logging.INFO):
+        result = await pipeline.classify("Log 80kg")
+    assert result.fallback and [e.butler for e in result.entries] == ["general"]
+    assert "no JSON array" in (result.reason or "") and "Sure! The weight" in (result.reason or "")
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "Sure! The weight" in warning.getMessage()
+    assert len(warning.getMessage()) < 600, "the answer is cut, not logged whole"
+    assert pipeline.stats()["classification_fallbacks"] == 1
+    good = SpawnerResult(
+        session_id="t",
+        success=True,
+        output='[{"butler": "health", "prompt": "Log 80 kg", "segment": "80kg"}]',
+        error=None,
+        duration_ms=1,
+    )
+    pipeline._spawner = Spawner(good)  # type: ignore[assignment]
+    assert not (await pipeline.classify("Log 80kg")).fallback
+    assert pipeline.stats()["classification_fallbacks"] == 1
