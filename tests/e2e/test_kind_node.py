@@ -164,36 +164,41 @@ def psql(context: str, namespace: str, sql: str) -> str:
     return kubectl(context, "-n", namespace, "exec", "deploy/butlers-postgres", "--", *argv)
 
 
+def _wait(what: str, check: Any, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"after {seconds:.0f} s: {what}")
+        time.sleep(1)
+
+
 @pytest.mark.timeout(420)
-def test_the_dev_postgres_keeps_its_data_across_a_new_pod_and_readiness_follows_it(
+def test_the_dev_postgres_keeps_its_data_across_pods_and_readiness_follows_it(
     cluster: tuple[str, str],
 ) -> None:
     context, namespace = cluster
     _, _, others = roles()
-    butler = others[0][0]
+    butler = f"butlers.dev/butler={others[0][0]}"
+    database = "app.kubernetes.io/name=butlers-postgres"
     marker = secrets.token_hex(4)
     psql(context, namespace, f"CREATE TABLE kind_pvc_{marker} (v text); "
          f"INSERT INTO kind_pvc_{marker} VALUES ('{marker}')")  # fmt: skip
-    selector = "app.kubernetes.io/name=butlers-postgres"
-    (old,) = _pods(context, namespace, selector)
-    kubectl(context, "-n", namespace, "delete", "pod", old["metadata"]["name"], "--wait=false")
-    # The kubelet's readiness probe takes the butler out of its Service while the database
-    # is gone, and puts it back once it answers again.
-    seen_unready = False
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        pods = _pods(context, namespace, selector)
-        fresh = [p for p in pods if p["metadata"]["uid"] != old["metadata"]["uid"]]
-        (butler_pod,) = [
-            p
-            for p in _pods(context, namespace, f"butlers.dev/butler={butler}")
-            if not p["metadata"].get("deletionTimestamp")
+
+    def butler_ready() -> bool:
+        pods = [
+            p for p in _pods(context, namespace, butler) if "deletionTimestamp" not in p["metadata"]
         ]
-        seen_unready = seen_unready or not _ready(butler_pod)
-        if fresh and _ready(fresh[0]) and seen_unready and _ready(butler_pod):
-            break
-        time.sleep(1)
-    else:
-        pytest.fail(f"after 300 s: new database pod Ready and {butler} unready then Ready not seen")
+        return bool(pods) and all(_ready(p) for p in pods)
+
+    scale = ["-n", namespace, "scale", "deployment/butlers-postgres"]
+    # No database pod at all: the kubelet's readiness probe takes the butler out of service.
+    kubectl(context, *scale, "--replicas=0")
+    _wait("the database pod is gone", lambda: not _pods(context, namespace, database), 120)
+    _wait("the butler is unready without its database", lambda: not butler_ready(), 120)
+    # A new pod on the same claim: the data is there and the butler is back.
+    kubectl(context, *scale, "--replicas=1")
+    _wait("a new database pod is Ready",
+          lambda: any(_ready(p) for p in _pods(context, namespace, database)), 180)  # fmt: skip
+    _wait("the butler is Ready again", butler_ready, 120)
     assert psql(context, namespace, f"SELECT v FROM kind_pvc_{marker}").strip() == marker
     psql(context, namespace, f"DROP TABLE kind_pvc_{marker}")
