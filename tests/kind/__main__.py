@@ -1,0 +1,42 @@
+"""`python3 dev.py kind image|up|down|path`: the kind lane's node image and cluster.
+
+image  build the node image (and everything in it) unless it is cached
+up     start the lane's dockerd, build what is missing, create the cluster
+down   delete the cluster, restore what its node changed, stop that dockerd
+path   print the folder holding the lane's `kind` (prepend it to PATH)
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import cluster, engine, gobuild, nodeimage
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else ""
+    try:
+        if command == "image":
+            started = engine.start()
+            try:
+                print(nodeimage.ensure_node_image(), flush=True)
+            finally:
+                if started:
+                    engine.stop()
+        elif command == "up":
+            cluster.up(lambda line: print(line, flush=True))
+        elif command == "down":
+            cluster.down(lambda line: print(line, flush=True))
+        elif command == "path":
+            print(cluster.shim_dir())
+        else:
+            print(__doc__)
+            return 2
+    except (RuntimeError, gobuild.BuildError) as exc:
+        print(f"kind {command}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
