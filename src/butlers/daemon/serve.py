@@ -21,7 +21,7 @@ from butlers import migrations
 from butlers.auth.http import HostPolicy
 from butlers.daemon.butler import Butler, build_butler
 from butlers.daemon.http import ReadyCheck, build_http_app
-from butlers.daemon.http_limits import MAX_CONNECTIONS, HeaderTimeoutProtocol
+from butlers.daemon.http_limits import HeaderTimeoutProtocol
 from butlers.daemon.registration import Registrar
 from butlers.db.pool import create_pool
 from butlers.errors import ButlersError, PortInUseError
@@ -174,19 +174,7 @@ async def _serve_http(
         book=butler.context.tokens,
         hosts=hosts,
     )
-    config = uvicorn.Config(
-        app,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=10,
-        http=HeaderTimeoutProtocol,  # a deadline for request headers (slowloris)
-        ws="none",  # no WebSocket endpoint: the `websockets` protocol stays unimported
-        # No proxy sits in front of a butler that it should believe: X-Forwarded-* from a
-        # local process must not rewrite who the client is (and the layer costs a call).
-        proxy_headers=False,
-        limit_concurrency=MAX_CONNECTIONS,
-    )
+    config = http_config(app)
     server = _GracefulServer(config)
     watch = (
         asyncio.create_task(_exit_with_parent(settings.parent_pid, server))
@@ -213,6 +201,25 @@ async def _serve_http(
             watch.cancel()
         if registrar:
             await registrar.aclose()
+
+
+def http_config(app: Any, **options: Any) -> uvicorn.Config:
+    """How a butler serves its ASGI app (`options`: where, for tests: host, port)."""
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+        # A deadline for request headers (slowloris), and connection caps that keep
+        # callers with a valid token apart from strangers (`daemon.admission`).
+        http=HeaderTimeoutProtocol,
+        ws="none",  # no WebSocket endpoint: the `websockets` protocol stays unimported
+        # No proxy sits in front of a butler that it should believe: X-Forwarded-* from a
+        # local process must not rewrite who the client is (and the layer costs a call).
+        proxy_headers=False,
+        **options,
+    )
 
 
 class _GracefulServer(uvicorn.Server):
