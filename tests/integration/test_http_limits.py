@@ -16,7 +16,6 @@ from fastmcp import FastMCP
 from butlers.auth.http import HostPolicy
 from butlers.auth.tokens import TokenBook, digest, new_user_token
 from butlers.daemon.http import build_http_app
-from butlers.daemon.admission import MAX_PENDING_PER_PEER
 from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT, HeaderTimeoutProtocol, admission_of
 from butlers.daemon.serve import http_config
 from butlers.db.embedded import free_port
@@ -226,7 +225,7 @@ async def test_silent_sockets_without_a_token_do_not_starve_callers_with_one() -
                     answer = await _call_echo(client, url)
                 assert answer["result"]["structuredContent"] == {"result": 7}, answer
             admission = admission_of(server.server_state)
-            assert admission.pending <= MAX_PENDING_PER_PEER
+            assert admission.pending <= admission.max_pending_per_peer
     finally:
         for writer in writers:
             writer.close()

@@ -9,20 +9,26 @@ closed, since a client that means to call sends its headers within milliseconds 
 connecting and is never the oldest. So sockets opened and left silent (or fed a byte
 at a time) only ever push out each other, while admitted connections have their own
 cap (`MAX_ADMITTED`, 503 past it). A pending connection also has a short deadline
-for its headers (`http_limits.HEADER_TIMEOUT`).
+for its headers (`http_limits.HEADER_TIMEOUT`), so a silent socket costs a file
+descriptor for a few seconds: the caps are high (an attacker reopening every socket
+closed for room would otherwise close young ones too), and shrink to fit the process's
+file limit (`sized`; `raise_file_limit` lifts the soft limit to the hard one first).
 """
 
 from __future__ import annotations
 
 import logging
+import resource
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 log = logging.getLogger(__name__)
-MAX_PENDING = 256
-MAX_PENDING_PER_PEER = 64
-MAX_ADMITTED = 512
+MAX_PENDING = 4096
+MAX_PENDING_PER_PEER = 2048
+MAX_ADMITTED = 1024
+RESERVED_FILES = 256  # the pool, logs, outgoing clients, the fork server's pipes
+WANTED_FILES = 65536
 REPORT_EVERY = 10.0  # seconds between two log lines about closed pending connections
 
 
@@ -30,8 +36,33 @@ class Closable(Protocol):
     def close_pending(self) -> None: ...
 
 
+def raise_file_limit(wanted: int = WANTED_FILES) -> int:
+    """Lift the soft limit on open files towards the hard one; the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return WANTED_FILES if soft == resource.RLIM_INFINITY else soft
+
+
 class Admission:
     """The pending and admitted connections of one server."""
+
+    @classmethod
+    def sized(cls, files: int | None = None) -> Admission:
+        """Caps that fit `files` open files (the soft limit when None)."""
+        if files is None:
+            files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            if files == resource.RLIM_INFINITY:
+                files = WANTED_FILES
+        budget = max(files - RESERVED_FILES, 64)
+        admitted = min(MAX_ADMITTED, budget // 4)
+        pending = min(MAX_PENDING, budget - admitted)
+        return cls(pending, min(MAX_PENDING_PER_PEER, max(pending // 2, 1)), admitted)
 
     def __init__(
         self,

@@ -42,7 +42,7 @@ def admission_of(server_state: Any) -> Admission:
     """The admission book of one uvicorn server (kept on its shared state)."""
     admission: Admission | None = getattr(server_state, "butlers_admission", None)
     if admission is None:
-        admission = Admission()
+        admission = Admission.sized()
         server_state.butlers_admission = admission
     return admission
 

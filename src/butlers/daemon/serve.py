@@ -19,6 +19,7 @@ import uvicorn
 
 from butlers import migrations
 from butlers.auth.http import HostPolicy
+from butlers.daemon.admission import raise_file_limit
 from butlers.daemon.butler import Butler, build_butler
 from butlers.daemon.http import ReadyCheck, build_http_app
 from butlers.daemon.http_limits import HeaderTimeoutProtocol
@@ -119,6 +120,7 @@ async def serve(settings: ButlerSettings) -> None:
     name = resource.name
     schema = settings.schema or schema_name(name)
     port = settings.port or resource.spec.port
+    raise_file_limit()  # room for the connections `daemon.admission` lets wait
     sock = bind_socket(settings.host, port, name)
     pool = await create_pool(
         settings.dsn,

@@ -50,3 +50,11 @@ def test_a_connection_at_work_or_admitted_is_never_closed_for_room() -> None:
     assert not book.admit(late)  # admitted connections are at their cap: 503
     book.gone(caller)
     assert book.admit(late)
+
+
+def test_the_caps_fit_the_file_limit() -> None:
+    small = Admission.sized(1024)
+    assert small.max_admitted + small.max_pending <= 1024 - 256
+    assert 0 < small.max_pending_per_peer < small.max_pending
+    large = Admission.sized(1_000_000)
+    assert (large.max_pending, large.max_pending_per_peer, large.max_admitted) == (4096, 2048, 1024)
