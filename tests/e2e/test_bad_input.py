@@ -40,6 +40,18 @@ CASES = {
         '{"name": "Eve\\u0000"}',
         "argument name: text must not contain the NUL character",
     ),
+    "nested-500-deep": (
+        "general",
+        "state_set",
+        '{"key": "e2e-deep", "value": ' + "[" * 500 + "1" + "]" * 500 + "}",
+        "argument value: nested more than 64 levels deep",
+    ),
+    "objects-nested-500-deep": (
+        "relationship",
+        "contact_add",
+        '{"name": "Deep", "details": ' + '{"a": ' * 500 + "1" + "}" * 500 + "}",
+        "argument details: nested more than 64 levels deep",
+    ),
     "integer-past-64-bits": (
         "general",
         "state_set",
@@ -49,9 +61,15 @@ CASES = {
 }
 
 
+# A plain call is answered by the butler's direct path; one with a progress token by
+# the MCP SDK's (see docs/mcp-path.md): both refuse alike.
+PATHS = {"direct": None, "sdk": {"progressToken": "p-1"}}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("case", list(CASES))
 async def test_unstorable_input_gets_an_error_naming_the_argument(
-    butler_ecosystem: EcosystemHandle, case: str
+    butler_ecosystem: EcosystemHandle, case: str, path: str
 ) -> None:
     butler, tool, arguments, expected = CASES[case]
     log = butler_ecosystem.log_dir / f"{butler}.log" if butler_ecosystem.log_dir else None
@@ -60,7 +78,7 @@ async def test_unstorable_input_gets_an_error_naming_the_argument(
     async with httpx.AsyncClient(timeout=30, headers=headers) as client:
         session = RawMcpSession(butler_ecosystem[butler].url, client)
         await session.open()
-        reply = await session.call_tool(tool, arguments)
+        reply = await session.call_tool(tool, arguments, PATHS[path])
     result = reply["result"]
     text = result["content"][0]["text"]
     assert result["isError"] is True and expected in text, text

@@ -37,7 +37,8 @@ def argument_problem(arguments: Any) -> str | None:
         value, path, depth = stack.pop()
         name = path or "(arguments)"
         if depth > MAX_DEPTH:
-            return f"argument {name}: nested more than {MAX_DEPTH} levels deep"
+            top = path.split(".", 1)[0].split("[", 1)[0] or "(arguments)"
+            return f"argument {top}: nested more than {MAX_DEPTH} levels deep"
         if isinstance(value, str):
             if "\x00" in value:
                 return f"argument {name}: text must not contain the NUL character (\\u0000)"
