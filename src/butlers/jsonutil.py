@@ -24,6 +24,10 @@ class _AnyJsonSchema:
         return {key: value for key, value in schema.items() if key != "$ref"}
 
 
+INT64_MAX = 2**63 - 1
+"""The largest value of a 64-bit column (`bigint`): an integer argument bound for one
+declares `le=INT64_MAX` (validation names it); a JSON value keeps any integer exactly."""
+
 AnyJson = Annotated[JsonValue, _AnyJsonSchema()]
 """A tool argument or result that may be any JSON value: validated as pydantic's `JsonValue`.
 Pydantic's schema for `JsonValue` is a `$ref` to a `$defs` entry (`{}`), which FastMCP

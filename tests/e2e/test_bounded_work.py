@@ -111,9 +111,7 @@ async def test_sockets_left_open_without_a_token_do_not_starve_callers_with_one(
     for name in ("switchboard", "general"):
         target = urlsplit(butler_ecosystem[name].url)
         assert target.hostname and target.port
-        floods.append(
-            asyncio.create_task(_hold_sockets(target.hostname, target.port, FLOOD, stop))
-        )
+        floods.append(asyncio.create_task(_hold_sockets(target.hostname, target.port, FLOOD, stop)))
     try:
         # Past the keep-alive timeout, so no connection opened before the flood is reused.
         await asyncio.sleep(6.0)

@@ -98,7 +98,7 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         self._arm()
         if not self._admission.is_admitted(self):
             self._admission.wait(self, self._peer)
-            self.scope[ADMIT_KEY] = self._admit  # type: ignore[typeddict-unknown-key]
+            self.scope[ADMIT_KEY] = self._admit  # type: ignore[literal-required]
 
     def on_headers_complete(self) -> None:
         self._disarm()

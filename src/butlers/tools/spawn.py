@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, FiniteFloat
 
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
@@ -42,7 +42,7 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
             str, Field(min_length=1, max_length=200, description="Who triggered (logged).")
         ] = "trigger",
         timeout_seconds: Annotated[
-            float | None,
+            FiniteFloat | None,
             Field(gt=0, description="Shorter timeout for this session (spec timeout caps it)."),
         ] = None,
         idempotency_key: Annotated[

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, FiniteFloat
 
 from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
@@ -19,7 +19,7 @@ MeasurementType = Annotated[
     str, Field(min_length=1, max_length=100, description="e.g. weight, blood_pressure")
 ]
 Value = Annotated[
-    float | dict[str, AnyJson],
+    FiniteFloat | dict[str, AnyJson],  # "NaN" as text is refused here, not by the database
     Field(description='A number, or an object such as {"systolic": 120, "diastolic": 80}.'),
 ]
 
