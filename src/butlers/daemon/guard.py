@@ -5,9 +5,9 @@ infinities, nesting without end (refused past `MAX_DEPTH` levels). Integers of a
 size are kept: a JSONB value stores them exactly; an integer argument bound for a
 64-bit column declares `le=jsonutil.INT64_MAX`, which validation enforces.
 `ArgumentGuard` (a tool middleware in front of the approval gate; only the tool span
-that logs the call runs before it) answers each with an error naming the argument. Errors PostgreSQL still raises for the input of a call (a
-constraint, a value out of a column's range) reach the caller as such, with no
-driver internals; a bad call leaves one log line (see `butlers.logs`), a bug in a
+that logs the call runs before it) answers each with an error naming the argument.
+Errors PostgreSQL still raises for the input of a call (a constraint, a value out of
+a column's range) reach the caller as such, with no driver internals; a bad call leaves one log line (see `butlers.logs`), a bug in a
 tool keeps its traceback.
 """
 
