@@ -7,8 +7,8 @@ size are kept: a JSONB value stores them exactly; an integer argument bound for 
 `ArgumentGuard` (a tool middleware in front of the approval gate; only the tool span
 that logs the call runs before it) answers each with an error naming the argument.
 Errors PostgreSQL still raises for the input of a call (a constraint, a value out of
-a column's range) reach the caller as such, with no driver internals; a bad call leaves one log line (see `butlers.logs`), a bug in a
-tool keeps its traceback.
+a column's range) reach the caller as such, with no driver internals; a bad call
+leaves one log line (see `butlers.logs`), a bug in a tool keeps its traceback.
 """
 
 from __future__ import annotations
