@@ -99,6 +99,36 @@ INVALID = {
         '{"type": "weight", "value": "NaN"}',
         "value",
     ),
+    "prompt-of-a-megabyte": (
+        "general",
+        "trigger",
+        '{"prompt": "' + "x" * 1_000_000 + '"}',
+        "prompt\n  String should have at most 100000 characters",
+    ),
+    "contact-email-of-a-megabyte": (
+        "relationship",
+        "contact_add",
+        '{"name": "Big", "email": "' + "x" * 1_000_000 + '"}',
+        "email\n  String should have at most 300 characters",
+    ),
+    "contact-details-of-a-megabyte": (
+        "relationship",
+        "contact_add",
+        '{"name": "Big", "details": {"bio": "' + "x" * 1_000_000 + '"}}',
+        "details\n  Value error, is 1000010 bytes of JSON; the limit is 65536 bytes",
+    ),
+    "contact-note-of-a-megabyte": (
+        "relationship",
+        "contact_note_add",
+        '{"contact_id": "00000000-0000-4000-8000-000000000000", "body": "' + "x" * 1_000_000 + '"}',
+        "body\n  String should have at most 20000 characters",
+    ),
+    "note-of-a-megabyte": (
+        "general",
+        "note_add",
+        '{"title": "big", "body": "' + "x" * 1_000_000 + '"}',
+        "body\n  String should have at most 100000 characters",
+    ),
     "integer-past-64-bits-for-a-bigint-column": (
         "general",
         "sessions_list",
