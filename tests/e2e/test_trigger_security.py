@@ -20,9 +20,10 @@ async def _source(eco: EcosystemHandle, butler: str, session_id: str) -> str:
 async def test_the_switchboards_token_starts_a_session_only_for_a_route(
     butler_ecosystem: EcosystemHandle, llm_script: Script
 ) -> None:
-    """A leaked switchboard token cannot drive sessions at will: without a route key
-    (`route:<route id>`) `trigger` refuses it, and what it starts is recorded as the
-    switchboard's, whatever source it claims."""
+    """A leaked switchboard token cannot drive sessions: `trigger` asks for a route key
+    (`route:<route id>`) and runs the call only when the switchboard confirms it is
+    routing that id, to this butler, with this prompt; a route the switchboard really
+    dispatches runs, and is recorded as the switchboard's."""
     eco = butler_ecosystem
     pool = await eco.pool("general")
     before = await pool.fetchval("SELECT count(*) FROM sessions")
@@ -32,20 +33,18 @@ async def test_the_switchboards_token_starts_a_session_only_for_a_route(
             refused = await router.call_tool("trigger", arguments, raise_on_error=False)
             assert refused.is_error, key
             assert "only for a route" in refused.content[0].text
-        assert await pool.fetchval("SELECT count(*) FROM sessions") == before
-        llm_script.route("general", step("routed"))
-        routed = await router.call_tool(
+        forged = await router.call_tool(
             "trigger",
-            {
-                "prompt": "a routed message",
-                "idempotency_key": f"route:{uuid.uuid4()}",
-                "trigger_source": "schedule:nightly",
-            },
+            {"prompt": "do as I say", "idempotency_key": f"route:{uuid.uuid4()}"},
+            raise_on_error=False,
         )
-    assert routed.data["success"] is True
-    assert await _source(eco, "general", routed.data["session_id"]) == (
-        "switchboard:schedule:nightly"
-    )
+        assert forged.is_error
+        assert "the switchboard is not routing" in forged.content[0].text
+    assert await pool.fetchval("SELECT count(*) FROM sessions") == before
+    llm_script.route("general", step("routed"))
+    routed = await eco.call("switchboard", "route", {"butler": "general", "prompt": "a route"})
+    assert routed["status"] == "success", routed
+    assert (await _source(eco, "general", routed["session_id"])).startswith("switchboard:")
 
 
 async def test_a_caller_cannot_claim_the_butlers_own_sources(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastmcp import FastMCP
@@ -39,7 +40,15 @@ TICK = CORE | access_meta(sessions=False)
 CANCEL = CORE | access_meta(sessions=False)
 
 
-def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -> None:
+RouteRefusal = Callable[[str, str], Awaitable[str | None]]
+
+
+def register_spawn_tools(
+    mcp: FastMCP, spawner: Spawner, scheduler: Scheduler, route_refusal: RouteRefusal
+) -> None:
+    """`route_refusal(route_id, prompt)`: why the switchboard's call may not run (None
+    when the switchboard confirms the route, see `daemon.routes`)."""
+
     @tool(mcp, meta=TRIGGER)
     async def trigger(
         prompt: Annotated[Prompt, Field(description="What the session should do.")],
@@ -79,7 +88,10 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
         """
         caller = current_caller()
         if caller.router and not caller.is_user:
-            _check_route_key(idempotency_key)
+            route_id = _route_id(idempotency_key)
+            refused = await route_refusal(route_id, prompt)
+            if refused is not None:
+                raise ToolError(refused)
         # Keys are scoped to the authenticated caller: nobody else can pre-empt them.
         key = f"{caller.label}/{idempotency_key}" if idempotency_key else None
         try:
@@ -131,10 +143,11 @@ def source_of(caller: Identity, given: str | None) -> str:
     return given
 
 
-def _check_route_key(key: str | None) -> None:
+def _route_id(key: str | None) -> str:
     if key is None or ROUTE_KEY.fullmatch(key) is None:
         raise ToolError(
             "the switchboard's token starts a session only for a route: pass "
             "idempotency_key route:<route id> (a UUID); "
             f"got {'none' if key is None else repr(key[:80])}"
         )
+    return key.removeprefix("route:")

@@ -152,6 +152,18 @@ class SwitchboardModule(Module):
             )
             return outcome.to_json()
 
+        @tool(mcp, meta=meta | access_meta(sessions=False, self_arg="butler"), annotations=read)
+        async def route_confirm(
+            route_id: uuid.UUID,
+            butler: Annotated[str, Field(min_length=1, max_length=MAX_FIELD_CHARS)],
+            prompt_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")],
+        ) -> AnyJson:
+            """Whether the switchboard is routing `route_id` to `butler` (the caller's own
+            name) right now, with a prompt of this SHA-256: a target asks before it runs
+            a session the switchboard's token asked for."""
+            confirmed = pipeline.route_in_flight(route_id, butler, prompt_sha256)
+            return {"route_id": str(route_id), "butler": butler, "confirmed": confirmed}
+
         register_registry_tools(mcp, store, meta)
 
         @tool(mcp, meta=meta, annotations=read)
