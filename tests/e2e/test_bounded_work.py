@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from urllib.parse import urlsplit
 
@@ -95,6 +96,8 @@ async def _hold_sockets(host: str, port: int, count: int, stop: asyncio.Event) -
             closed.cancel()
             stopped.cancel()
             writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
 
     await asyncio.gather(*(one(i) for i in range(count)))
 

@@ -229,5 +229,6 @@ async def test_silent_sockets_without_a_token_do_not_starve_callers_with_one() -
     finally:
         for writer in writers:
             writer.close()
+        await asyncio.gather(*(w.wait_closed() for w in writers), return_exceptions=True)
         server.should_exit = True
         await serving
