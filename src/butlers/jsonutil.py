@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 from collections.abc import Mapping
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import GetJsonSchemaHandler, JsonValue
+from pydantic import AfterValidator, Field, GetJsonSchemaHandler, JsonValue
 from pydantic.json_schema import JsonSchemaValue
 
 
@@ -23,6 +24,17 @@ class _AnyJsonSchema:
         schema = handler(core_schema)  # a `$ref` to the `$defs` entry of `JsonValue`
         return {key: value for key, value in schema.items() if key != "$ref"}
 
+
+# Sizes of free text and JSON a tool takes (README "Limits"): a larger argument is a
+# validation error naming it, before the tool runs.
+MAX_TEXT_CHARS = 100_000  # a prompt, a note's body: as long as a message may be
+MAX_NOTE_CHARS = 20_000  # notes, summaries, descriptions, message bodies
+MAX_FIELD_CHARS = 300  # names, e-mail addresses, phone numbers, kinds, units
+MAX_OBJECT_BYTES = 64 * 1024  # a JSON object argument (details, data, job_args), as JSON
+
+INT64_MAX = 2**63 - 1
+"""The largest value of a 64-bit column (`bigint`): an integer argument bound for one
+declares `le=INT64_MAX` (validation names it); a JSON value keeps any integer exactly."""
 
 AnyJson = Annotated[JsonValue, _AnyJsonSchema()]
 """A tool argument or result that may be any JSON value: validated as pydantic's `JsonValue`.
@@ -57,3 +69,18 @@ def to_json(value: object) -> JsonValue:
 def json_object(value: Mapping[str, object]) -> dict[str, JsonValue]:
     """`to_json` of a mapping, typed as the JSON object it is."""
     return {str(k): to_json(v) for k, v in value.items()}
+
+
+def _bounded_object(value: dict[str, Any]) -> dict[str, Any]:
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > MAX_OBJECT_BYTES:
+        raise ValueError(f"is {size} bytes of JSON; the limit is {MAX_OBJECT_BYTES} bytes")
+    return value
+
+
+Prompt = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)]
+LongText = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+Note = Annotated[str, Field(max_length=MAX_NOTE_CHARS)]
+ShortText = Annotated[str, Field(max_length=MAX_FIELD_CHARS)]
+JsonObject = Annotated[dict[str, AnyJson], AfterValidator(_bounded_object)]
+"""A JSON object argument of at most `MAX_OBJECT_BYTES` (as compact UTF-8 JSON)."""

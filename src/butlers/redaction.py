@@ -19,6 +19,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 MASK = "[REDACTED]"
+# Values nested deeper are recorded as `TOO_DEEP` (tool arguments that deep are
+# refused anyway, see `daemon.guard`): a record is made of any input without recursion
+# running out.
+MAX_WALK_DEPTH = 64
+TOO_DEEP = "[nested too deep]"
 MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary text
 # A key (or variable) whose name says it holds a credential.
 SENSITIVE_KEY = re.compile(r"(pass(word)?|secret|token|api[_-]?key|credential|authorization)", re.I)
@@ -81,14 +86,18 @@ class Redactor:
             redacted.append(entry)
         return redacted
 
-    def _walk(self, item: Any, names: frozenset[str]) -> Any:
+    def _walk(self, item: Any, names: frozenset[str], depth: int = 0) -> Any:
+        if isinstance(item, Mapping | list | tuple) and depth >= MAX_WALK_DEPTH:
+            return TOO_DEEP
         if isinstance(item, Mapping):
             return {
-                self.text(str(k)): MASK if _masked(str(k), names) else self._walk(v, names)
+                self.text(str(k)): (
+                    MASK if _masked(str(k), names) else self._walk(v, names, depth + 1)
+                )
                 for k, v in item.items()
             }
         if isinstance(item, list | tuple):
-            return [self._walk(v, names) for v in item]
+            return [self._walk(v, names, depth + 1) for v in item]
         if isinstance(item, str):
             return self.text(item)
         return item

@@ -231,8 +231,9 @@ MESSAGE_SPANS = [
     ("switchboard", "switchboard.dispatch", 1),
     ("switchboard", "switchboard.route", 4),
     ("health", "tool trigger", 5),
+    ("switchboard", "tool route_confirm", 6),  # the target confirms the route first
     ("health", "butler.session", 6),
-    ("health", "tool measurement_log", 7),
+    ("health", "tool measurement_log", 8),
 ]
 
 

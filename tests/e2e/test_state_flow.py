@@ -7,8 +7,11 @@ import json
 from datetime import datetime
 from typing import Any
 
+import httpx2 as httpx
 import pytest
 from fastmcp.exceptions import ToolError
+
+from tests.support.raw_mcp import RawMcpSession
 
 from .harness.ecosystem import EcosystemHandle
 
@@ -30,12 +33,14 @@ FIDELITY_CASES = {
 async def _listing(
     handle: EcosystemHandle, butler: str, arguments: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """Every entry `state_list` lists, page after page."""
+    """Every entry `state_list` lists, page after page (opt-in paging)."""
     entries: list[dict[str, Any]] = []
     cursor = None
     while True:
         page = await handle.call(
-            butler, "state_list", arguments | ({"cursor": cursor} if cursor else {})
+            butler,
+            "state_list",
+            arguments | {"limit": 100} | ({"cursor": cursor} if cursor else {}),
         )
         entries += page["items"]
         cursor = page["next_cursor"]
@@ -61,6 +66,21 @@ async def test_written_key_appears_in_listing(butler_ecosystem: EcosystemHandle)
     listing = await _listing(butler_ecosystem, "health", {"prefix": "e2e-listed"})
     assert [entry["key"] for entry in listing] == ["e2e-listed"]
     assert listing[0]["value"] == 1
+
+
+async def test_state_list_answers_the_seed_shape(butler_ecosystem: EcosystemHandle) -> None:
+    """Document 002: an array of `{key, value, updated_at}`, prefix matched literally."""
+    for key in ("e2e-seed:a", "e2e-seed:b", "e2e-seedling"):
+        await butler_ecosystem.call("health", "state_set", {"key": key, "value": {"k": key}})
+    listed = await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-seed:"})
+    assert isinstance(listed, list)
+    assert [sorted(entry) for entry in listed] == [["key", "updated_at", "value"]] * 2
+    assert [(e["key"], e["value"]) for e in listed] == [
+        ("e2e-seed:a", {"k": "e2e-seed:a"}),
+        ("e2e-seed:b", {"k": "e2e-seed:b"}),
+    ]
+    datetime.fromisoformat(listed[0]["updated_at"])
+    assert await butler_ecosystem.call("health", "state_list", {"prefix": "e2e-none:"}) == []
 
 
 async def test_deleted_key_reads_back_as_null(butler_ecosystem: EcosystemHandle) -> None:
@@ -116,6 +136,34 @@ async def test_stored_null_is_distinct_from_missing_key(butler_ecosystem: Ecosys
     raw = await pool.fetchval("SELECT jsonb_typeof(value) FROM state WHERE key = 'e2e-null:stored'")
     assert raw == "null"
     assert await pool.fetchval("SELECT count(*) FROM state WHERE key = 'e2e-null:missing'") == 0
+
+
+BIG = "123456789012345678901234567890"  # 30 digits: past 64 bits, and past a double
+
+
+@pytest.mark.parametrize("path", ["direct", "sdk"])
+async def test_an_integer_of_any_size_round_trips_exactly(
+    butler_ecosystem: EcosystemHandle, path: str
+) -> None:
+    """JSONB numbers have arbitrary precision: a 30-digit integer (and a negative one of
+    25) comes back unchanged over MCP, on the butler's direct path and on the SDK's (a
+    progress token sends the call there), and is stored as written."""
+    meta = {"progressToken": "p-1"} if path == "sdk" else None
+    key = f"e2e-bigint-{path}"
+    headers = {"Authorization": f"Bearer {butler_ecosystem.token}"}
+    async with httpx.AsyncClient(timeout=30, headers=headers) as client:
+        session = RawMcpSession(butler_ecosystem["general"].url, client)
+        await session.open()
+        value = f'{{"n": {BIG}, "m": [-{BIG[:25]}, 1]}}'
+        stored = await session.call_tool("state_set", f'{{"key": "{key}", "value": {value}}}', meta)
+        assert not stored["result"].get("isError"), stored
+        read = await session.call_tool("state_get", f'{{"key": "{key}"}}', meta)
+    result = read["result"]
+    assert result["structuredContent"] == {"result": {"n": int(BIG), "m": [-int(BIG[:25]), 1]}}
+    assert json.loads(result["content"][0]["text"]) == {"n": int(BIG), "m": [-int(BIG[:25]), 1]}
+    pool = await butler_ecosystem.pool("general")
+    text = await pool.fetchval("SELECT value->>'n' FROM state WHERE key = $1", key)
+    assert text == BIG
 
 
 async def test_integers_stay_integers_in_the_database(butler_ecosystem: EcosystemHandle) -> None:
@@ -289,7 +337,11 @@ async def test_a_huge_listing_comes_in_bounded_pages(butler_ecosystem: Ecosystem
     keys = [f"e2e-big:{i:02d}" for i in range(24)]  # about 4.8 MB of values
     for key in keys:
         await butler_ecosystem.call("general", "state_set", {"key": key, "value": big})
-    first = await butler_ecosystem.call("general", "state_list", {"prefix": "e2e-big:"})
+    with pytest.raises(ToolError, match="list a narrower prefix, or page: pass limit"):
+        await butler_ecosystem.call("general", "state_list", {"prefix": "e2e-big:"})
+    first = await butler_ecosystem.call(
+        "general", "state_list", {"prefix": "e2e-big:", "limit": 1000}
+    )
     assert first["next_cursor"] is not None
     assert len(json.dumps(first)) < 1_300_000, "a page is about 1 MiB at most"
     entries = await _listing(butler_ecosystem, "general", {"prefix": "e2e-big:"})

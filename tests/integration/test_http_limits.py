@@ -1,4 +1,5 @@
-"""A butler's HTTP app keeps a bounded number of MCP sessions, each for a short while."""
+"""A butler's HTTP door: a bounded number of MCP sessions, each for a short while; one
+write per answer; room for callers with a token however many strangers connect."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2 as httpx
+import uvicorn
 from fastmcp import FastMCP
 
 from butlers.auth.http import HostPolicy
 from butlers.auth.tokens import TokenBook, digest, new_user_token
 from butlers.daemon.http import build_http_app
-from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT, HeaderTimeoutProtocol
+from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT, HeaderTimeoutProtocol, admission_of
+from butlers.daemon.serve import http_config
+from butlers.db.embedded import free_port
+from tests.support.raw_mcp import decode
 from tests.support.serving import served_asgi
 
 TOKEN = new_user_token()
@@ -142,3 +147,88 @@ async def test_a_response_head_goes_out_with_its_body_and_never_waits_for_one() 
         stream_go.set()
         assert await reader.readuntil(b"0\r\n\r\n") == b'b\r\n{"ok":true}\r\n0\r\n\r\n'
         writer.close()
+
+
+FLOOD = 600  # sockets an attacker opens without a token and never finishes
+
+
+async def _flood(port: int, count: int) -> list[asyncio.StreamWriter]:
+    """`count` connections to `port` that present no token: half send nothing, half
+    start a request's headers and never finish them."""
+
+    async def one(index: int) -> asyncio.StreamWriter | None:
+        try:
+            _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return None
+        if index % 2:
+            writer.write(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        return writer
+
+    writers: list[asyncio.StreamWriter] = []
+    for start in range(0, count, 100):
+        batch = await asyncio.gather(*(one(i) for i in range(start, min(count, start + 100))))
+        writers += [w for w in batch if w is not None]
+    return writers
+
+
+async def _call_echo(client: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    opened = await _post(
+        client,
+        url,
+        {
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": PROTOCOL,
+                "capabilities": {},
+                "clientInfo": {"name": "caller", "version": "1"},
+            },
+        },
+    )
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    await _post(client, url, {"method": "notifications/initialized"}, session)
+    call = {"id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"x": 7}}}
+    answer = await _post(client, url, call, session)
+    assert answer.status_code == 200, (answer.status_code, answer.text)
+    return decode(answer)
+
+
+async def test_silent_sockets_without_a_token_do_not_starve_callers_with_one() -> None:
+    """600 sockets that never send a token (nor finish their headers) leave room for
+    a caller with a token: its `tools/call` is answered, on fresh connections too."""
+    mcp = FastMCP("t")
+
+    @mcp.tool
+    def echo(x: int) -> int:
+        return x
+
+    app = build_http_app(
+        mcp, "t", _ready, book=TokenBook(user_digests={digest(TOKEN): "user"}), hosts=HostPolicy()
+    )
+    port = free_port()
+    server = uvicorn.Server(http_config(app, host="127.0.0.1", port=port))
+    serving = asyncio.create_task(server.serve())
+    writers: list[asyncio.StreamWriter] = []
+    try:
+        async with asyncio.timeout(60):
+            while not server.started:
+                assert not serving.done(), "the app did not start"
+                await asyncio.sleep(0.01)
+            writers = await _flood(port, FLOOD)
+            assert len(writers) == FLOOD
+            await asyncio.sleep(0.5)  # let the server accept every one of them
+            url = f"http://127.0.0.1:{port}/mcp"
+            for _ in range(3):  # a new connection each time: each must get in
+                async with httpx.AsyncClient(timeout=10) as client:
+                    answer = await _call_echo(client, url)
+                assert answer["result"]["structuredContent"] == {"result": 7}, answer
+            admission = admission_of(server.server_state)
+            assert admission.pending <= admission.max_pending_per_peer
+    finally:
+        for writer in writers:
+            writer.close()
+        await asyncio.gather(*(w.wait_closed() for w in writers), return_exceptions=True)
+        server.should_exit = True
+        await serving

@@ -83,12 +83,16 @@ class RawMcpSession:
     async def open(self) -> None:
         self.session_id = await open_session(self._client, self.url, None)
 
-    async def call_tool(self, name: str, arguments_json: str) -> dict[str, Any]:
-        """`tools/call` with the arguments exactly as written; the JSON-RPC answer."""
+    async def call_tool(
+        self, name: str, arguments_json: str, meta: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`tools/call` with the arguments exactly as written (and `_meta`, such as a
+        progress token, which sends the call to the SDK's path); the JSON-RPC answer."""
         self._ids += 1
+        extra = f', "_meta": {json.dumps(meta)}' if meta else ""
         body = (
             f'{{"jsonrpc": "2.0", "id": {self._ids}, "method": "tools/call", '
-            f'"params": {{"name": {json.dumps(name)}, "arguments": {arguments_json}}}}}'
+            f'"params": {{"name": {json.dumps(name)}, "arguments": {arguments_json}{extra}}}}}'
         )
         response = await self._client.post(
             self.url, content=body.encode(), headers=headers(None, self.session_id)

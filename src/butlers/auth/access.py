@@ -5,7 +5,8 @@ A tool's meta may carry:
 - `"sessions": False`: no LLM session may call it. A session reads untrusted text,
   so it never holds a tool that changes who may do what (approval decisions,
   schedules and jobs, the registry, history) or that starts sessions itself.
-- `"router": True`: the switchboard may call it (`trigger`, to route a message).
+- `"router": True`: the switchboard may call it (`trigger`, to route a message; the
+  tool itself asks it for a route key, see `tools.spawn`).
 - `"self_arg": "<argument>"`: another butler may call it for its own name only (the
   argument must equal the caller's name): `butler_register`, `butler_heartbeat`.
 - `"user": False`: not even the user token may call it (only a butler for its own

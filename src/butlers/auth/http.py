@@ -13,6 +13,10 @@ In order, for every request but the probes (`/health`, `/ready`):
    as the MCP authorization spec asks of a resource server (with
    `error="invalid_token"` when a token was sent but proves nothing).
 
+5. When the server offers it (`ADMIT_KEY` in the scope: the butler's HTTP protocol),
+   the connection is admitted among those holding a valid token (see
+   `butlers.daemon.admission`); 503 when too many are.
+
 The identity goes into the ASGI scope: as `scope["user"]` (the MCP SDK binds each
 MCP session to the credential that opened it) and under `SCOPE_KEY` for the access
 rule. Cost per request: one SHA-256 and a dict lookup; no database.
@@ -39,6 +43,9 @@ log = logging.getLogger(__name__)
 OPEN_PATHS = frozenset({"/health", "/ready"})
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+# A callable the server may put in the scope of a request on a connection not yet
+# admitted: called once its token proved an identity; False means no room (503).
+ADMIT_KEY = "butlers.admit"
 
 
 class HostPolicy:
@@ -141,6 +148,12 @@ class AuthGate:
         identity = self.book.verify(token) if token else None
         if identity is None:
             await self._challenge(scope, send, host, invalid=token is not None)
+            return
+        admit = scope.get(ADMIT_KEY)
+        if admit is not None and not admit():
+            await _refuse(
+                send, 503, "unavailable", "too many connections with a valid token are open"
+            )
             return
         scope[SCOPE_KEY] = identity
         scope["user"] = _authenticated(identity)

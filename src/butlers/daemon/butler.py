@@ -20,6 +20,7 @@ from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices, build_session_services
 from butlers.daemon.calls import SessionToolServer
 from butlers.daemon.recording import SessionCallRecorder
+from butlers.daemon.routes import RouteCheck
 from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.modules.base import ModuleServices
 from butlers.modules.loader import ModuleSet, session_hidden_tools, start_modules
@@ -36,6 +37,7 @@ class Butler:
     server: FastMCP
     services: SessionServices
     modules: ModuleSet
+    routes: RouteCheck
 
     @property
     def name(self) -> str:
@@ -51,7 +53,10 @@ class Butler:
         try:
             await self.services.aclose()
         finally:
-            await self.modules.stop()
+            try:
+                await self.modules.stop()
+            finally:
+                await self.routes.aclose()
 
 
 async def build_butler(
@@ -92,9 +97,12 @@ async def build_butler(
     )
     shared = ModuleServices(spawner=services.spawner, redactor=services.redactor)
     modules = await start_modules(server, context, shared)
-    butler = Butler(context=context, server=server, services=services, modules=modules)
+    routes = RouteCheck(context, settings.switchboard_url)
+    butler = Butler(
+        context=context, server=server, services=services, modules=modules, routes=routes
+    )
     try:
-        register_session_service_tools(server, services)
+        register_session_service_tools(server, services, routes.refusal)
         await services.sync_schedules(resource.spec.schedules)
         # Tool calls of sessions whose runtime calls back over HTTP (claude-code).
         server.middleware.insert(0, SessionCallRecorder(services.spawner))

@@ -1,12 +1,14 @@
 """Tool arguments the database cannot take are refused before any tool runs.
 
 JSON can carry what PostgreSQL refuses: the NUL character in text, `NaN` and
-infinities, integers past 64 bits. `ArgumentGuard` (the outermost tool middleware
-of every butler, so also in front of the approval gate) answers each with an error
-naming the argument. Errors PostgreSQL still raises for the input of a call (a
-constraint, a value out of a column's range) reach the caller as such, with no
-driver internals; a bad call leaves one log line (see `butlers.logs`), a bug in a
-tool keeps its traceback.
+infinities, nesting without end (refused past `MAX_DEPTH` levels). Integers of any
+size are kept: a JSONB value stores them exactly; an integer argument bound for a
+64-bit column declares `le=jsonutil.INT64_MAX`, which validation enforces.
+`ArgumentGuard` (a tool middleware in front of the approval gate; only the tool span
+that logs the call runs before it) answers each with an error naming the argument.
+Errors PostgreSQL still raises for the input of a call (a constraint, a value out of
+a column's range) reach the caller as such, with no driver internals; a bad call
+leaves one log line (see `butlers.logs`), a bug in a tool keeps its traceback.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 log = logging.getLogger(__name__)
 MAX_DEPTH = 64
-INT64 = (-(2**63), 2**63 - 1)
 # What PostgreSQL raises for the data of a request (never for a bug of ours).
 INPUT_ERRORS = (
     asyncpg.DataError,
@@ -37,15 +38,13 @@ def argument_problem(arguments: Any) -> str | None:
         value, path, depth = stack.pop()
         name = path or "(arguments)"
         if depth > MAX_DEPTH:
-            return f"argument {name}: nested more than {MAX_DEPTH} levels deep"
+            top = path.split(".", 1)[0].split("[", 1)[0] or "(arguments)"
+            return f"argument {top}: nested more than {MAX_DEPTH} levels deep"
         if isinstance(value, str):
             if "\x00" in value:
                 return f"argument {name}: text must not contain the NUL character (\\u0000)"
-        elif isinstance(value, bool) or value is None:
+        elif isinstance(value, bool | int) or value is None:
             continue
-        elif isinstance(value, int):
-            if not INT64[0] <= value <= INT64[1]:
-                return f"argument {name}: {value} is out of range (at most 64-bit integers)"
         elif isinstance(value, float):
             if not math.isfinite(value):
                 return f"argument {name}: {value!r} is not a finite number"

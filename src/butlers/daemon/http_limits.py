@@ -4,10 +4,15 @@
   `HEADER_TIMEOUT` seconds of opening (or of starting the next request), else it is
   closed. uvicorn times out only idle keep-alive connections, so a client sending
   headers a byte at a time (slowloris), or nothing at all, held a connection forever.
+  It also tells the server's `admission.Admission` when a connection waits for headers
+  and offers the auth gate a way to admit it (`ADMIT_KEY`).
 - `BodyLimit`: a request body is read within `BODY_TIMEOUT` seconds (408 after), and
   at most `MAX_BODY_BYTES` of it (413; the MCP SDK's own limit, which has no deadline:
   a client announcing a body and sending it a byte at a time held a request forever).
-- The number of open connections is capped by uvicorn's `limit_concurrency` (503).
+- Open connections are capped by `admission.Admission`: those without a valid token
+  yet separately (and per peer) from those with one, so sockets left silent cannot
+  starve callers who present a token (uvicorn's `limit_concurrency` counted them all
+  alike: 600 silent sockets made every caller a 503).
 - Streamable-HTTP MCP sessions (kept by clients of the 2025 protocol) end after
   `SESSION_IDLE_TIMEOUT` idle seconds, and there are at most `MAX_SESSIONS` of them.
 """
@@ -21,24 +26,50 @@ from typing import Any
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-HEADER_TIMEOUT = 10.0
+from butlers.auth.http import ADMIT_KEY
+from butlers.daemon.admission import Admission
+
+HEADER_TIMEOUT = 5.0
 BODY_TIMEOUT = 20.0
 MAX_BODY_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
-MAX_CONNECTIONS = 512
 SESSION_IDLE_TIMEOUT = 300.0
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
 
 
+def admission_of(server_state: Any) -> Admission:
+    """The admission book of one uvicorn server (kept on its shared state)."""
+    admission: Admission | None = getattr(server_state, "butlers_admission", None)
+    if admission is None:
+        admission = Admission.sized()
+        server_state.butlers_admission = admission
+    return admission
+
+
 class HeaderTimeoutProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline for each request's headers."""
+    """uvicorn's httptools protocol with a deadline for each request's headers, and
+    the admission of connections (see `admission`)."""
 
     header_timeout = HEADER_TIMEOUT
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_deadline: asyncio.TimerHandle | None = None
+        self._admission = admission_of(self.server_state)
+        self._peer = ""
+
+    def _admit(self) -> bool:
+        return self._admission.admit(self)
+
+    def _waits(self) -> None:
+        if not self._admission.is_admitted(self):
+            self._admission.wait(self, self._peer)
+
+    def close_pending(self) -> None:
+        self._disarm()
+        if not self.transport.is_closing():
+            self.transport.close()
 
     def _arm(self) -> None:
         if self._header_deadline is None:
@@ -58,20 +89,32 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._coalescing = _HeadWithBody(transport, self.loop)
+        self._peer = self.client[0] if self.client else ""
         self._arm()
+        self._waits()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._arm()
+        if not self._admission.is_admitted(self):
+            self._admission.wait(self, self._peer)
+            self.scope[ADMIT_KEY] = self._admit  # type: ignore[literal-required]
 
     def on_headers_complete(self) -> None:
         self._disarm()
+        self._admission.working(self)
         super().on_headers_complete()
         if self.cycle is not None and self.cycle.transport is self.transport:
             self.cycle.transport = self._coalescing  # type: ignore[assignment]
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._waits()  # a stranger's idle keep-alive connection counts as waiting
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._admission.gone(self)
         super().connection_lost(exc)
 
 

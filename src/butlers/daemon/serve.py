@@ -19,9 +19,10 @@ import uvicorn
 
 from butlers import migrations
 from butlers.auth.http import HostPolicy
+from butlers.daemon.admission import raise_file_limit
 from butlers.daemon.butler import Butler, build_butler
 from butlers.daemon.http import ReadyCheck, build_http_app
-from butlers.daemon.http_limits import MAX_CONNECTIONS, HeaderTimeoutProtocol
+from butlers.daemon.http_limits import HeaderTimeoutProtocol
 from butlers.daemon.registration import Registrar
 from butlers.db.pool import create_pool
 from butlers.errors import ButlersError, PortInUseError
@@ -119,6 +120,7 @@ async def serve(settings: ButlerSettings) -> None:
     name = resource.name
     schema = settings.schema or schema_name(name)
     port = settings.port or resource.spec.port
+    raise_file_limit()  # room for the connections `daemon.admission` lets wait
     sock = bind_socket(settings.host, port, name)
     pool = await create_pool(
         settings.dsn,
@@ -174,19 +176,7 @@ async def _serve_http(
         book=butler.context.tokens,
         hosts=hosts,
     )
-    config = uvicorn.Config(
-        app,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=10,
-        http=HeaderTimeoutProtocol,  # a deadline for request headers (slowloris)
-        ws="none",  # no WebSocket endpoint: the `websockets` protocol stays unimported
-        # No proxy sits in front of a butler that it should believe: X-Forwarded-* from a
-        # local process must not rewrite who the client is (and the layer costs a call).
-        proxy_headers=False,
-        limit_concurrency=MAX_CONNECTIONS,
-    )
+    config = http_config(app)
     server = _GracefulServer(config)
     watch = (
         asyncio.create_task(_exit_with_parent(settings.parent_pid, server))
@@ -213,6 +203,25 @@ async def _serve_http(
             watch.cancel()
         if registrar:
             await registrar.aclose()
+
+
+def http_config(app: Any, **options: Any) -> uvicorn.Config:
+    """How a butler serves its ASGI app (`options`: where, for tests: host, port)."""
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+        # A deadline for request headers (slowloris), and connection caps that keep
+        # callers with a valid token apart from strangers (`daemon.admission`).
+        http=HeaderTimeoutProtocol,
+        ws="none",  # no WebSocket endpoint: the `websockets` protocol stays unimported
+        # No proxy sits in front of a butler that it should believe: X-Forwarded-* from a
+        # local process must not rewrite who the client is (and the layer costs a call).
+        proxy_headers=False,
+        **options,
+    )
 
 
 class _GracefulServer(uvicorn.Server):

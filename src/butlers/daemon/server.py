@@ -18,7 +18,7 @@ from butlers.stores.state import StateStore
 from butlers.telemetry import ToolSpanMiddleware
 from butlers.tools.schedules import register_schedule_tools
 from butlers.tools.sessions import register_session_tools
-from butlers.tools.spawn import register_spawn_tools
+from butlers.tools.spawn import RouteRefusal, register_spawn_tools
 from butlers.tools.state import register_state_tools
 from butlers.tools.status import register_status_tool
 
@@ -60,9 +60,11 @@ def build_server(butler: ButlerContext) -> FastMCP:
     return mcp
 
 
-def register_session_service_tools(mcp: FastMCP, services: SessionServices) -> None:
+def register_session_service_tools(
+    mcp: FastMCP, services: SessionServices, route_refusal: RouteRefusal
+) -> None:
     """`trigger`, `tick` and the schedule tools, over the butler's spawner and scheduler."""
-    register_spawn_tools(mcp, services.spawner, services.scheduler)
+    register_spawn_tools(mcp, services.spawner, services.scheduler, route_refusal)
     register_schedule_tools(mcp, services.scheduler.store, services.jobs)
 
 

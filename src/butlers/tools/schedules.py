@@ -14,7 +14,7 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from butlers.auth.access import access_meta
-from butlers.jsonutil import AnyJson, to_json
+from butlers.jsonutil import AnyJson, JsonObject, Prompt, to_json
 from butlers.scheduling.jobs import JobRegistry
 from butlers.scheduling.validation import ScheduleError, validate_schedule
 from butlers.spec import SCHEDULE_NAME_PATTERN
@@ -45,11 +45,11 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
     async def schedule_create(
         name: Name,
         cron: Cron,
-        prompt: Annotated[str | None, Field(min_length=1)] = None,
+        prompt: Prompt | None = None,
         job: Annotated[
             str | None, Field(description="A registered job instead of a prompt.")
         ] = None,
-        job_args: dict[str, AnyJson] | None = None,
+        job_args: JsonObject | None = None,
         enabled: bool = True,
     ) -> AnyJson:
         """Create a schedule running a prompt (LLM session) or a job; names are unique."""
@@ -77,9 +77,9 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
     async def schedule_update(
         name: Name,
         cron: Cron | None = None,
-        prompt: Annotated[str | None, Field(min_length=1)] = None,
+        prompt: Prompt | None = None,
         enabled: bool | None = None,
-        job_args: dict[str, AnyJson] | None = None,
+        job_args: JsonObject | None = None,
     ) -> AnyJson:
         """Change a schedule's cron (re-arming it), prompt, job arguments or enabled flag."""
         current = await store.get(name)

@@ -7,7 +7,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
-from butlers.jsonutil import AnyJson, to_json
+from butlers.jsonutil import INT64_MAX, AnyJson, to_json
 from butlers.stores.sessions import SessionStatus, SessionStore
 from butlers.tooling import tool
 
@@ -18,7 +18,7 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
     @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
     async def sessions_list(
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
-        offset: Annotated[int, Field(ge=0)] = 0,
+        offset: Annotated[int, Field(ge=0, le=INT64_MAX)] = 0,
         status: SessionStatus | None = None,
         trigger_source: str | None = None,
     ) -> AnyJson:

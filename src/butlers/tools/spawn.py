@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import re
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, FiniteFloat
 
 from butlers.auth.access import access_meta
+from butlers.auth.identity import Identity
 from butlers.auth.middleware import current_caller
 from butlers.core.scheduler import Scheduler
 from butlers.core.spawner import (
@@ -20,10 +23,16 @@ from butlers.core.spawner import (
     Spawner,
     SpawnerBusy,
 )
-from butlers.jsonutil import AnyJson, to_json
+from butlers.jsonutil import AnyJson, Prompt, to_json
 from butlers.tooling import tool
 
 CORE = {"module": "core"}
+# Sources the butler itself records (its scheduler, its switchboard pipeline): no
+# caller of `trigger` may claim them, only the switchboard its own.
+RESERVED_SOURCES = ("schedule:", "classify:", "switchboard:")
+ROUTED = "switchboard:"
+# The switchboard may start a session only for a route: one session per route id.
+ROUTE_KEY = re.compile(r"route:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # A session never starts sessions; the switchboard may route to `trigger`.
 TRIGGER = CORE | access_meta(sessions=False, router=True)
 TICK = CORE | access_meta(sessions=False)
@@ -31,18 +40,35 @@ TICK = CORE | access_meta(sessions=False)
 CANCEL = CORE | access_meta(sessions=False)
 
 
-def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -> None:
+RouteRefusal = Callable[[str, str], Awaitable[str | None]]
+
+
+def register_spawn_tools(
+    mcp: FastMCP, spawner: Spawner, scheduler: Scheduler, route_refusal: RouteRefusal
+) -> None:
+    """`route_refusal(route_id, prompt)`: why the switchboard's call may not run (None
+    when the switchboard confirms the route, see `daemon.routes`)."""
+
     @tool(mcp, meta=TRIGGER)
     async def trigger(
-        prompt: Annotated[str, Field(min_length=1, description="What the session should do.")],
+        prompt: Annotated[Prompt, Field(description="What the session should do.")],
         context: Annotated[
             AnyJson, Field(description="Optional JSON handed to the session with the prompt.")
         ] = None,
         trigger_source: Annotated[
-            str, Field(min_length=1, max_length=200, description="Who triggered (logged).")
-        ] = "trigger",
+            str | None,
+            Field(
+                min_length=1,
+                max_length=200,
+                description=(
+                    "A label for the session log (default `trigger`); the butler records "
+                    "who called: the switchboard's sessions are `switchboard:<label>`, "
+                    "and `schedule:`, `classify:`, `switchboard:` are not for other callers."
+                ),
+            ),
+        ] = None,
         timeout_seconds: Annotated[
-            float | None,
+            FiniteFloat | None,
             Field(gt=0, description="Shorter timeout for this session (spec timeout caps it)."),
         ] = None,
         idempotency_key: Annotated[
@@ -60,12 +86,18 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
         tool_calls [{name, arguments, result}], input_tokens, output_tokens, model, and
         `duplicate` (true when a call with the same idempotency_key ran the session).
         """
+        caller = current_caller()
+        if caller.router and not caller.is_user:
+            route_id = _route_id(idempotency_key)
+            refused = await route_refusal(route_id, prompt)
+            if refused is not None:
+                raise ToolError(refused)
         # Keys are scoped to the authenticated caller: nobody else can pre-empt them.
-        key = f"{current_caller().label}/{idempotency_key}" if idempotency_key else None
+        key = f"{caller.label}/{idempotency_key}" if idempotency_key else None
         try:
             result = await spawner.trigger(
                 prompt,
-                trigger_source=trigger_source,
+                trigger_source=source_of(caller, trigger_source),
                 context=context,
                 timeout_seconds=timeout_seconds,
                 idempotency_key=key,
@@ -92,3 +124,30 @@ def register_spawn_tools(mcp: FastMCP, spawner: Spawner, scheduler: Scheduler) -
     async def tick() -> AnyJson:
         """Run every scheduled task that is due now; returns what ran and its outcome."""
         return {"ran": [to_json(run) for run in await scheduler.tick()]}
+
+
+def source_of(caller: Identity, given: str | None) -> str:
+    """The session's `trigger_source`, set by the butler from who called: the switchboard
+    (a router identity) records `switchboard:<label>`; any other caller its label, never
+    one of the butler's own sources."""
+    if caller.router:
+        label = (given or "").removeprefix(ROUTED) or "route"
+        return ROUTED + label
+    if given is None:
+        return "trigger"
+    if given.startswith(RESERVED_SOURCES):
+        raise ToolError(
+            f"trigger_source {given!r}: sources starting with "
+            f"{', '.join(RESERVED_SOURCES)} are recorded by the butler itself; choose another"
+        )
+    return given
+
+
+def _route_id(key: str | None) -> str:
+    if key is None or ROUTE_KEY.fullmatch(key) is None:
+        raise ToolError(
+            "the switchboard's token starts a session only for a route: pass "
+            "idempotency_key route:<route id> (a UUID); "
+            f"got {'none' if key is None else repr(key[:80])}"
+        )
+    return key.removeprefix("route:")

@@ -47,19 +47,40 @@ def register_state_tools(mcp: FastMCP, store: StateStore) -> None:
         ] = None,
         cursor: Cursor = None,
         limit: Annotated[
-            int, Field(ge=1, le=MAX_STATE_PAGE, description="Entries per page (at most 1000).")
-        ] = DEFAULT_STATE_PAGE,
+            int | None,
+            Field(
+                ge=1,
+                le=MAX_STATE_PAGE,
+                description="Page through the entries: at most this many per page (1-1000).",
+            ),
+        ] = None,
     ) -> AnyJson:
-        """List entries `{key, value, created_at, updated_at}` ordered by key, a page at a
-        time: `{items, next_cursor}`; pass `next_cursor` back for the next page (null: no
-        more). A page holds at most `limit` entries and about 1 MiB of values."""
+        """List entries ordered by key: an array of `{key, value, updated_at}`, at most
+        1000 entries and about 1 MiB of values (past that, an error says so: narrow the
+        prefix or page). Paging, opt-in: with `limit` (or `cursor`) the answer is one
+        page `{items: [{key, value, created_at, updated_at}], next_cursor}`; pass
+        `next_cursor` back as `cursor` for the next page (null: no more)."""
+        if cursor is None and limit is None:
+            entries, more = await store.list(prefix, limit=MAX_STATE_PAGE, budget=PAGE_BYTES)
+            if more:
+                raise ToolError(
+                    f"state_list: more entries match than one answer holds (at most "
+                    f"{MAX_STATE_PAGE} entries and about {PAGE_BYTES // (1024 * 1024)} MiB of "
+                    "values); list a narrower prefix, or page: pass limit (1-1000) for "
+                    "{items, next_cursor} and pass next_cursor back as cursor"
+                )
+            return [
+                {"key": e.key, "value": e.value, "updated_at": e.updated_at.isoformat()}
+                for e in entries
+            ]
         try:
             after = decode_cursor(cursor, 1)[0] if cursor else None
         except CursorError as exc:
             raise ToolError(f"state_list: {exc}") from None
         if after is not None and not isinstance(after, str):
             raise ToolError("state_list: cursor is not a next_cursor this list returned")
-        entries, more = await store.list(prefix, after=after, limit=limit, budget=PAGE_BYTES)
+        page = limit or DEFAULT_STATE_PAGE
+        entries, more = await store.list(prefix, after=after, limit=page, budget=PAGE_BYTES)
         next_cursor = encode_cursor([entries[-1].key]) if more and entries else None
         return {"items": to_json(entries), "next_cursor": next_cursor}
 

@@ -52,7 +52,7 @@ async def test_state_written_over_mcp_reads_back_the_same_through_the_dashboard(
     by_key = {e["key"]: e["value"] for e in listed["data"]}
     assert by_key == {prefix + label: value for label, value in VALUES}
     over_mcp = await butler_ecosystem.call("health", "state_list", {"prefix": prefix})
-    assert by_key == {e["key"]: e["value"] for e in over_mcp["items"]}
+    assert by_key == {e["key"]: e["value"] for e in over_mcp}
 
 
 async def test_state_delete_and_missing_keys(dashboard: httpx.AsyncClient) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from butlers.redaction import MASK, RedactingFilter, Redactor
+from butlers.redaction import MASK, MAX_WALK_DEPTH, TOO_DEEP, RedactingFilter, Redactor
 
 
 def test_secrets_are_masked_in_nested_values() -> None:
@@ -82,3 +82,15 @@ def test_session_tool_calls_are_recorded_like_spans() -> None:
             "is_error": False,
         }
     ]
+
+
+def test_values_nested_past_the_walk_depth_are_recorded_as_too_deep() -> None:
+    deep: object = 1
+    for _ in range(5000):
+        deep = [deep]
+    walked = Redactor(["s3cret"]).arguments("t", {"value": deep, "note": "s3cret"})
+    assert walked["note"] == "[REDACTED]"
+    inner = walked["value"]
+    for _ in range(MAX_WALK_DEPTH - 1):
+        inner = inner[0]
+    assert inner == TOO_DEEP

@@ -12,7 +12,15 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
-from butlers.jsonutil import AnyJson, to_json
+from butlers.jsonutil import (
+    MAX_FIELD_CHARS,
+    MAX_NOTE_CHARS,
+    AnyJson,
+    JsonObject,
+    Note,
+    ShortText,
+    to_json,
+)
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 from butlers.modules.contacts.store import ContactStore
 from butlers.stores.records import Record
@@ -40,10 +48,10 @@ class ContactsModule(Module):
 
         async def contact_add(
             name: Name,
-            email: str | None = None,
-            phone: str | None = None,
+            email: ShortText | None = None,
+            phone: ShortText | None = None,
             birthday: date | None = None,
-            details: dict[str, AnyJson] | None = None,
+            details: JsonObject | None = None,
         ) -> AnyJson:
             """Add a contact. Record only facts the user gave."""
             row = await store.add(name.strip(), email, phone, birthday, details or {})
@@ -60,10 +68,10 @@ class ContactsModule(Module):
         async def contact_update(
             contact_id: uuid.UUID,
             name: Name | None = None,
-            email: str | None = None,
-            phone: str | None = None,
+            email: ShortText | None = None,
+            phone: ShortText | None = None,
             birthday: date | None = None,
-            details: dict[str, AnyJson] | None = None,
+            details: JsonObject | None = None,
         ) -> AnyJson:
             """Change the given fields of a contact; omitted fields stay as they are."""
             given = {
@@ -80,7 +88,7 @@ class ContactsModule(Module):
 
         @tool(mcp, meta=meta, annotations=read)
         async def contact_search(
-            query: Annotated[str, Field(min_length=1)],
+            query: Annotated[str, Field(min_length=1, max_length=MAX_FIELD_CHARS)],
             limit: Annotated[int, Field(ge=1, le=200)] = 20,
         ) -> AnyJson:
             """Contacts whose name, email or phone contains `query` (case-insensitive)."""
@@ -101,7 +109,8 @@ class ContactsModule(Module):
 
         @tool(mcp, meta=meta)
         async def contact_note_add(
-            contact_id: uuid.UUID, body: Annotated[str, Field(min_length=1)]
+            contact_id: uuid.UUID,
+            body: Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS)],
         ) -> AnyJson:
             """Attach a note to a contact."""
             return _found(await store.add_note(contact_id, body), contact_id)
@@ -109,8 +118,15 @@ class ContactsModule(Module):
         @tool(mcp, meta=meta)
         async def interaction_log(
             contact_id: uuid.UUID,
-            kind: Annotated[str, Field(min_length=1, description="call, meeting, message, ...")],
-            summary: str | None = None,
+            kind: Annotated[
+                str,
+                Field(
+                    min_length=1,
+                    max_length=MAX_FIELD_CHARS,
+                    description="call, meeting, message, ...",
+                ),
+            ],
+            summary: Note | None = None,
             occurred_at: datetime | None = None,
         ) -> AnyJson:
             """Record an interaction with a contact."""

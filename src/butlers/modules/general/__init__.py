@@ -8,7 +8,7 @@ from pydantic import Field
 
 from butlers.db.pool import dumps
 from butlers.db.sql import like_contains
-from butlers.jsonutil import AnyJson, to_json
+from butlers.jsonutil import AnyJson, JsonObject, LongText, Note, ShortText, to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 from butlers.tooling import tool
 
@@ -28,7 +28,7 @@ class GeneralModule(Module):
 
         @tool(mcp, meta=meta, annotations={"idempotentHint": True})
         async def collection_create(
-            name: CollectionName, description: str | None = None
+            name: CollectionName, description: Note | None = None
         ) -> AnyJson:
             """Create a collection (a list, a notebook); returns the existing one if present."""
             row = await pool.fetchrow(
@@ -53,10 +53,10 @@ class GeneralModule(Module):
         @tool(mcp, meta=meta)
         async def note_add(
             title: Annotated[str, Field(min_length=1, max_length=500)],
-            body: str = "",
+            body: LongText = "",
             collection: CollectionName = "inbox",
-            tags: list[str] | None = None,
-            data: dict[str, AnyJson] | None = None,
+            tags: Annotated[list[ShortText] | None, Field(max_length=100)] = None,
+            data: JsonObject | None = None,
         ) -> AnyJson:
             """File a note in a collection (created on first use)."""
             async with pool.acquire() as conn, conn.transaction():
@@ -78,9 +78,9 @@ class GeneralModule(Module):
 
         @tool(mcp, meta=meta, annotations=read)
         async def note_list(
-            collection: str | None = None,
-            tag: str | None = None,
-            query: str | None = None,
+            collection: ShortText | None = None,
+            tag: ShortText | None = None,
+            query: ShortText | None = None,
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
         ) -> AnyJson:
             """Notes, newest first, filtered by collection, tag or text in title/body."""

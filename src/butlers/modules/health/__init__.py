@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, FiniteFloat
 
-from butlers.jsonutil import AnyJson, to_json
+from butlers.jsonutil import AnyJson, Note, ShortText, to_json
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 from butlers.modules.health.store import HealthStore
 from butlers.tooling import tool
@@ -19,7 +19,7 @@ MeasurementType = Annotated[
     str, Field(min_length=1, max_length=100, description="e.g. weight, blood_pressure")
 ]
 Value = Annotated[
-    float | dict[str, AnyJson],
+    FiniteFloat | dict[str, AnyJson],  # "NaN" as text is refused here, not by the database
     Field(description='A number, or an object such as {"systolic": 120, "diastolic": 80}.'),
 ]
 
@@ -41,16 +41,16 @@ class HealthModule(Module):
         async def measurement_log(
             type: MeasurementType,
             value: Value,
-            unit: str | None = None,
+            unit: ShortText | None = None,
             measured_at: datetime | None = None,
-            notes: str | None = None,
+            notes: Note | None = None,
         ) -> AnyJson:
             """Record a measurement (weight, blood pressure, heart rate, ...) with its unit."""
             row = await store.log_measurement(_type(type), value, unit, measured_at, notes)
             return to_json(row)
 
         @tool(mcp, meta=meta, annotations=read)
-        async def measurement_list(type: str | None = None, limit: Limit = 50) -> AnyJson:
+        async def measurement_list(type: ShortText | None = None, limit: Limit = 50) -> AnyJson:
             """Recent measurements, newest first, optionally of one type."""
             rows = await store.measurements(_type(type) if type else None, None, None, limit)
             return to_json(rows)
@@ -73,9 +73,9 @@ class HealthModule(Module):
         @tool(mcp, meta=meta)
         async def medication_add(
             name: Annotated[str, Field(min_length=1, max_length=200)],
-            dosage: str | None = None,
-            frequency: str | None = None,
-            notes: str | None = None,
+            dosage: ShortText | None = None,
+            frequency: ShortText | None = None,
+            notes: Note | None = None,
         ) -> AnyJson:
             """Add a medication (or update the one with this name)."""
             return to_json(await store.add_medication(name.strip(), dosage, frequency, notes))
@@ -87,7 +87,7 @@ class HealthModule(Module):
 
         @tool(mcp, meta=meta)
         async def medication_log_dose(
-            medication_id: uuid.UUID, taken_at: datetime | None = None, notes: str | None = None
+            medication_id: uuid.UUID, taken_at: datetime | None = None, notes: Note | None = None
         ) -> AnyJson:
             """Record that a dose of a medication was taken."""
             row = await store.log_dose(medication_id, taken_at, notes)
@@ -100,7 +100,7 @@ class HealthModule(Module):
             name: Annotated[str, Field(min_length=1, max_length=200)],
             severity: Annotated[int | None, Field(ge=1, le=10)] = None,
             occurred_at: datetime | None = None,
-            notes: str | None = None,
+            notes: Note | None = None,
         ) -> AnyJson:
             """Record a symptom with an optional severity from 1 (mild) to 10 (severe)."""
             row = await store.log_symptom(_type(name), severity, occurred_at, notes)
@@ -108,7 +108,7 @@ class HealthModule(Module):
 
         @tool(mcp, meta=meta, annotations=read)
         async def symptom_list(
-            name: str | None = None, since: datetime | None = None, limit: Limit = 50
+            name: ShortText | None = None, since: datetime | None = None, limit: Limit = 50
         ) -> AnyJson:
             """Recorded symptoms, newest first."""
             rows = await store.symptoms(_type(name) if name else None, since, limit)

@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError
 
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
-from butlers.jsonutil import AnyJson, json_object, to_json
+from butlers.jsonutil import MAX_FIELD_CHARS, AnyJson, Prompt, json_object, to_json
 from butlers.mcp_clients import McpClient
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.switchboard.pipeline import Pipeline
@@ -135,15 +135,15 @@ class SwitchboardModule(Module):
 
         @tool(mcp, meta=pipeline_meta)
         async def classify_message(
-            text: Annotated[str, Field(min_length=1, max_length=100_000)],
+            text: Prompt,
         ) -> AnyJson:
             """Split a message into {butler, prompt, segment} entries (nothing is routed)."""
             return (await pipeline.classify(text)).to_json()
 
         @tool(mcp, meta=pipeline_meta)
         async def route(
-            butler: Annotated[str, Field(min_length=1)],
-            prompt: Annotated[str, Field(min_length=1)],
+            butler: Annotated[str, Field(min_length=1, max_length=MAX_FIELD_CHARS)],
+            prompt: Prompt,
             timeout_seconds: Seconds | None = None,
         ) -> AnyJson:
             """Hand one prompt to a registered butler's `trigger`; logged in routing_log."""
@@ -151,6 +151,18 @@ class SwitchboardModule(Module):
                 RouteEntry(butler, prompt, prompt), request_id=None, timeout=timeout_seconds
             )
             return outcome.to_json()
+
+        @tool(mcp, meta=meta | access_meta(sessions=False, self_arg="butler"), annotations=read)
+        async def route_confirm(
+            route_id: uuid.UUID,
+            butler: Annotated[str, Field(min_length=1, max_length=MAX_FIELD_CHARS)],
+            prompt_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")],
+        ) -> AnyJson:
+            """Whether the switchboard is routing `route_id` to `butler` (the caller's own
+            name) right now, with a prompt of this SHA-256: a target asks before it runs
+            a session the switchboard's token asked for."""
+            confirmed = pipeline.route_in_flight(route_id, butler, prompt_sha256)
+            return {"route_id": str(route_id), "butler": butler, "confirmed": confirmed}
 
         register_registry_tools(mcp, store, meta)
 

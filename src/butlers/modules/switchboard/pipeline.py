@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 import uuid
@@ -66,6 +67,9 @@ class Pipeline:
         self._butler = butler
         self._store = store
         self._clients = clients
+        # Routes whose `trigger` call is under way: route id -> (target, prompt digest).
+        # A target asks (`route_confirm`) before it runs what the switchboard's token asks.
+        self._in_flight: dict[uuid.UUID, tuple[str, str]] = {}
         self._spawner = spawner
         self._classification_timeout = classification_timeout
         self._route_timeout = route_timeout
@@ -375,6 +379,7 @@ class Pipeline:
                 attributes={"route.target": entry.butler, "route.id": str(route_id)},
             ):
                 url = await self._url_of(entry.butler)
+                self._in_flight[route_id] = (entry.butler, prompt_digest(entry.prompt))
                 arguments = {
                     "prompt": entry.prompt,
                     "trigger_source": f"switchboard:{request_id or route_id}",
@@ -395,6 +400,8 @@ class Pipeline:
                     raise TargetUnavailable(f"butler {entry.butler!r} at {url}: {exc}") from None
                 except (ToolFailed, McpError) as exc:
                     raise RouteFailed(f"{entry.butler}: {exc}") from None
+                finally:
+                    self._in_flight.pop(route_id, None)
                 answer = TriggerAnswer.from_json(result.data)
                 if not answer.success:
                     raise RouteFailed(f"{entry.butler}: {answer.error}", answer)
@@ -402,11 +409,20 @@ class Pipeline:
 
         return route_one
 
+    def route_in_flight(self, route_id: uuid.UUID, butler: str, digest: str) -> bool:
+        """Whether this switchboard is now asking `butler` to run `route_id` on a prompt
+        whose SHA-256 is `digest`."""
+        return self._in_flight.get(route_id) == (butler, digest)
+
     async def _url_of(self, butler: str) -> str:
         for row in await self._store.registry(self._stale_after):
             if row.name == butler:
                 return row.url
         raise TargetUnavailable(f"butler {butler!r} is not registered with the switchboard")
+
+
+def prompt_digest(prompt: str) -> str:
+    return hashlib.sha256(prompt.encode()).hexdigest()
 
 
 def _list(value: JsonValue) -> list[JsonValue]:
