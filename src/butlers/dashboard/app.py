@@ -25,7 +25,7 @@ from butlers.dashboard.envelopes import ErrorResponse
 from butlers.dashboard.errors import ERROR_STATUSES, install_error_handlers
 from butlers.dashboard.logins import Logins
 from butlers.dashboard.masking import FingerprintRedactor, MaskingMiddleware
-from butlers.dashboard.modules import module_routers
+from butlers.dashboard.module_views import module_routers
 from butlers.dashboard.routers import core_routers
 from butlers.dashboard.routers.login import router as login_router
 from butlers.dashboard.services import build_dashboard
