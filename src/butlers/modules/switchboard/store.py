@@ -19,7 +19,7 @@ from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected
-from butlers.modules.view import Clause, Listing
+from butlers.modules.view import Changes, Clause, Listing
 from butlers.stores.records import Record, expression
 from butlers.switchboard.classification import RouteEntry
 from butlers.switchboard.dispatch import RouteOutcome, TriggerAnswer
@@ -426,3 +426,16 @@ class SwitchboardStore:
             stale_after_seconds,
         )
         return [Registration.from_row(r) for r in rows]
+
+
+# What the dashboard's live feed re-reads when a trigger publishes a changed row's id.
+INBOX_CHANGES = Changes(
+    "message_inbox",
+    "request_id",
+    "request_id, channel, status, trace_id, received_at, completed_at",
+    "received_at >= $1::timestamptz - interval '1 day' "
+    "AND (received_at >= $1 OR completed_at >= $1)",
+    events={"accepted": "message_accepted", "classified": "message_classified"},
+    default="message_done",
+    start=("message_accepted", "accepted"),
+)

@@ -1,8 +1,8 @@
 """The switchboard module's dashboard views: its registry, inbox and routing log, and the
 inbox as a source of the live feed."""
 
-from butlers.modules.switchboard.store import INBOX, REGISTRY, ROUTES
-from butlers.modules.view import Changes, Filter, View
+from butlers.modules.switchboard.store import INBOX, INBOX_CHANGES, REGISTRY, ROUTES
+from butlers.modules.view import Filter, View
 
 MESSAGE_STATUSES = ("accepted", "classified", "dispatched", "partial", "failed")
 ROUTE_STATUSES = ("success", "error", "timeout", "target_unavailable")
@@ -32,15 +32,4 @@ VIEWS = (
     ),
 )
 
-CHANGES = (
-    Changes(
-        "message_inbox",
-        "request_id",
-        "request_id, channel, status, trace_id, received_at, completed_at",
-        "received_at >= $1::timestamptz - interval '1 day' "
-        "AND (received_at >= $1 OR completed_at >= $1)",
-        events={"accepted": "message_accepted", "classified": "message_classified"},
-        default="message_done",
-        start=("message_accepted", "accepted"),
-    ),
-)
+CHANGES = (INBOX_CHANGES,)
