@@ -22,7 +22,6 @@ import httpx2 as httpx
 import yaml
 
 from butlers import migrations
-from butlers.dashboard.masking import spec_secret_names
 from butlers.dashboard.schema import migrate as migrate_dashboard
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
 from butlers.db.provision import Credentials, ensure, quote_ident
@@ -34,6 +33,7 @@ from butlers.ecosystem.state import ButlerInfo, EcosystemState, state_path
 from butlers.ecosystem.tokens import EcosystemTokens
 from butlers.errors import ButlersError, EcosystemError, PortInUseError
 from butlers.roster import find_switchboard
+from butlers.secrets import secret_names
 from butlers.settings import EcosystemSettings
 from butlers.spec import ButlerResource, schema_name
 from butlers.waiting import WaitTimeout, wait_until
@@ -368,7 +368,7 @@ class Ecosystem:
             self.data_dir,
             self.extra_env,
             self.settings.log_level,
-            secret_names=set().union(*(spec_secret_names(r) for r in self.resources)),
+            secret_names=set().union(*(secret_names(r.spec) for r in self.resources)),
             secrets=[p for p in passwords if p],
         )
         assert self.dashboard.process is not None
