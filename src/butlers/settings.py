@@ -50,6 +50,37 @@ BUTLER_SETTINGS_ENVIRONMENT = (
 )  # fmt: skip
 
 
+def dashboard_login_off(environ: Mapping[str, str]) -> bool:
+    """`BUTLERS_DASHBOARD_NO_LOGIN` (`--no-login`): the dashboard answers everyone on loopback."""
+    return _flag(environ, "BUTLERS_DASHBOARD_NO_LOGIN")
+
+
+def runtime_adapter(environ: Mapping[str, str]) -> str | None:
+    """`BUTLERS_RUNTIME_ADAPTER` of an environment a butler will get (the dev/CI switch)."""
+    return environ.get("BUTLERS_RUNTIME_ADAPTER") or None
+
+
+@dataclass(frozen=True)
+class MigrateSettings:
+    """`butlers migrate --spec`: one butler's chains, as its own role (a pod's init step)."""
+
+    dsn: str = field(repr=False)
+    schema: str | None
+    reader_role: str | None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> MigrateSettings:
+        env = os.environ if environ is None else environ
+        dsn = env.get("BUTLERS_DSN")
+        if not dsn:
+            raise ButlersError("BUTLERS_DSN is not set: the butler's own role DSN is needed")
+        return cls(
+            dsn=dsn,
+            schema=env.get("BUTLERS_SCHEMA") or None,
+            reader_role=env.get("BUTLERS_DASHBOARD_ROLE") or None,
+        )
+
+
 @dataclass(frozen=True)
 class EcosystemSettings:
     """`butlers up` / `down` / `status` / `migrate`: a whole roster on one machine."""
@@ -422,6 +453,11 @@ class DashboardSettings:
     discovery_interval: float = 1.0
     log_level: str = "INFO"
     parent_pid: int | None = None  # exit when this process (the supervisor) is gone
+    # Butler resources on Kubernetes: an explicit API server (test API servers), and the
+    # schema prefix the operator provisions with.
+    kube_api: str | None = None
+    kube_token: str | None = field(default=None, repr=False)
+    schema_prefix: str = ""
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
     # Fingerprints of secrets to mask that this process is not given (`masking.py`).
     mask_fingerprints: tuple[tuple[int, str, str], ...] = field(default=(), repr=False)
@@ -478,6 +514,9 @@ class DashboardSettings:
             discovery_interval=_positive_float(env, "BUTLERS_DASHBOARD_DISCOVERY_INTERVAL", 1.0),
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
             parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
+            kube_api=env.get("BUTLERS_KUBE_API") or None,
+            kube_token=env.get("BUTLERS_KUBE_TOKEN") or None,
+            schema_prefix=env.get("BUTLERS_DASHBOARD_SCHEMA_PREFIX", ""),
             environ=dict(env),
             mask_fingerprints=_fingerprints(env.get("BUTLERS_DASHBOARD_MASK_DIGESTS")),
         )

@@ -34,7 +34,7 @@ from butlers.ecosystem.tokens import EcosystemTokens
 from butlers.errors import ButlersError, EcosystemError, PortInUseError
 from butlers.roster import find_switchboard
 from butlers.secrets import secret_names
-from butlers.settings import EcosystemSettings
+from butlers.settings import EcosystemSettings, runtime_adapter
 from butlers.spec import ButlerResource, schema_name
 from butlers.waiting import WaitTimeout, wait_until
 
@@ -159,7 +159,7 @@ class Ecosystem:
         prefix = self.settings.schema_prefix
         schemas = {r.name: schema_name(r.name, prefix) for r in self.resources}
         reader = dashboard_role(prefix)
-        adapter = {**os.environ, **self.extra_env}.get("BUTLERS_RUNTIME_ADAPTER") or None
+        adapter = runtime_adapter({**os.environ, **self.extra_env})
         # While provisioning: the fork server's child reads the modules (see launcher).
         planning = asyncio.ensure_future(asyncio.to_thread(plan_butlers, self.resources, adapter))
         *provisioned, reader_credentials = await asyncio.gather(
