@@ -507,9 +507,9 @@ def chains_for(resource: ButlerResource) -> list[migrations.Chain]:
     """The migration chains of a butler: core, then its modules' chains."""
     # Imported here: the module registry pulls in FastMCP, which `down`, `status` and the
     # `--detach` parent never need.
-    from butlers.modules.loader import module_chains
+    from butlers.modules.loader import butler_chains
 
-    return [migrations.CORE, *module_chains(resource.spec.modules)]
+    return butler_chains(resource.spec.modules)
 
 
 def _known_password(known: dict[str, Credentials], schema: str) -> str | None:

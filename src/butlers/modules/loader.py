@@ -10,7 +10,7 @@ from fastmcp import FastMCP
 from pydantic import ValidationError
 
 from butlers.core.context import ButlerContext, ModuleState
-from butlers.migrations import Chain
+from butlers.migrations import CORE, Chain
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, ModuleServices
 from butlers.modules.registry import MODULE_NAMES, module_class
 
@@ -55,6 +55,12 @@ def module_chains(enabled: Mapping[str, Any]) -> list[Chain]:
     except DependencyCycleError:
         names = sorted(n for n in enabled if n in MODULE_NAMES)
     return [chain for name in names if (chain := module_class(name).chain) is not None]
+
+
+def butler_chains(enabled: Mapping[str, Any]) -> list[Chain]:
+    """The migration chains of a butler enabling `enabled`: core, then its modules' chains
+    (the one definition: `butlers up`, `migrate --spec`, a butler's `/ready`)."""
+    return [CORE, *module_chains(enabled)]
 
 
 def session_hidden_tools(enabled: Mapping[str, Any]) -> tuple[str, ...]:
