@@ -13,6 +13,7 @@ from butlers.core.context import ButlerContext, ModuleState
 from butlers.migrations import CORE, Chain
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, ModuleServices
 from butlers.modules.registry import MODULE_NAMES, module_class
+from butlers.validation import describe
 
 log = logging.getLogger(__name__)
 START_TIMEOUT = 30.0
@@ -91,11 +92,7 @@ def module_env_names(enabled: Mapping[str, Any]) -> set[str]:
 
 
 def _config_error(name: str, exc: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '(config)'}: {err['msg']}"
-        for err in exc.errors()
-    )
-    return f"spec.modules.{name}: {problems}"
+    return f"spec.modules.{name}: {describe(exc.errors(), '(config)')}"
 
 
 @dataclass

@@ -22,6 +22,7 @@ from butlers.spec import SWITCHBOARD_MODULE
 from butlers.switchboard.classification import RouteEntry
 from butlers.switchboard.envelope import parse_envelope
 from butlers.tooling import tool
+from butlers.validation import describe
 
 NAME = SWITCHBOARD_MODULE
 Seconds = Annotated[float, Field(gt=0, le=3600)]
@@ -39,11 +40,7 @@ class SwitchboardConfig(ModuleConfig):
 
 
 def _validation_message(exc: ValidationError) -> str:
-    problems = [
-        f"{'.'.join(str(p) for p in err['loc']) or '(envelope)'}: {err['msg']}"
-        for err in exc.errors()
-    ]
-    return "invalid IngestEnvelopeV1: " + "; ".join(problems)
+    return "invalid IngestEnvelopeV1: " + describe(exc.errors(), "(envelope)")
 
 
 class SwitchboardModule(Module):

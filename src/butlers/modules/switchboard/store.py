@@ -22,10 +22,11 @@ from butlers.db.sql import affected
 from butlers.modules.view import Changes, Clause, Listing
 from butlers.stores.records import Record, expression
 from butlers.switchboard.classification import RouteEntry
-from butlers.switchboard.dispatch import RouteOutcome, TriggerAnswer
+from butlers.switchboard.dispatch import INBOX_STATUS, RouteOutcome, TriggerAnswer, inbox_status
 from butlers.switchboard.envelope import IngestEnvelopeV1
 
 OPEN_STATUSES = ("accepted", "classified")
+MESSAGE_STATUSES = (*OPEN_STATUSES, *dict.fromkeys(INBOX_STATUS.values()))
 
 
 class IdempotencyConflict(Exception):
@@ -236,7 +237,7 @@ class SwitchboardStore:
     ) -> bool:
         """classified → dispatched | partial | failed, with the fan-out log row, in one
         transaction; False (nothing written) when the message was no longer open."""
-        mapped = {"completed": "dispatched"}.get(status, status)
+        mapped = inbox_status(status)
         async with self._pool.acquire() as conn, conn.transaction():
             updated = await conn.execute(
                 "UPDATE message_inbox SET status = $2, completed_at = clock_timestamp(), "

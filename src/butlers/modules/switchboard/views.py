@@ -1,10 +1,15 @@
 """The switchboard module's dashboard views: its registry, inbox and routing log, and the
 inbox as a source of the live feed."""
 
-from butlers.modules.switchboard.store import INBOX, INBOX_CHANGES, REGISTRY, ROUTES
+from butlers.modules.switchboard.store import (
+    INBOX,
+    INBOX_CHANGES,
+    MESSAGE_STATUSES,
+    REGISTRY,
+    ROUTES,
+)
 from butlers.modules.view import Filter, View
 
-MESSAGE_STATUSES = ("accepted", "classified", "dispatched", "partial", "failed")
 ROUTE_STATUSES = ("success", "error", "timeout", "target_unavailable")
 
 VIEWS = (
