@@ -44,10 +44,6 @@ class Unauthorized(DashboardError):
     code, status = "UNAUTHORIZED", 401
 
 
-class Forbidden(DashboardError):
-    code, status = "FORBIDDEN", 403
-
-
 class NotFound(DashboardError):
     code, status = "NOT_FOUND", 404
 

@@ -35,12 +35,6 @@ def butler_variables(resource: ButlerResource, environ: Mapping[str, str]) -> se
     return names
 
 
-def butler_environment(resource: ButlerResource, environ: Mapping[str, str]) -> dict[str, str]:
-    """The part of `environ` this butler's process gets."""
-    names = butler_variables(resource, environ)
-    return {name: value for name, value in environ.items() if name in names}
-
-
 def base_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """What a process that is no butler (the fork server) gets: the OS basics only."""
     return {name: environ[name] for name in OS_ENVIRONMENT if name in environ}

@@ -380,13 +380,6 @@ class Ecosystem:
         process = self.dashboard.process if self.dashboard else None
         return process is not None and process.poll() is not None
 
-    async def kill_dashboard(self) -> None:
-        """Stop the dashboard abruptly (SIGKILL), as a crash would."""
-        process = self.dashboard.process if self.dashboard else None
-        if process is not None and process.poll() is None:
-            process.kill()
-            await asyncio.to_thread(process.wait)
-
     async def restart_dashboard(self) -> None:
         assert self.dashboard is not None
         await self._terminate([self.dashboard])  # type: ignore[list-item]
@@ -420,13 +413,6 @@ class Ecosystem:
             )
             await self.restart_butler(butler.name)
             self.write_state_file()
-
-    async def kill_butler(self, name: str) -> None:
-        """Stop one butler abruptly (SIGKILL), as a crash would."""
-        butler = self.butlers[name]
-        if butler.process and butler.process.poll() is None:
-            butler.process.kill()
-            await asyncio.to_thread(butler.process.wait)
 
     async def restart_butler(self, name: str) -> None:
         """(Re)start one butler on the same port and wait until it is ready."""

@@ -17,7 +17,7 @@ from butlers.dashboard.context import Ctx, Dashboard
 from butlers.dashboard.directory import ButlerInfo
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotFound, NotSupported
-from butlers.dashboard.inventory import not_supported
+from butlers.dashboard.support import not_supported
 from butlers.redaction import SENSITIVE_KEY
 from butlers.secrets import ENV_SETTING
 
