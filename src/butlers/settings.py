@@ -47,6 +47,7 @@ BUTLER_SETTINGS_ENVIRONMENT = (
     "BUTLERS_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "BUTLERS_SPAN_DIR",
     "BUTLERS_LOG_LEVEL", "BUTLERS_MAX_QUEUED_SESSIONS", "BUTLERS_LOG_MAX_BYTES", "BUTLERS_PRICES",
     "BUTLERS_POOL_MIN_SIZE", "BUTLERS_POOL_MAX_SIZE",
+    "BUTLERS_MCP_FAST_PATH",
 )  # fmt: skip
 
 
@@ -150,6 +151,9 @@ class ButlerSettings:
     log_max_bytes: int = DEFAULT_LOG_MAX_BYTES
     # Connections of the butler's database pool, fewest and most.
     pool_sizes: tuple[int, int] = DEFAULT_POOL_SIZES
+    # The MCP fast path (`daemon/direct.py`: plain `tools/call`s answered without the SDK's
+    # transport; it leans on private names of FastMCP and the SDK). Off: the SDK answers all.
+    mcp_fast_path: bool = True
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -188,6 +192,8 @@ class ButlerSettings:
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
             parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
             runtime=RuntimeOverrides.from_env(env),
+            mcp_fast_path=not env.get("BUTLERS_MCP_FAST_PATH", "").strip()
+            or _flag(env, "BUTLERS_MCP_FAST_PATH"),
             tick_interval=_positive_float(env, "BUTLERS_TICK_INTERVAL", DEFAULT_TICK_INTERVAL),
             environ={k: v for k, v in env.items() if k not in AUTH_SECRET_VARS},
             approval_timeout_seconds=_optional_positive_float(

@@ -175,6 +175,7 @@ async def _serve_http(
         make_ready_check(butler.context.pool, chains),
         book=butler.context.tokens,
         hosts=hosts,
+        direct_calls=settings.mcp_fast_path,
     )
     config = http_config(app)
     server = _GracefulServer(config)
