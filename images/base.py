@@ -258,9 +258,13 @@ def ensure_npm_cache(root: Path) -> Path:
     return folder
 
 
-def ensure_wheelhouse(requirements: list[str], refresh: bool = False) -> Path:
-    """Wheels for `requirements` (and everything they need), for the bases' Python."""
-    folder = cache_dir("wheels") / _key(requirements, WHEEL_TARGET)
+def ensure_wheelhouse(
+    requirements: list[str], refresh: bool = False, constraints: Path | None = None
+) -> Path:
+    """Wheels for `requirements` (and everything they need), for the bases' Python, at the
+    versions `constraints` pins (the repository's `constraints.txt`)."""
+    pins = constraints.read_text() if constraints else ""
+    folder = cache_dir("wheels") / _key(requirements, WHEEL_TARGET, pins)
     marker = folder / ".complete"
     if marker.exists() and not refresh:
         return folder
@@ -272,7 +276,8 @@ def ensure_wheelhouse(requirements: list[str], refresh: bool = False) -> Path:
         with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".download-") as tmp:
             result = subprocess.run(
                 [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q",
-                 "-d", tmp, *WHEEL_TARGET, *requirements],
+                 "-d", tmp, *WHEEL_TARGET, *requirements,
+                 *(["-c", str(constraints)] if constraints else [])],
                 capture_output=True, text=True, timeout=1800,
             )  # fmt: skip
             if result.returncode != 0:
@@ -325,6 +330,6 @@ def ensure_bases(choice: str, root: Path, refresh: bool = False) -> Bases:
                 f"{choice} cannot be pulled, and the Debian base is made only as root"
             )
         made = Bases(choice, choice, choice)
-    wheels = ensure_wheelhouse(image_requirements(root), refresh)
+    wheels = ensure_wheelhouse(image_requirements(root), refresh, root / "constraints.txt")
     build = ensure_build_image(made.build, wheels, ensure_npm_cache(root))
     return Bases(made.runtime, build, made.kind)

@@ -22,7 +22,7 @@ from butlers.auth.tokens import new_secret, new_user_token
 from butlers.db.provision import Check, Credentials, deprovision, provision, verify
 from butlers.errors import DatabaseError
 from butlers.roster import format_validation_error
-from butlers.spec import FULL_API_VERSION, KIND, NAME_PATTERN, ButlerSpec
+from butlers.spec import NAME_PATTERN, ButlerSpec
 from butlers_operator import render
 from butlers_operator.auth import (
     NAMESPACE_SECRET,
@@ -276,11 +276,6 @@ def find_switchboard_url(butlers: Sequence[Mapping[str, Any]]) -> str | None:
     return found[1] if found else None
 
 
-async def read_switchboard(kube: KubeClient, namespace: str) -> tuple[str, str] | None:
-    """Where the butlers of this namespace register: None when no Butler runs a switchboard."""
-    return find_switchboard(await kube.list(build_object_path(FULL_API_VERSION, KIND, namespace)))
-
-
 async def ensure_namespace_auth(
     kube: KubeClient, namespace: str, switchboard: str | None
 ) -> AuthInputs:
@@ -414,12 +409,12 @@ async def reconcile_butler(
     kube: KubeClient,
     settings: OperatorSettings,
     body: Mapping[str, Any],
-    switchboard_of: Callable[[str], Awaitable[tuple[str, str] | None]] | None = None,
+    switchboard_of: Callable[[str], Awaitable[tuple[str, str] | None]],
 ) -> Outcome:
     """Make the cluster and the database match one Butler; return its status.
 
     `switchboard_of(namespace)` says where the namespace's switchboard is (the
-    controller's index); without it, the namespace's Butlers are listed.
+    controller's index of Butlers).
     """
     meta = body["metadata"]
     generation = meta.get("generation")
@@ -434,10 +429,7 @@ async def reconcile_butler(
     except DatabaseError as exc:
         down = Condition(DATABASE_READY, False, exc.reason, str(exc))
         return await _failed(kube, body, down, retry=True)
-    if switchboard_of is None:
-        switchboard = await read_switchboard(kube, target.namespace)
-    else:
-        switchboard = await switchboard_of(target.namespace)
+    switchboard = await switchboard_of(target.namespace)
     switchboard_url = switchboard[1] if switchboard else None
     auth = await ensure_namespace_auth(
         kube, target.namespace, switchboard[0] if switchboard else None

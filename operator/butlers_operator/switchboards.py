@@ -108,6 +108,3 @@ class SwitchboardIndex:
                 if namespace not in self._loaded:
                     await self.load(namespace)
         return self.current(namespace)
-
-    def forget(self, namespace: str, name: str) -> None:
-        self._entries[namespace].pop(name, None)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from butlers.errors import ButlersError
 from butlers.logs import configure_logging
-from butlers.settings import DEFAULT_DATA_DIR, EcosystemSettings
+from butlers.settings import DEFAULT_DATA_DIR, EcosystemSettings, dashboard_login_off
 
 if TYPE_CHECKING:
     from butlers.ecosystem.state import EcosystemState
@@ -255,7 +255,7 @@ def _print_login(state: EcosystemState, *, one_time_link: bool) -> None:
     dashboard = state.dashboard
     if dashboard is None or not dashboard.url:
         return
-    if os.environ.get("BUTLERS_DASHBOARD_NO_LOGIN", "") not in ("", "0"):
+    if dashboard_login_off(os.environ):
         print(f"dashboard  {dashboard.url} (no login: every local account can use it)")
     elif one_time_link and state.token:
         from butlers.dashboard.logins import login_url
@@ -369,16 +369,15 @@ async def _migrate_one(spec: Path) -> int:
     from butlers.db.readers import DASHBOARD_ROLE
     from butlers.ecosystem.supervisor import chains_for
     from butlers.roster import load_butler_file
+    from butlers.settings import MigrateSettings
     from butlers.spec import schema_name
 
     resource = load_butler_file(spec)
-    dsn = os.environ.get("BUTLERS_DSN")
-    if not dsn:
-        raise ButlersError("BUTLERS_DSN is not set: the butler's own role DSN is needed")
-    schema = os.environ.get("BUTLERS_SCHEMA") or schema_name(resource.name)
+    settings = MigrateSettings.from_env()
+    schema = settings.schema or schema_name(resource.name)
     chains = chains_for(resource)
-    reader = os.environ.get("BUTLERS_DASHBOARD_ROLE") or DASHBOARD_ROLE
-    await migrations.upgrade(dsn, schema, chains, reader_role=reader)
+    reader = settings.reader_role or DASHBOARD_ROLE
+    await migrations.upgrade(settings.dsn, schema, chains, reader_role=reader)
     print(f"{resource.name}: schema {schema} at head ({', '.join(c.name for c in chains)})")
     return 0
 

@@ -2,7 +2,7 @@
 
 A list tool answers `{"items": [...], "next_cursor": str | null}`: at most `limit`
 items (never more than `MAX_PAGE`) and about `PAGE_BYTES` of JSON (always at least
-one item), in a fixed order. Passing `next_cursor` back continues after the last
+one item), in a fixed order (`tools/state.py`). Passing `next_cursor` back continues after the last
 item; `null` means the list is complete. A cursor is the position (the sort key) of
 the last item, encoded; it is opaque to callers and checked when it comes back.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -40,46 +40,33 @@ class CursorError(ValueError):
     """A cursor this list did not hand out."""
 
 
-def encode_cursor(position: Sequence[Any]) -> str:
-    text = json.dumps(to_json(list(position)), separators=(",", ":"), ensure_ascii=False)
+def encode_token(value: Any) -> str:
+    """Any JSON value as an opaque cursor (base64url, unpadded): the one cursor codec of
+    the list tools and the dashboard."""
+    text = json.dumps(to_json(value), separators=(",", ":"), ensure_ascii=False)
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, arity: int) -> list[Any]:
-    """The position a cursor holds; CursorError names the problem."""
+def decode_token(cursor: str) -> Any:
+    """The JSON value of a cursor made by `encode_token`; CursorError otherwise."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        position = json.loads(raw.decode())
+        return json.loads(raw.decode())
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise CursorError(
             "cursor is not a next_cursor this list returned; omit it to start over"
         ) from None
+
+
+def encode_cursor(position: Sequence[Any]) -> str:
+    return encode_token(list(position))
+
+
+def decode_cursor(cursor: str, arity: int) -> list[Any]:
+    """The position a cursor holds; CursorError names the problem."""
+    position = decode_token(cursor)
     if not isinstance(position, list) or len(position) != arity:
         raise CursorError("cursor is not a next_cursor this list returned; omit it to start over")
     if any(isinstance(p, str) and "\x00" in p for p in position):
         raise CursorError("cursor is not a next_cursor this list returned; omit it to start over")
     return position
-
-
-def build_page(
-    rows: Sequence[Any],
-    limit: int,
-    position: Callable[[Any], Sequence[Any]],
-    budget: int = PAGE_BYTES,
-) -> dict[str, Any]:
-    """A page from `rows` fetched in order with one row more than `limit` (that row
-    says whether more exist): items up to `limit` and `budget` JSON bytes."""
-    items: list[Any] = []
-    size = 0
-    for row in rows[:limit]:
-        item = to_json(row)
-        length = len(json.dumps(item, ensure_ascii=False, default=str).encode())
-        if items and size + length > budget:
-            break
-        items.append(item)
-        size += length
-    more = len(items) < len(rows)
-    return {
-        "items": items,
-        "next_cursor": encode_cursor(position(rows[len(items) - 1])) if more and items else None,
-    }

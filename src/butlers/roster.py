@@ -11,14 +11,14 @@ from pydantic import ValidationError
 
 from butlers.errors import RosterError
 from butlers.spec import SWITCHBOARD_MODULE, ButlerResource
+from butlers.validation import problems
 
 
 def format_validation_error(source: str, error: ValidationError) -> str:
     """One line per problem: `<source>: <field.path>: <reason> (got <value>)`."""
     lines = []
-    for item in error.errors():
-        path = ".".join(str(part) for part in item["loc"]) or "(document)"
-        reason = item["msg"]
+    items = error.errors()
+    for item, (path, reason) in zip(items, problems(items, "(document)"), strict=True):
         if item["type"] == "extra_forbidden":
             reason = "unknown field"
         got = item.get("input")

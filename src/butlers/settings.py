@@ -47,7 +47,39 @@ BUTLER_SETTINGS_ENVIRONMENT = (
     "BUTLERS_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "BUTLERS_SPAN_DIR",
     "BUTLERS_LOG_LEVEL", "BUTLERS_MAX_QUEUED_SESSIONS", "BUTLERS_LOG_MAX_BYTES", "BUTLERS_PRICES",
     "BUTLERS_POOL_MIN_SIZE", "BUTLERS_POOL_MAX_SIZE",
+    "BUTLERS_MCP_FAST_PATH",
 )  # fmt: skip
+
+
+def dashboard_login_off(environ: Mapping[str, str]) -> bool:
+    """`BUTLERS_DASHBOARD_NO_LOGIN` (`--no-login`): the dashboard answers everyone on loopback."""
+    return _flag(environ, "BUTLERS_DASHBOARD_NO_LOGIN")
+
+
+def runtime_adapter(environ: Mapping[str, str]) -> str | None:
+    """`BUTLERS_RUNTIME_ADAPTER` of an environment a butler will get (the dev/CI switch)."""
+    return environ.get("BUTLERS_RUNTIME_ADAPTER") or None
+
+
+@dataclass(frozen=True)
+class MigrateSettings:
+    """`butlers migrate --spec`: one butler's chains, as its own role (a pod's init step)."""
+
+    dsn: str = field(repr=False)
+    schema: str | None
+    reader_role: str | None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> MigrateSettings:
+        env = os.environ if environ is None else environ
+        dsn = env.get("BUTLERS_DSN")
+        if not dsn:
+            raise ButlersError("BUTLERS_DSN is not set: the butler's own role DSN is needed")
+        return cls(
+            dsn=dsn,
+            schema=env.get("BUTLERS_SCHEMA") or None,
+            reader_role=env.get("BUTLERS_DASHBOARD_ROLE") or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -119,6 +151,9 @@ class ButlerSettings:
     log_max_bytes: int = DEFAULT_LOG_MAX_BYTES
     # Connections of the butler's database pool, fewest and most.
     pool_sizes: tuple[int, int] = DEFAULT_POOL_SIZES
+    # The MCP fast path (`daemon/direct.py`: plain `tools/call`s answered without the SDK's
+    # transport; it leans on private names of FastMCP and the SDK). Off: the SDK answers all.
+    mcp_fast_path: bool = True
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -157,6 +192,8 @@ class ButlerSettings:
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
             parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
             runtime=RuntimeOverrides.from_env(env),
+            mcp_fast_path=not env.get("BUTLERS_MCP_FAST_PATH", "").strip()
+            or _flag(env, "BUTLERS_MCP_FAST_PATH"),
             tick_interval=_positive_float(env, "BUTLERS_TICK_INTERVAL", DEFAULT_TICK_INTERVAL),
             environ={k: v for k, v in env.items() if k not in AUTH_SECRET_VARS},
             approval_timeout_seconds=_optional_positive_float(
@@ -422,6 +459,11 @@ class DashboardSettings:
     discovery_interval: float = 1.0
     log_level: str = "INFO"
     parent_pid: int | None = None  # exit when this process (the supervisor) is gone
+    # Butler resources on Kubernetes: an explicit API server (test API servers), and the
+    # schema prefix the operator provisions with.
+    kube_api: str | None = None
+    kube_token: str | None = field(default=None, repr=False)
+    schema_prefix: str = ""
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
     # Fingerprints of secrets to mask that this process is not given (`masking.py`).
     mask_fingerprints: tuple[tuple[int, str, str], ...] = field(default=(), repr=False)
@@ -478,6 +520,9 @@ class DashboardSettings:
             discovery_interval=_positive_float(env, "BUTLERS_DASHBOARD_DISCOVERY_INTERVAL", 1.0),
             log_level=env.get("BUTLERS_LOG_LEVEL", "INFO").upper(),
             parent_pid=int(env["BUTLERS_PARENT_PID"]) if env.get("BUTLERS_PARENT_PID") else None,
+            kube_api=env.get("BUTLERS_KUBE_API") or None,
+            kube_token=env.get("BUTLERS_KUBE_TOKEN") or None,
+            schema_prefix=env.get("BUTLERS_DASHBOARD_SCHEMA_PREFIX", ""),
             environ=dict(env),
             mask_fingerprints=_fingerprints(env.get("BUTLERS_DASHBOARD_MASK_DIGESTS")),
         )

@@ -15,6 +15,8 @@ from typing import Any, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
+from butlers import validation
+
 Validator = Callable[[dict[str, Any]], None]
 
 
@@ -41,7 +43,4 @@ def arguments_validator(fn: Callable[..., Any], skip: Collection[str] = ()) -> V
 
 def describe(exc: ValidationError) -> str:
     """`field: problem; …`, naming each argument at fault."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
-        for err in exc.errors()
-    )
+    return validation.describe(exc.errors(), "(arguments)")

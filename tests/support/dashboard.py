@@ -12,7 +12,7 @@ import httpx2 as httpx
 import uvicorn
 
 from butlers.dashboard.app import create_app
-from butlers.dashboard.directory import Directory
+from butlers.dashboard.directory import ButlerInfo, Directory
 from butlers.settings import DashboardSettings
 
 
@@ -45,3 +45,27 @@ async def served_dashboard(
         server.should_exit = True
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(task, 15)
+
+
+class StaticDirectory:
+    """A fixed set of butlers (tests, benchmarks, embedding)."""
+
+    def __init__(self, butlers: list[ButlerInfo], mcp_token: str | None = None) -> None:
+        self._butlers = {b.name: b for b in butlers}
+        self._token = mcp_token
+
+    def butlers(self) -> dict[str, ButlerInfo]:
+        return dict(self._butlers)
+
+    async def refresh(self) -> bool:
+        return False
+
+    @property
+    def mcp_token(self) -> str | None:
+        return self._token
+
+    def set(self, butlers: list[ButlerInfo]) -> None:
+        self._butlers = {b.name: b for b in butlers}
+
+    def describe(self) -> str:
+        return f"{len(self._butlers)} configured butlers"

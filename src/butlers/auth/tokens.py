@@ -87,10 +87,6 @@ class TokenBook:
         self._sessions: dict[str, Identity] = {}
         self._verified: dict[str, Identity] = {}  # butler tokens already checked
 
-    @property
-    def has_users(self) -> bool:
-        return any(identity.kind == "user" for identity in self._static.values())
-
     def verify(self, token: str) -> Identity | None:
         """The identity a presented token proves, or None."""
         if not token or len(token) > MAX_TOKEN_LENGTH:

@@ -40,7 +40,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
-from opentelemetry import trace
 
 from butlers.core.baton import Baton
 from butlers.core.llm_records import stored_llm_calls
@@ -48,7 +47,7 @@ from butlers.llm.types import SessionFailure, SessionRequest, SessionRuntime, Se
 from butlers.pricing import PRICES, Price, cost_usd
 from butlers.redaction import Redactor
 from butlers.stores.sessions import SessionStore
-from butlers.telemetry import tracer
+from butlers.telemetry import current_trace_id, tracer
 
 log = logging.getLogger(__name__)
 
@@ -164,12 +163,9 @@ class _Keyed:
     task: asyncio.Task[SpawnerResult]
 
 
-def current_trace_id() -> str:
+def session_trace_id() -> str:
     """The active OpenTelemetry trace id, else a fresh one in the same format."""
-    context = trace.get_current_span().get_span_context()
-    if context.is_valid:
-        return f"{context.trace_id:032x}"
-    return secrets.token_hex(16)
+    return current_trace_id() or secrets.token_hex(16)
 
 
 class Spawner:
@@ -396,7 +392,7 @@ class Spawner:
                 trigger_source=trigger_source,
                 prompt=self._redactor.text(prompt),
                 model=runtime.model_name,
-                trace_id=current_trace_id(),
+                trace_id=session_trace_id(),
                 context=self._redactor.value(context),
                 idempotency_key=key,
                 request_hash=digest,

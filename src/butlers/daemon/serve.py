@@ -28,7 +28,7 @@ from butlers.db.pool import create_pool
 from butlers.errors import ButlersError, PortInUseError
 from butlers.listen import listen_socket
 from butlers.logs import configure_logging
-from butlers.modules.loader import module_chains
+from butlers.modules.loader import butler_chains
 from butlers.roster import load_butler_file
 from butlers.settings import ButlerSettings
 from butlers.spec import schema_name
@@ -162,7 +162,7 @@ async def _serve_http(
         if settings.switchboard_url
         else None
     )
-    chains = [migrations.CORE, *module_chains(butler.context.resource.spec.modules)]
+    chains = butler_chains(butler.context.resource.spec.modules)
     auth = settings.auth
     # Host names this butler answers to: configured ones, its advertised URL's, its bind.
     hosts = HostPolicy(
@@ -175,6 +175,7 @@ async def _serve_http(
         make_ready_check(butler.context.pool, chains),
         book=butler.context.tokens,
         hosts=hosts,
+        direct_calls=settings.mcp_fast_path,
     )
     config = http_config(app)
     server = _GracefulServer(config)

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -25,7 +26,7 @@ from butlers.dashboard.envelopes import ErrorResponse
 from butlers.dashboard.errors import ERROR_STATUSES, install_error_handlers
 from butlers.dashboard.logins import Logins
 from butlers.dashboard.masking import FingerprintRedactor, MaskingMiddleware
-from butlers.dashboard.modules import module_routers
+from butlers.dashboard.module_views import module_routers
 from butlers.dashboard.routers import core_routers
 from butlers.dashboard.routers.login import router as login_router
 from butlers.dashboard.services import build_dashboard
@@ -134,6 +135,21 @@ def api_routers() -> list[tuple[str, APIRouter]]:
     """Every `/api` router in mounting order with its origin: the core's, then each
     module's (so no module route can shadow a core path)."""
     return [*(("core", r) for r in core_routers()), *module_routers()]
+
+
+def api_routes_with_origin() -> list[tuple[str, APIRoute]]:
+    """Every API route with its router's origin ("core" or a module's name), from the
+    routers the app mounts (none of them nests another), by path and method."""
+    routers = [*api_routers(), ("core", login_router)]
+    routes = [(origin, r) for origin, router in routers for r in router.routes]
+    return sorted(
+        ((o, r) for o, r in routes if isinstance(r, APIRoute) and r.path.startswith("/api")),
+        key=lambda item: (item[1].path, sorted(item[1].methods or ())),
+    )
+
+
+def api_routes() -> list[APIRoute]:
+    return [route for _origin, route in api_routes_with_origin()]
 
 
 def _origins(settings: DashboardSettings, override: list[str] | None) -> list[str]:

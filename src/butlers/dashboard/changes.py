@@ -7,6 +7,7 @@ own read-only role, so nothing private travels in a notification).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,8 @@ from typing import Any
 import asyncpg
 
 from butlers.jsonutil import json_object
+from butlers.modules.view import Changes
+from butlers.modules.views import all_module_views
 
 CHANNEL = "butlers_changes"
 
@@ -60,23 +63,18 @@ def _session(butler: str, row: asyncpg.Record) -> list[Emit]:
     return with_start(emit, "session_start", "running")
 
 
-def _approval(butler: str, row: asyncpg.Record) -> list[Emit]:
-    data: dict[str, Any] = json_object(dict(row))
-    data["butler"] = butler
-    kind = "approval_requested" if row["status"] == "pending" else "approval_decided"
-    emit = (kind, data, ("approvals", str(row["id"]), row["status"]))
-    return with_start(emit, "approval_requested", "pending")
+def _module_event(changes: Changes) -> Callable[[str, asyncpg.Record], list[Emit]]:
+    """A module's change source (its views' `Changes`) as a row → events function."""
 
+    def to_event(butler: str, row: asyncpg.Record) -> list[Emit]:
+        data: dict[str, Any] = json_object(dict(row))
+        data["butler"] = butler
+        status = row["status"]
+        kind = changes.events.get(status, changes.default)
+        emit = (kind, data, (changes.table, str(row[changes.id_column]), status))
+        return with_start(emit, *changes.start)
 
-def _message(butler: str, row: asyncpg.Record) -> list[Emit]:
-    data: dict[str, Any] = json_object(dict(row))
-    data["butler"] = butler
-    status = row["status"]
-    kind = {"accepted": "message_accepted", "classified": "message_classified"}.get(
-        status, "message_done"
-    )
-    emit = (kind, data, ("message_inbox", str(row["request_id"]), status))
-    return with_start(emit, "message_accepted", "accepted")
+    return to_event
 
 
 def _schedule(butler: str, row: asyncpg.Record) -> list[Emit]:
@@ -91,44 +89,35 @@ def schedule_deleted(butler: str, schedule_id: str) -> Emit:
     return "schedule_changed", data, ("scheduled_tasks", schedule_id, "deleted")
 
 
-SOURCES: dict[str, ChangeSource] = {
-    source.table: source
-    for source in (
-        ChangeSource(
-            "sessions",
-            "session_id",
-            None,
-            "session_id, trigger_source, status, model, created_at AS started_at, "
-            "completed_at, duration_ms, cost_usd, trace_id, error",
-            # Sessions end within the spawner's timeout (at most an hour).
-            "created_at >= $1::timestamptz - interval '2 hours' "
-            "AND (created_at >= $1 OR completed_at >= $1)",
-            _session,
-        ),
-        ChangeSource(
-            "approvals",
-            "id",
-            "approvals",
-            "id, tool_name, session_id, status, requested_at, expires_at, decided_at, decided_by",
-            "requested_at >= $1::timestamptz OR decided_at >= $1",
-            _approval,
-        ),
-        ChangeSource(
-            "message_inbox",
-            "request_id",
-            "switchboard",
-            "request_id, channel, status, trace_id, received_at, completed_at",
-            "received_at >= $1::timestamptz - interval '1 day' "
-            "AND (received_at >= $1 OR completed_at >= $1)",
-            _message,
-        ),
-        ChangeSource(
-            "scheduled_tasks",
-            "id",
-            None,
-            "id, name, enabled, status, next_due_at, last_run_at, last_error, updated_at",
-            "",
-            _schedule,
-        ),
-    )
-}
+CORE_SOURCES = (
+    ChangeSource(
+        "sessions",
+        "session_id",
+        None,
+        "session_id, trigger_source, status, model, created_at AS started_at, "
+        "completed_at, duration_ms, cost_usd, trace_id, error",
+        # Sessions end within the spawner's timeout (at most an hour).
+        "created_at >= $1::timestamptz - interval '2 hours' "
+        "AND (created_at >= $1 OR completed_at >= $1)",
+        _session,
+    ),
+    ChangeSource(
+        "scheduled_tasks",
+        "id",
+        None,
+        "id, name, enabled, status, next_due_at, last_run_at, last_error, updated_at",
+        "",
+        _schedule,
+    ),
+)
+
+
+@functools.cache
+def sources() -> dict[str, ChangeSource]:
+    """Every followed table: the core's, then each module's (from its views)."""
+    modules = [
+        ChangeSource(c.table, c.id_column, views.module, c.columns, c.poll_where, _module_event(c))
+        for views in all_module_views()
+        for c in views.changes
+    ]
+    return {source.table: source for source in (*CORE_SOURCES, *modules)}

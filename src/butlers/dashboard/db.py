@@ -15,7 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import asyncpg
 
@@ -23,6 +23,7 @@ from butlers.dashboard.errors import ButlerNotFound, DatabaseUnavailable
 from butlers.db.pool import create_pool
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 DEFAULT_TIMEOUT = 5.0
 STATEMENT_TIMEOUT_MS = 10_000
 APPLICATION_NAME = "butlers-dashboard"
@@ -65,6 +66,22 @@ class FanOut:
         for name in sorted(self.results):
             for row in self.results[name]:
                 yield name, row
+
+
+@dataclass
+class FanRead(Generic[T]):
+    """A store read's result per butler, and the butlers whose part is missing."""
+
+    results: dict[str, T] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def failed_butlers(self) -> list[str]:
+        return sorted(self.failed)
+
+    def items(self) -> Iterable[tuple[str, T]]:
+        for name in sorted(self.results):
+            yield name, self.results[name]
 
 
 class DatabaseManager:
@@ -178,6 +195,46 @@ class DatabaseManager:
                 f"cannot read the schema of butler {name!r}: {describe_failure(exc)}",
                 butler=name,
             ) from exc
+
+    async def read(self, name: str, read: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
+        """`read(pool)` on one butler's pool (a store's read); failures as in `fetch`."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await read(await self.pool(name))
+        except ButlerNotFound:
+            raise
+        except (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS) as exc:
+            raise DatabaseUnavailable(
+                f"cannot read the schema of butler {name!r}: {describe_failure(exc)}",
+                butler=name,
+            ) from exc
+
+    async def fan_read(
+        self, read: Callable[[asyncpg.Pool], Awaitable[T]], butler_names: Sequence[str]
+    ) -> FanRead[T]:
+        """`read(pool)` (a store's read) on every butler of `butler_names` concurrently,
+        each bounded by the timeout; failures as in `fan_out`."""
+        outcome: FanRead[T] = FanRead()
+        connection_failures: list[bool] = []
+
+        async def one(name: str) -> None:
+            try:
+                async with asyncio.timeout(self.timeout):
+                    outcome.results[name] = await read(await self.pool(name))
+            except ButlerNotFound:
+                outcome.failed[name] = "unknown butler"
+            except (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS) as exc:
+                reason = describe_failure(exc)
+                log.warning("fan-out: butler %s failed: %s", name, reason)
+                outcome.failed[name] = reason
+                connection_failures.append(is_connection_failure(exc))
+
+        await asyncio.gather(*(one(name) for name in butler_names))
+        if not outcome.results and connection_failures and all(connection_failures):
+            raise DatabaseUnavailable(
+                "the database cannot be reached: " + "; ".join(sorted(set(outcome.failed.values())))
+            )
+        return outcome
 
     async def fetch_own(self, sql: str, *args: Any) -> list[asyncpg.Record]:
         """Rows from the dashboard's own schema (audit log)."""

@@ -59,30 +59,6 @@ class Directory(Protocol):
     def describe(self) -> str: ...
 
 
-class StaticDirectory:
-    """A fixed set of butlers (tests, benchmarks, embedding)."""
-
-    def __init__(self, butlers: list[ButlerInfo], mcp_token: str | None = None) -> None:
-        self._butlers = {b.name: b for b in butlers}
-        self._token = mcp_token
-
-    def butlers(self) -> dict[str, ButlerInfo]:
-        return dict(self._butlers)
-
-    async def refresh(self) -> bool:
-        return False
-
-    @property
-    def mcp_token(self) -> str | None:
-        return self._token
-
-    def set(self, butlers: list[ButlerInfo]) -> None:
-        self._butlers = {b.name: b for b in butlers}
-
-    def describe(self) -> str:
-        return f"{len(self._butlers)} configured butlers"
-
-
 class DataDirDirectory:
     """The butlers of a local ecosystem (`butlers up`), from `<data-dir>/ecosystem.json`.
 

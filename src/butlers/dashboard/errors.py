@@ -18,6 +18,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from butlers import validation
+
 log = logging.getLogger(__name__)
 
 
@@ -40,10 +42,6 @@ class ValidationFailed(DashboardError):
 
 class Unauthorized(DashboardError):
     code, status = "UNAUTHORIZED", 401
-
-
-class Forbidden(DashboardError):
-    code, status = "FORBIDDEN", 403
 
 
 class NotFound(DashboardError):
@@ -115,11 +113,8 @@ async def _dashboard_error(_request: Request, exc: Exception) -> JSONResponse:
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     problems = [
-        {
-            "field": ".".join(str(part) for part in err.get("loc", ())),
-            "message": err.get("msg", ""),
-        }
-        for err in exc.errors()
+        {"field": path, "message": message}
+        for path, message in validation.problems(exc.errors(), "")
     ]
     summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
     return error_response(400, "VALIDATION_ERROR", summary, details={"errors": problems})

@@ -31,7 +31,7 @@ from typing import Any
 
 import asyncpg
 
-from butlers.dashboard.changes import CHANNEL, SOURCES, ChangeSource, Emit, schedule_deleted
+from butlers.dashboard.changes import CHANNEL, ChangeSource, Emit, schedule_deleted, sources
 from butlers.dashboard.db import CONNECTION_ERRORS, DatabaseManager, describe_failure
 from butlers.dashboard.directory import ButlerInfo
 from butlers.dashboard.events import EventBroker
@@ -166,7 +166,7 @@ class ChangeFeed:
         except (ValueError, KeyError, TypeError):
             return
         butler = self._butler_of(schema)
-        if butler is None or table not in SOURCES:
+        if butler is None or table not in sources():
             return  # another ecosystem's schema on the same server
         if self._pending_count >= MAX_PENDING:
             self._catch_up = True  # too many at once: a catch-up poll finds the rest
@@ -190,7 +190,7 @@ class ChangeFeed:
         while self._pending:
             pending, self._pending, self._pending_count = self._pending, {}, 0
             await asyncio.gather(
-                *(self._reread(b, SOURCES[t], ids) for (b, t), ids in pending.items())
+                *(self._reread(b, sources()[t], ids) for (b, t), ids in pending.items())
             )
             if self._catch_up:
                 self._catch_up = False
@@ -257,7 +257,7 @@ class ChangeFeed:
                 async with pool.acquire() as conn:
                     now: datetime = await conn.fetchval("SELECT clock_timestamp()")
                     since = self._watermarks.get(info.name)
-                    for source in SOURCES.values():
+                    for source in sources().values():
                         if source.module and source.module not in info.modules:
                             continue
                         if source.table == "scheduled_tasks":

@@ -15,6 +15,7 @@ import logging
 import os
 import ssl
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,10 +66,12 @@ def _materialize(data: str | None, path: str | None, suffix: str) -> str | None:
     return handle.name
 
 
-def access_from(environ: dict[str, str] | Any) -> KubeAccess:
-    explicit = environ.get("BUTLERS_KUBE_API")
-    if explicit:
-        return KubeAccess(server=explicit.rstrip("/"), token=environ.get("BUTLERS_KUBE_TOKEN"))
+def access_from(
+    environ: Mapping[str, str], api: str | None = None, token: str | None = None
+) -> KubeAccess:
+    """`api` (no TLS, `token` as bearer), else in-cluster, else the kubeconfig."""
+    if api:
+        return KubeAccess(server=api.rstrip("/"), token=token)
     host = environ.get("KUBERNETES_SERVICE_HOST")
     if host and (SERVICE_ACCOUNT / "token").exists():
         port = environ.get("KUBERNETES_SERVICE_PORT", "443")
@@ -181,8 +184,8 @@ class KubeDirectory:
         assert settings.kube_namespace is not None
         return cls(
             settings.kube_namespace,
-            access_from(settings.environ),
-            schema_prefix=settings.environ.get("BUTLERS_DASHBOARD_SCHEMA_PREFIX", ""),
+            access_from(settings.environ, settings.kube_api, settings.kube_token),
+            schema_prefix=settings.schema_prefix,
             mcp_token=settings.mcp_token,
         )
 

@@ -1,9 +1,8 @@
 """Which values the dashboard must never show, and the response filter that masks them.
 
-The secrets are the values of the dashboard's environment variables that look
-like secrets (tokens, passwords, API keys, credentials), the variables butler
-specs name as credentials (module `*Env` settings, `runtime.apiKeyEnv`, env
-entries from Secrets), the dashboard's token and database password. Every JSON
+The secrets are those `butlers.secrets` defines (the same definition as the
+butlers' redactors), over the dashboard's environment and every butler's spec, plus
+the dashboard's tokens and database password. Every JSON
 response and every SSE event passes through the mask as a last line of defence:
 the data the API returns should hold none of them in the first place.
 
@@ -16,31 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from butlers import secrets
 from butlers.redaction import MASK, SENSITIVE_KEY, Redactor
 from butlers.spec import ButlerResource
 
 MIN_LENGTH = 6  # shorter values would mask ordinary words
-ENV_SUFFIX = re.compile(r"Env$")
-
-
-def spec_secret_names(resource: ButlerResource) -> set[str]:
-    """Environment variable names a spec declares as credentials."""
-    spec = resource.spec
-    names = {env.name for env in spec.env if env.secret_key_ref is not None}
-    if spec.runtime.api_key_env:
-        names.add(spec.runtime.api_key_env)
-    for config in spec.modules.values():
-        for key, value in (config or {}).items():
-            if ENV_SUFFIX.search(key) and isinstance(value, str):
-                names.add(value)
-    return names
 
 
 def secret_values(
@@ -48,17 +32,9 @@ def secret_values(
     resources: Iterable[ButlerResource] = (),
     extra: Iterable[str | None] = (),
 ) -> list[str]:
-    names = {name for name in environ if SENSITIVE_KEY.search(name)}
-    for resource in resources:
-        names |= spec_secret_names(resource)
-    values = [environ[name] for name in names if environ.get(name)]
-    for value in extra:
-        if value:
-            values.append(value)
-    for name in ("BUTLERS_DATABASE_URL", "BUTLERS_DASHBOARD_DSN", "BUTLERS_DSN"):
-        password = urlsplit(environ.get(name, "")).password
-        if password:
-            values.append(password)
+    """What the dashboard masks: `butlers.secrets`' definition over its environment and
+    every butler's spec, long enough not to mask ordinary words."""
+    values = secrets.secret_values(environ, [r.spec for r in resources], extra)
     return [v for v in values if len(v) >= MIN_LENGTH]
 
 

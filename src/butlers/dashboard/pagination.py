@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Query
 
 from butlers.dashboard.errors import ValidationFailed
+from butlers.paging import CursorError, decode_token, encode_token
 
 MAX_LIMIT = 500
 MAX_OFFSET = 100_000
@@ -25,15 +24,13 @@ Cursor = Annotated[
 
 
 def encode_cursor(**fields: Any) -> str:
-    text = json.dumps(fields, separators=(",", ":"), default=str)
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    return encode_token(fields)
 
 
 def decode_cursor(cursor: str, *required: str) -> dict[str, Any]:
     try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        fields = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, UnicodeDecodeError):
+        fields = decode_token(cursor)
+    except CursorError:
         raise ValidationFailed(f"cursor {cursor[:40]!r} is not a cursor of this API") from None
     if not isinstance(fields, dict) or any(name not in fields for name in required):
         raise ValidationFailed(f"cursor {cursor[:40]!r} is not a cursor of this route")

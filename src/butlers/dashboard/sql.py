@@ -43,10 +43,6 @@ def parse_uuid(value: str, what: str = "id") -> uuid.UUID:
         raise ValidationFailed(f"{what} {value!r} is not a UUID") from None
 
 
-def escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def row_json(row: Any) -> dict[str, Any]:
     value: dict[str, Any] = json_object(dict(row))
     return value

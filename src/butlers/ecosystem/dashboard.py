@@ -93,6 +93,8 @@ class DashboardProcess:
             inherited[name] for name in credential_names if inherited.get(name) and name not in own
         ]
         env = {
+            # Discovery of a local roster is cheap: poll it often (unless told otherwise).
+            "BUTLERS_DASHBOARD_DISCOVERY_INTERVAL": "0.25",
             **base_environment(inherited),
             **own,
             "BUTLERS_DASHBOARD_MASK_DIGESTS": json.dumps(fingerprints([*hidden, *(secrets or [])])),
@@ -101,9 +103,6 @@ class DashboardProcess:
             "BUTLERS_DASHBOARD_SCHEMA": self.credentials.schema,
             "BUTLERS_DASHBOARD_HOST": "127.0.0.1",
             "BUTLERS_DASHBOARD_PORT": str(self.port),
-            "BUTLERS_DASHBOARD_DISCOVERY_INTERVAL": extra_env.get(
-                "BUTLERS_DASHBOARD_DISCOVERY_INTERVAL", "0.25"
-            ),
             "BUTLERS_LOG_LEVEL": log_level,
             "PYTHONUNBUFFERED": "1",
         }

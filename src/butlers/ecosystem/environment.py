@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from butlers.settings import BUTLER_SETTINGS_ENVIRONMENT, OS_ENVIRONMENT
+from butlers.settings import BUTLER_SETTINGS_ENVIRONMENT, OS_ENVIRONMENT, runtime_adapter
 
 if TYPE_CHECKING:
     from butlers.spec import ButlerResource
@@ -29,16 +29,10 @@ def butler_variables(resource: ButlerResource, environ: Mapping[str, str]) -> se
     names = {*OS_ENVIRONMENT, *BUTLER_SETTINGS_ENVIRONMENT}
     names |= {var.name for var in spec.env}
     names |= module_env_names(spec.modules)
-    key = runtime_key_env(spec, environ.get("BUTLERS_RUNTIME_ADAPTER") or None)
+    key = runtime_key_env(spec, runtime_adapter(environ))
     if key:
         names.add(key)
     return names
-
-
-def butler_environment(resource: ButlerResource, environ: Mapping[str, str]) -> dict[str, str]:
-    """The part of `environ` this butler's process gets."""
-    names = butler_variables(resource, environ)
-    return {name: value for name, value in environ.items() if name in names}
 
 
 def base_environment(environ: Mapping[str, str]) -> dict[str, str]:

@@ -152,13 +152,12 @@ def plan_butlers(
 
 def _plans(resources: list[ButlerResource], runtime_adapter: str | None) -> dict[str, ButlerPlan]:
     from butlers.ecosystem.environment import butler_variables
-    from butlers.migrations import CORE
-    from butlers.modules.loader import module_chains
+    from butlers.modules.loader import butler_chains
 
     environ = {"BUTLERS_RUNTIME_ADAPTER": runtime_adapter} if runtime_adapter else {}
     return {
         r.name: ButlerPlan(
-            chains=[CORE, *module_chains(r.spec.modules)],
+            chains=butler_chains(r.spec.modules),
             variables=frozenset(butler_variables(r, environ)),
         )
         for r in resources

@@ -22,7 +22,6 @@ import httpx2 as httpx
 import yaml
 
 from butlers import migrations
-from butlers.dashboard.masking import spec_secret_names
 from butlers.dashboard.schema import migrate as migrate_dashboard
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
 from butlers.db.provision import Credentials, ensure, quote_ident
@@ -34,7 +33,8 @@ from butlers.ecosystem.state import ButlerInfo, EcosystemState, state_path
 from butlers.ecosystem.tokens import EcosystemTokens
 from butlers.errors import ButlersError, EcosystemError, PortInUseError
 from butlers.roster import find_switchboard
-from butlers.settings import EcosystemSettings
+from butlers.secrets import secret_names
+from butlers.settings import EcosystemSettings, runtime_adapter
 from butlers.spec import ButlerResource, schema_name
 from butlers.waiting import WaitTimeout, wait_until
 
@@ -159,7 +159,7 @@ class Ecosystem:
         prefix = self.settings.schema_prefix
         schemas = {r.name: schema_name(r.name, prefix) for r in self.resources}
         reader = dashboard_role(prefix)
-        adapter = {**os.environ, **self.extra_env}.get("BUTLERS_RUNTIME_ADAPTER") or None
+        adapter = runtime_adapter({**os.environ, **self.extra_env})
         # While provisioning: the fork server's child reads the modules (see launcher).
         planning = asyncio.ensure_future(asyncio.to_thread(plan_butlers, self.resources, adapter))
         *provisioned, reader_credentials = await asyncio.gather(
@@ -368,7 +368,7 @@ class Ecosystem:
             self.data_dir,
             self.extra_env,
             self.settings.log_level,
-            secret_names=set().union(*(spec_secret_names(r) for r in self.resources)),
+            secret_names=set().union(*(secret_names(r.spec) for r in self.resources)),
             secrets=[p for p in passwords if p],
         )
         assert self.dashboard.process is not None
@@ -379,13 +379,6 @@ class Ecosystem:
     def dashboard_exited(self) -> bool:
         process = self.dashboard.process if self.dashboard else None
         return process is not None and process.poll() is not None
-
-    async def kill_dashboard(self) -> None:
-        """Stop the dashboard abruptly (SIGKILL), as a crash would."""
-        process = self.dashboard.process if self.dashboard else None
-        if process is not None and process.poll() is None:
-            process.kill()
-            await asyncio.to_thread(process.wait)
 
     async def restart_dashboard(self) -> None:
         assert self.dashboard is not None
@@ -420,13 +413,6 @@ class Ecosystem:
             )
             await self.restart_butler(butler.name)
             self.write_state_file()
-
-    async def kill_butler(self, name: str) -> None:
-        """Stop one butler abruptly (SIGKILL), as a crash would."""
-        butler = self.butlers[name]
-        if butler.process and butler.process.poll() is None:
-            butler.process.kill()
-            await asyncio.to_thread(butler.process.wait)
 
     async def restart_butler(self, name: str) -> None:
         """(Re)start one butler on the same port and wait until it is ready."""
@@ -507,9 +493,9 @@ def chains_for(resource: ButlerResource) -> list[migrations.Chain]:
     """The migration chains of a butler: core, then its modules' chains."""
     # Imported here: the module registry pulls in FastMCP, which `down`, `status` and the
     # `--detach` parent never need.
-    from butlers.modules.loader import module_chains
+    from butlers.modules.loader import butler_chains
 
-    return [migrations.CORE, *module_chains(resource.spec.modules)]
+    return butler_chains(resource.spec.modules)
 
 
 def _known_password(known: dict[str, Credentials], schema: str) -> str | None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from butlers import secrets
 from butlers.auth.tokens import TokenBook
 from butlers.llm.anthropic import AnthropicChatModel
 from butlers.llm.claude_code import ClaudeCodeRuntime
@@ -166,11 +167,12 @@ def session_env(
 def secret_values(
     spec: ButlerSpec, settings: ButlerSettings, config: RuntimeConfig | None
 ) -> list[str]:
-    """Values to redact: secret-backed declared variables and the runtime's API keys."""
-    values = [settings.env_value(v.name) or "" for v in spec.env if v.secret_key_ref is not None]
-    if config and config.api_key:
-        values.append(config.api_key)
-    if settings.runtime.openai_api_key:
-        values.append(settings.runtime.openai_api_key)
-    values += [v for v in (settings.auth.token, settings.auth.registration_key) if v]
-    return values
+    """Values to redact (`butlers.secrets`: the dashboard masks the same), the runtime's
+    API keys and the butler's own tokens."""
+    own = (
+        config.api_key if config else None,
+        settings.runtime.openai_api_key,
+        settings.auth.token,
+        settings.auth.registration_key,
+    )
+    return secrets.secret_values(settings.environ, [spec], own)

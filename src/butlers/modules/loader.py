@@ -10,9 +10,10 @@ from fastmcp import FastMCP
 from pydantic import ValidationError
 
 from butlers.core.context import ButlerContext, ModuleState
-from butlers.migrations import Chain
+from butlers.migrations import CORE, Chain
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, ModuleServices
 from butlers.modules.registry import MODULE_NAMES, module_class
+from butlers.validation import describe
 
 log = logging.getLogger(__name__)
 START_TIMEOUT = 30.0
@@ -57,6 +58,12 @@ def module_chains(enabled: Mapping[str, Any]) -> list[Chain]:
     return [chain for name in names if (chain := module_class(name).chain) is not None]
 
 
+def butler_chains(enabled: Mapping[str, Any]) -> list[Chain]:
+    """The migration chains of a butler enabling `enabled`: core, then its modules' chains
+    (the one definition: `butlers up`, `migrate --spec`, a butler's `/ready`)."""
+    return [CORE, *module_chains(enabled)]
+
+
 def session_hidden_tools(enabled: Mapping[str, Any]) -> tuple[str, ...]:
     """Tools of the enabled modules that the butler's LLM sessions must not see."""
     return tuple(
@@ -85,11 +92,7 @@ def module_env_names(enabled: Mapping[str, Any]) -> set[str]:
 
 
 def _config_error(name: str, exc: ValidationError) -> str:
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '(config)'}: {err['msg']}"
-        for err in exc.errors()
-    )
-    return f"spec.modules.{name}: {problems}"
+    return f"spec.modules.{name}: {describe(exc.errors(), '(config)')}"
 
 
 @dataclass

@@ -17,31 +17,31 @@ if TYPE_CHECKING:
 
 
 def _approvals() -> type[Module]:
-    from butlers.modules.approvals import ApprovalsModule
+    from butlers.modules.approvals.module import ApprovalsModule
 
     return ApprovalsModule
 
 
 def _contacts() -> type[Module]:
-    from butlers.modules.contacts import ContactsModule
+    from butlers.modules.contacts.module import ContactsModule
 
     return ContactsModule
 
 
 def _email() -> type[Module]:
-    from butlers.modules.email import EmailModule
+    from butlers.modules.email.module import EmailModule
 
     return EmailModule
 
 
 def _general() -> type[Module]:
-    from butlers.modules.general import GeneralModule
+    from butlers.modules.general.module import GeneralModule
 
     return GeneralModule
 
 
 def _health() -> type[Module]:
-    from butlers.modules.health import HealthModule
+    from butlers.modules.health.module import HealthModule
 
     return HealthModule
 
@@ -53,19 +53,19 @@ def _memory() -> type[Module]:
 
 
 def _messenger() -> type[Module]:
-    from butlers.modules.messenger import MessengerModule
+    from butlers.modules.messenger.module import MessengerModule
 
     return MessengerModule
 
 
 def _switchboard() -> type[Module]:
-    from butlers.modules.switchboard import SwitchboardModule
+    from butlers.modules.switchboard.module import SwitchboardModule
 
     return SwitchboardModule
 
 
 def _telegram() -> type[Module]:
-    from butlers.modules.telegram import TelegramModule
+    from butlers.modules.telegram.module import TelegramModule
 
     return TelegramModule
 

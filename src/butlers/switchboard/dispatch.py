@@ -151,6 +151,15 @@ async def execute_plan(
     return list(await asyncio.gather(*(run(e, i) for e, i in zip(plan.entries, ids, strict=True))))
 
 
+# The inbox's word for each fan-out outcome: a message whose routes all succeeded is
+# `dispatched` (the fan-out log says `completed`).
+INBOX_STATUS = {"completed": "dispatched", "partial": "partial", "failed": "failed"}
+
+
+def inbox_status(fanout_status: str) -> str:
+    return INBOX_STATUS[fanout_status]
+
+
 def summarize(outcomes: list[RouteOutcome]) -> str:
     """`completed`, `partial` or `failed`, for the fan-out execution log."""
     successes = sum(o.status == "success" for o in outcomes)

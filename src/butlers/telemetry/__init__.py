@@ -38,6 +38,17 @@ TRACER = "butlers"
 MCP_SDK_TRACER = "mcp-python-sdk"
 
 
+def trace_hex(trace_id: int) -> str:
+    """A trace id as rows, spans and logs write it (32 hex digits)."""
+    return f"{trace_id:032x}"
+
+
+def current_trace_id() -> str | None:
+    """The active trace's id (`trace_hex`), or None outside a recording trace."""
+    context = trace.get_current_span().get_span_context()
+    return trace_hex(context.trace_id) if context.is_valid else None
+
+
 def tracer() -> trace.Tracer:
     return trace.get_tracer(TRACER)
 

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
-from butlers.telemetry import EXPORT_DELAY_MS, MCP_SDK_TRACER
+from butlers.telemetry import EXPORT_DELAY_MS, MCP_SDK_TRACER, trace_hex
 
 
 def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
@@ -30,7 +30,7 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
     parent = span.parent
     return {
         "name": span.name,
-        "trace_id": format(context.trace_id, "032x") if context else None,
+        "trace_id": trace_hex(context.trace_id) if context else None,
         "span_id": format(context.span_id, "016x") if context else None,
         "parent_span_id": format(parent.span_id, "016x") if parent else None,
         "service": span.resource.attributes.get("service.name"),

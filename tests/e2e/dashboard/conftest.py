@@ -16,11 +16,11 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from butlers.dashboard.directory import ButlerInfo, StaticDirectory
+from butlers.dashboard.directory import ButlerInfo
 from butlers.db.embedded import free_port
 from butlers.roster import load_roster
 from butlers.settings import DashboardSettings
-from tests.support.dashboard import served_dashboard
+from tests.support.dashboard import StaticDirectory, served_dashboard
 
 from ..conftest import ROOT
 from ..harness.ecosystem import EcosystemHandle

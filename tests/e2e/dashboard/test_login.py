@@ -11,7 +11,7 @@ import uuid
 import httpx2 as httpx
 import pytest
 
-from butlers.dashboard.inventory import api_routes
+from butlers.dashboard.app import api_routes
 from butlers.dashboard.logins import login_code, login_url
 
 from ..harness.ecosystem import EcosystemHandle

@@ -11,8 +11,9 @@ import pytest
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter
 
+from butlers.dashboard.app import api_routes
 from butlers.dashboard.envelopes import ErrorResponse
-from butlers.dashboard.inventory import SUPPORT_KEY, api_routes
+from butlers.dashboard.support import SUPPORT_KEY
 
 # Path parameters: real where the route needs something to exist, unknown otherwise.
 VALUES = {

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import httpx2 as httpx
 
-from butlers.dashboard.inventory import api_routes
+from butlers.dashboard.app import api_routes
 
 from ..harness.ecosystem import EcosystemHandle
 from ..harness.runtime import CANARY_VALUE, E2E_API_KEY

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from butlers.db.provision import deprovision
 from butlers.ecosystem.supervisor import Ecosystem
@@ -12,6 +14,13 @@ from butlers.roster import load_roster
 from butlers.settings import EcosystemSettings
 
 from .ecosystem import ButlerEndpoint, EcosystemHandle
+
+
+async def kill_process(process: Any) -> None:
+    """Stop a butler's or the dashboard's process abruptly (SIGKILL), as a crash would."""
+    if process is not None and process.poll() is None:
+        process.kill()
+        await asyncio.to_thread(process.wait)
 
 
 @asynccontextmanager
@@ -58,7 +67,7 @@ async def local_ecosystem(
             admin_dsn=admin_dsn,
             token=tokens.user_token,
             butler_tokens={name: tokens.butler_token(name) for name in ecosystem.butlers},
-            kill=ecosystem.kill_butler,
+            kill=lambda name: kill_process(ecosystem.butlers[name].process),
             restart=ecosystem.restart_butler,
             pid=lambda name: (
                 ecosystem.butlers[name].process.pid  # type: ignore[union-attr]
@@ -77,7 +86,9 @@ async def local_ecosystem(
             dashboard_schema=ecosystem.dashboard.credentials.schema
             if ecosystem.dashboard
             else None,
-            kill_dashboard=ecosystem.kill_dashboard,
+            kill_dashboard=lambda: kill_process(
+                ecosystem.dashboard.process if ecosystem.dashboard else None
+            ),
             restart_dashboard=ecosystem.restart_dashboard,
         )
         try:

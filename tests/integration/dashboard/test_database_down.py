@@ -9,12 +9,12 @@ import httpx2 as httpx
 import pytest
 
 from butlers import migrations
-from butlers.dashboard.directory import ButlerInfo, StaticDirectory
+from butlers.dashboard.directory import ButlerInfo
 from butlers.db.embedded import EmbeddedPostgres, free_port
 from butlers.db.provision import provision
 from butlers.db.readers import dashboard_role, dashboard_schema
 from butlers.settings import DashboardSettings
-from tests.support.dashboard import served_dashboard
+from tests.support.dashboard import StaticDirectory, served_dashboard
 from tests.support.scratch import scratch_dir
 
 

@@ -17,12 +17,13 @@ import pytest
 from butlers import migrations
 from butlers.dashboard import feed as feed_module
 from butlers.dashboard.db import DatabaseManager
-from butlers.dashboard.directory import ButlerInfo, StaticDirectory
+from butlers.dashboard.directory import ButlerInfo
 from butlers.dashboard.errors import DatabaseUnavailable
 from butlers.dashboard.events import EventBroker
 from butlers.dashboard.feed import LISTEN_APPLICATION, ChangeFeed
 from butlers.db.provision import Credentials, deprovision, provision
 from butlers.db.readers import dashboard_role, dashboard_schema
+from tests.support.dashboard import StaticDirectory
 
 
 @dataclass

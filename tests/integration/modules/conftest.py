@@ -13,7 +13,7 @@ from butlers import migrations
 from butlers.daemon.butler import build_butler
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
-from butlers.modules.loader import module_chains
+from butlers.modules.loader import butler_chains
 from tests.support.butlers import UNUSED_MCP_URL, InProcessButler, make_resource, make_settings
 
 _counter = itertools.count()
@@ -45,7 +45,7 @@ async def module_butler(
             if not request.config.getoption("--keep-schemas"):
                 stack.push_async_callback(deprovision, pg_admin_dsn, schema)
             dsn = credentials.dsn(pg_admin_dsn)
-            await migrations.upgrade(dsn, schema, [migrations.CORE, *module_chains(modules)])
+            await migrations.upgrade(dsn, schema, butler_chains(modules))
             if db_port is not None:
                 dsn = _through(dsn, db_port)
             pool = await create_pool(dsn, schema)

@@ -88,3 +88,12 @@ def test_bad_pool_sizes_name_the_variable(values: dict[str, str], match: str) ->
     env = {"BUTLERS_DSN": "postgresql://x", **values}
     with pytest.raises(ButlersError, match=match):
         ButlerSettings.from_env(env, spec_path=Path("x.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [(None, True), ("", True), ("1", True), ("true", True), ("0", False), ("no", False)],
+)
+def test_the_mcp_fast_path_is_on_unless_turned_off(value: str | None, on: bool) -> None:
+    env = {"BUTLERS_DSN": "x"} | ({"BUTLERS_MCP_FAST_PATH": value} if value is not None else {})
+    assert ButlerSettings.from_env(env, spec_path=Path("s.yaml")).mcp_fast_path is on

@@ -291,8 +291,8 @@ def test_network_policy_can_be_disabled() -> None:
 
 
 def test_channel_egress_ports_come_from_module_config_and_match_the_modules() -> None:
-    from butlers.modules.email import EmailConfig
-    from butlers.modules.telegram import TelegramConfig
+    from butlers.modules.email.module import EmailConfig
+    from butlers.modules.telegram.module import TelegramConfig
     from butlers_operator import netpol
 
     assert EmailConfig().smtp_port == netpol.EMAIL_SMTP_PORT

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from butlers.dashboard.context import Ctx, Dashboard
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import DashboardError, NotFound, NotSupported
-from butlers.dashboard.inventory import not_supported
+from butlers.dashboard.support import not_supported
 
 router = APIRouter()
 MODULE = "approvals"

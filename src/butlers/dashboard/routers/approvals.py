@@ -9,6 +9,7 @@ own policies, so they are read-only here.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -18,17 +19,14 @@ from pydantic import BaseModel, Field
 from butlers.dashboard.context import Ctx, Dashboard, actor
 from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok
 from butlers.dashboard.errors import NotFound
-from butlers.dashboard.listing import merged_page
+from butlers.dashboard.module_views import butlers_of, listing_page
 from butlers.dashboard.pagination import Limit, Offset
-from butlers.dashboard.sql import Where, parse_uuid
+from butlers.dashboard.sql import parse_uuid
+from butlers.modules.approvals import store
 
 router = APIRouter(tags=["approvals"])
 MODULE = "approvals"
-COLUMNS = (
-    "id, tool_name, tool_args, session_id, status, requested_at, expires_at, decided_at, "
-    "decided_by, reason"
-)
-DECIDED = ("approved", "denied", "expired")
+DECIDED = store.DECIDED
 
 
 class ApprovalAction(BaseModel):
@@ -89,41 +87,26 @@ def action_of(butler: str, row: Any) -> ApprovalAction:
 async def _actions(
     dashboard: Dashboard, statuses: tuple[str, ...], butler: str | None, offset: int, limit: int
 ) -> dict[str, Any]:
-    names = dashboard.with_module(MODULE)
-    if butler is not None:
-        dashboard.butler(butler)
-        names = [n for n in names if n == butler]
-    pending = statuses == ("pending",)
-    # Pending: oldest first (the one closest to its deadline on top); else the latest decision.
-    return await merged_page(
+    listing = store.PENDING if statuses == ("pending",) else store.SETTLED
+    return await listing_page(
         dashboard,
-        names,
-        table="approvals",
-        columns=COLUMNS,
-        where=Where().add("status = ANY({}::text[])", list(statuses)),
-        order_sql="requested_at ASC, id"
-        if pending
-        else "coalesce(decided_at, requested_at) DESC, id DESC",
-        sort_key=lambda _n, row: (
-            row["requested_at"] if pending else row["decided_at"] or row["requested_at"],
-            row["id"],
-        ),
-        build=action_of,
+        listing,
+        butlers_of(dashboard, MODULE, butler),
+        {"statuses": list(statuses)},
         offset=offset,
         limit=limit,
-        newest_first=not pending,
+        build=action_of,
     )
 
 
 async def find_action(dashboard: Dashboard, action_id: str) -> ApprovalAction:
     key = parse_uuid(action_id, "approval id")
-    fan = await dashboard.db.fan_out(
-        f"SELECT {COLUMNS} FROM approvals WHERE id = $1",
-        key,
-        butler_names=dashboard.with_module(MODULE),
+    fan = await dashboard.db.fan_read(
+        lambda pool: store.approval(pool, key), dashboard.with_module(MODULE)
     )
-    for name, row in fan.rows():
-        return action_of(name, row)
+    for name, found in fan.items():
+        if found is not None:
+            return action_of(name, asdict(found))
     where = f" (not readable: {', '.join(fan.failed_butlers)})" if fan.failed else ""
     raise NotFound(f"no approval {action_id}{where}")
 
@@ -223,30 +206,24 @@ async def reject(
 
 @router.get("/api/approvals/metrics", response_model=ApiResponse[ApprovalMetrics])
 async def metrics(dashboard: Ctx) -> dict[str, Any]:
-    names = dashboard.with_module(MODULE)
-    fan = await dashboard.db.fan_out(
-        "SELECT tool_name, status, count(*) AS n, min(requested_at) AS oldest, "
-        "percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM decided_at - "
-        "requested_at)) FILTER (WHERE status IN ('approved', 'denied')) AS median "
-        "FROM approvals GROUP BY tool_name, status",
-        butler_names=names,
-    )
+    fan = await dashboard.db.fan_read(store.approval_counts, dashboard.with_module(MODULE))
     counts = {"pending": 0, "approved": 0, "denied": 0, "expired": 0}
     by_butler: dict[str, dict[str, int]] = {}
     by_tool: dict[str, dict[str, int]] = {}
     medians: list[tuple[float, int]] = []
     oldest_pending: datetime | None = None
-    for name, row in fan.rows():
-        status, n = row["status"], int(row["n"])
+    rows = [(name, row) for name, found in fan.items() for row in found]
+    for name, row in rows:
+        status, n = row.status, int(row.n)
         counts[status] = counts.get(status, 0) + n
         by_butler.setdefault(name, {}).setdefault(status, 0)
         by_butler[name][status] += n
-        by_tool.setdefault(row["tool_name"], {}).setdefault(status, 0)
-        by_tool[row["tool_name"]][status] += n
-        if row["median"] is not None:
-            medians.append((float(row["median"]), n))
-        if status == "pending" and (oldest_pending is None or row["oldest"] < oldest_pending):
-            oldest_pending = row["oldest"]
+        by_tool.setdefault(row.tool_name, {}).setdefault(status, 0)
+        by_tool[row.tool_name][status] += n
+        if row.median is not None:
+            medians.append((float(row.median), n))
+        if status == "pending" and (oldest_pending is None or row.oldest < oldest_pending):
+            oldest_pending = row.oldest
     decided = counts["approved"] + counts["denied"]
     median = None
     if medians:  # median of the groups' medians, weighted by their sizes

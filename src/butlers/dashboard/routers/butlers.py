@@ -13,7 +13,7 @@ from butlers import __version__
 from butlers.dashboard.context import Ctx
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotSupported
-from butlers.dashboard.inventory import empty_data, not_supported
+from butlers.dashboard.support import empty_data, not_supported
 from butlers.dashboard.views import ButlerSummary, ModuleStatus, modules_of, summary
 from butlers.redaction import MASK, SENSITIVE_KEY
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
@@ -10,16 +11,13 @@ from pydantic import BaseModel
 
 from butlers.dashboard.context import Ctx, Dashboard
 from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok, page
-from butlers.dashboard.listing import merged_page
+from butlers.dashboard.module_views import listing_page
 from butlers.dashboard.pagination import Limit, Offset
-from butlers.dashboard.sql import Where
+from butlers.modules.messenger import store
+from butlers.modules.messenger.store import DELIVERIES
 
 router = APIRouter(tags=["notifications"])
 MODULE = "messenger"
-COLUMNS = (
-    "id, channel, recipient, subject, left(body, 500) AS body, status, error, "
-    "provider_message_id, created_at"
-)
 
 
 class Notification(BaseModel):
@@ -60,19 +58,14 @@ async def _list(
     offset: int,
     limit: int,
 ) -> dict[str, Any]:
-    where = Where().when(channel, "channel = {}").when(status, "status = {}")
-    where.when(since, "created_at >= {}")
-    return await merged_page(
+    return await listing_page(
         dashboard,
+        DELIVERIES,
         names,
-        table="deliveries",
-        columns=COLUMNS,
-        order_sql="created_at DESC, id DESC",
-        sort_key=lambda _n, row: (row["created_at"], row["id"]),
-        build=lambda n, row: Notification(**{**dict(row), "id": str(row["id"]), "butler": n}),
+        {"channel": channel, "status": status, "since": since},
         offset=offset,
         limit=limit,
-        where=where,
+        build=lambda n, row: Notification(**{**dict(row), "id": str(row["id"]), "butler": n}),
     )
 
 
@@ -97,27 +90,23 @@ async def notifications(
 @router.get("/api/notifications/stats", response_model=ApiResponse[NotificationStats])
 async def notification_stats(dashboard: Ctx) -> dict[str, Any]:
     day_ago = datetime.now(UTC) - timedelta(days=1)
-    fan = await dashboard.db.fan_out(
-        "SELECT channel, status, count(*) AS n, count(*) FILTER (WHERE created_at >= $1) AS "
-        "recent, max(created_at) AS last FROM deliveries GROUP BY channel, status",
-        day_ago,
-        butler_names=dashboard.with_module(MODULE),
-    )
-    last_failures = await dashboard.db.fan_out(
-        "SELECT created_at, error FROM deliveries WHERE status = 'failed' "
-        "ORDER BY created_at DESC LIMIT 1",
-        butler_names=dashboard.with_module(MODULE),
+    names = dashboard.with_module(MODULE)
+    fan, last_failures = await asyncio.gather(
+        dashboard.db.fan_read(lambda pool: store.delivery_counts(pool, day_ago), names),
+        dashboard.db.fan_read(store.last_failure, names),
     )
     by_channel: dict[str, ChannelStats] = {}
     totals = {"sent": 0, "failed": 0}
     recent = failed_recent = 0
-    for _name, row in fan.rows():
-        channel = by_channel.setdefault(row["channel"], ChannelStats())
-        setattr(channel, row["status"], getattr(channel, row["status"]) + row["n"])
-        totals[row["status"]] += row["n"]
-        recent += row["recent"]
-        failed_recent += row["recent"] if row["status"] == "failed" else 0
-    latest = max((r for _n, r in last_failures.rows()), key=lambda r: r["created_at"], default=None)
+    for _name, rows in fan.items():
+        for row in rows:
+            channel = by_channel.setdefault(row.channel, ChannelStats())
+            setattr(channel, row.status, getattr(channel, row.status) + row.n)
+            totals[row.status] += row.n
+            recent += row.recent
+            failed_recent += row.recent if row.status == "failed" else 0
+    failures = [f for _n, f in last_failures.items() if f is not None]
+    latest = max(failures, key=lambda f: f.created_at, default=None)
     stats = NotificationStats(
         total=totals["sent"] + totals["failed"],
         sent=totals["sent"],
@@ -125,8 +114,8 @@ async def notification_stats(dashboard: Ctx) -> dict[str, Any]:
         last_24h=recent,
         failed_24h=failed_recent,
         by_channel=by_channel,
-        last_failure_at=latest["created_at"] if latest else None,
-        last_failure=latest["error"] if latest else None,
+        last_failure_at=latest.created_at if latest else None,
+        last_failure=latest.error if latest else None,
     )
     return ok(stats, failed_butlers=sorted({*fan.failed, *last_failures.failed}))
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, JsonValue
 
 from butlers.dashboard.context import Ctx
 from butlers.dashboard.envelopes import ApiResponse, ok
-from butlers.dashboard.sql import escape_like
+from butlers.db.sql import escape_like
 
 router = APIRouter(tags=["search"])
 SNIPPET = 160

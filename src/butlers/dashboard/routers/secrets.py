@@ -17,9 +17,9 @@ from butlers.dashboard.context import Ctx, Dashboard
 from butlers.dashboard.directory import ButlerInfo
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotFound, NotSupported
-from butlers.dashboard.inventory import not_supported
-from butlers.dashboard.masking import ENV_SUFFIX
+from butlers.dashboard.support import not_supported
 from butlers.redaction import SENSITIVE_KEY
+from butlers.secrets import ENV_SETTING
 
 router = APIRouter(tags=["secrets"])
 NO_STORE_SHORT = "there is no secrets store (credentials are env vars or Kubernetes Secrets)"
@@ -56,7 +56,7 @@ def entries(dashboard: Dashboard, info: ButlerInfo) -> list[SecretEntry]:
     result: list[SecretEntry] = []
     for module, config in spec.modules.items():
         for field, value in (config or {}).items():
-            if ENV_SUFFIX.search(field) and isinstance(value, str):
+            if ENV_SETTING.search(field) and isinstance(value, str):
                 result.append(
                     SecretEntry(
                         key=value,

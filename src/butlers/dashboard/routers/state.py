@@ -16,7 +16,8 @@ from butlers.dashboard.context import Ctx
 from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok, page
 from butlers.dashboard.errors import NotFound, ValidationFailed
 from butlers.dashboard.pagination import Limit, Offset
-from butlers.dashboard.sql import Where, escape_like
+from butlers.dashboard.sql import Where
+from butlers.db.sql import escape_like
 from butlers.stores.state import MAX_KEY_LENGTH
 
 router = APIRouter(tags=["state"])

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok
 from butlers.dashboard.errors import NotSupported
-from butlers.dashboard.inventory import empty_data, not_supported
+from butlers.dashboard.support import empty_data, not_supported
 
 router = APIRouter()
 NO_MEMORY = "butlers have no memory tiers (episodes, facts, rules); see their state stores"

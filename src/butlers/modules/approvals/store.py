@@ -1,7 +1,7 @@
 """The `approvals` table: requests, decisions, expiry."""
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -10,7 +10,8 @@ from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected
-from butlers.stores.records import Record
+from butlers.modules.view import Changes, Clause, Listing, Reader
+from butlers.stores.records import Record, expression
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,65 @@ class Approval(Record):
 
 
 COLUMNS = Approval.columns()
+DECIDED = ("approved", "denied", "expired")
+
+
+# The dashboard's reads --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalSettled(Approval):
+    """A request with the time it was settled (its decision, else its request)."""
+
+    settled_at: datetime = field(metadata=expression("coalesce(decided_at, requested_at)"))
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalCount(Record):
+    """Requests of one tool in one status, the oldest, and the median time to a person's
+    decision."""
+
+    tool_name: str
+    status: str
+    n: int = field(metadata=expression("count(*)"))
+    oldest: datetime = field(metadata=expression("min(requested_at)"))
+    median: float | None = field(
+        metadata=expression(
+            "percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM decided_at - "
+            "requested_at)) FILTER (WHERE status IN ('approved', 'denied'))"
+        )
+    )
+
+
+# Pending: oldest first (the one closest to its deadline on top).
+PENDING = Listing(
+    "approvals",
+    Approval,
+    order_key="requested_at",
+    order_sql="requested_at ASC, id",
+    clauses={"statuses": Clause("status = ANY({}::text[])")},
+    oldest_first=True,
+)
+# Decided: the latest decision first.
+SETTLED = Listing(
+    "approvals",
+    ApprovalSettled,
+    order_key="settled_at",
+    order_sql="coalesce(decided_at, requested_at) DESC, id DESC",
+    clauses={"statuses": Clause("status = ANY({}::text[])")},
+)
+
+
+async def approval(db: Reader, approval_id: uuid.UUID) -> Approval | None:
+    rows = await db.fetch(f"SELECT {COLUMNS} FROM approvals WHERE id = $1", approval_id)
+    return Approval.from_row(rows[0]) if rows else None
+
+
+async def approval_counts(db: Reader) -> list[ApprovalCount]:
+    rows = await db.fetch(
+        f"SELECT {ApprovalCount.columns()} FROM approvals GROUP BY tool_name, status"
+    )
+    return [ApprovalCount.from_row(r) for r in rows]
 
 
 ORPHANED = "the butler restarted while the call was held; the call did not run"
@@ -138,3 +198,15 @@ class ApprovalStore:
             limit,
         )
         return [Approval.from_row(row) for row in rows]
+
+
+# What the dashboard's live feed re-reads when a trigger publishes a changed row's id.
+APPROVAL_CHANGES = Changes(
+    "approvals",
+    "id",
+    "id, tool_name, session_id, status, requested_at, expires_at, decided_at, decided_by",
+    "requested_at >= $1::timestamptz OR decided_at >= $1",
+    events={"pending": "approval_requested"},
+    default="approval_decided",
+    start=("approval_requested", "pending"),
+)

@@ -10,6 +10,7 @@ from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected, like_contains
+from butlers.modules.view import Clause, Listing, Reader
 from butlers.stores.records import Record
 
 
@@ -20,7 +21,7 @@ class Contact(Record):
     email: str | None
     phone: str | None
     birthday: date | None
-    details: JsonValue
+    details: dict[str, JsonValue]
     created_at: datetime
     updated_at: datetime
 
@@ -58,7 +59,72 @@ class ContactDetail(Record):
     interactions: tuple[Interaction, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class NoteShown(Record):
+    id: uuid.UUID
+    body: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class InteractionShown(Record):
+    id: uuid.UUID
+    kind: str
+    summary: str | None
+    occurred_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ContactShown(Record):
+    """A contact with its latest notes and interactions (the dashboard's detail)."""
+
+    id: uuid.UUID
+    name: str
+    email: str | None
+    phone: str | None
+    birthday: date | None
+    details: dict[str, JsonValue]
+    created_at: datetime
+    updated_at: datetime
+    notes: tuple[NoteShown, ...]
+    interactions: tuple[InteractionShown, ...]
+
+
 CONTACT = Contact.columns()
+SHOWN_ITEMS = 200  # notes and interactions of a contact shown, each
+# The dashboard's read (`views.py`): newest first, `q` matches name or email literally.
+CONTACTS = Listing(
+    "contacts",
+    Contact,
+    order_key="created_at",
+    order_sql="created_at DESC, id DESC",
+    clauses={"q": Clause("(name ILIKE {} ESCAPE '\\' OR email ILIKE {} ESCAPE '\\')", "contains")},
+)
+
+
+async def contact_shown(db: Reader, contact_id: uuid.UUID) -> ContactShown | None:
+    rows = await db.fetch(f"SELECT {CONTACT} FROM contacts WHERE id = $1", contact_id)
+    if not rows:
+        return None
+    notes = await db.fetch(
+        f"SELECT {NoteShown.columns()} FROM contact_notes WHERE contact_id = $1 "
+        f"ORDER BY created_at DESC LIMIT {SHOWN_ITEMS}",
+        contact_id,
+    )
+    interactions = await db.fetch(
+        f"SELECT {InteractionShown.columns()} FROM interactions WHERE contact_id = $1 "
+        f"ORDER BY occurred_at DESC LIMIT {SHOWN_ITEMS}",
+        contact_id,
+    )
+    return ContactShown.from_row(
+        {
+            **dict(rows[0]),
+            "notes": tuple(NoteShown.from_row(n) for n in notes),
+            "interactions": tuple(InteractionShown.from_row(i) for i in interactions),
+        }
+    )
+
+
 EDITABLE = ("name", "email", "phone", "birthday", "details")
 
 

@@ -9,6 +9,7 @@ import asyncpg
 from pydantic import JsonValue
 
 from butlers.db.pool import dumps
+from butlers.modules.view import Clause, Listing
 from butlers.stores.records import Record
 
 
@@ -170,3 +171,19 @@ class HealthStore:
             limit,
         )
         return [Symptom.from_row(row) for row in rows]
+
+
+# The dashboard's reads (`views.py`), newest first.
+MEASUREMENTS = Listing(
+    "measurements",
+    Measurement,
+    order_key="measured_at",
+    order_sql="measured_at DESC, id DESC",
+    clauses={"type": Clause("type = {}")},
+)
+MEDICATIONS = Listing(
+    "medications", Medication, order_key="created_at", order_sql="created_at DESC, id DESC"
+)
+SYMPTOMS = Listing(
+    "symptoms", Symptom, order_key="occurred_at", order_sql="occurred_at DESC, id DESC"
+)

@@ -10,7 +10,6 @@ import uuid
 from typing import Any
 
 import asyncpg
-from opentelemetry import trace
 from pydantic import JsonValue
 
 from butlers.core.spawner import Spawner
@@ -36,7 +35,7 @@ from butlers.switchboard.dispatch import (
     summarize,
 )
 from butlers.switchboard.envelope import IngestEnvelopeV1
-from butlers.telemetry import tracer
+from butlers.telemetry import current_trace_id, tracer
 
 log = logging.getLogger(__name__)
 RECOVERY_INTERVAL = 30.0  # seconds between recovery sweeps of the inbox
@@ -44,11 +43,6 @@ RECOVERY_BATCH = 20  # messages resumed per sweep at most
 MAX_ATTEMPTS = 3  # processing attempts of one message (the first and two recoveries)
 MAX_AGE_SECONDS = 24 * 3600  # an open message older than this is failed, not resumed
 ANSWER_SHOWN = 200  # characters of an unusable classifier answer kept in logs and rows
-
-
-def _trace_id() -> str | None:
-    context = trace.get_current_span().get_span_context()
-    return format(context.trace_id, "032x") if context.is_valid else None
 
 
 class Pipeline:
@@ -103,7 +97,7 @@ class Pipeline:
             self._active.add(request_id)  # before the row exists: the sweep never races us
             try:
                 request_id, duplicate = await self._store.accept(
-                    envelope, _trace_id(), request_id, submitted_by
+                    envelope, current_trace_id(), request_id, submitted_by
                 )
             except BaseException:
                 self._active.discard(request_id)
@@ -168,7 +162,7 @@ class Pipeline:
         [outcome] = await execute_plan(
             plan, self._router(request_id), timeout or self._route_timeout
         )
-        await self._store.log_route(request_id, outcome, _trace_id())
+        await self._store.log_route(request_id, outcome, current_trace_id())
         return outcome
 
     def start(self) -> None:
@@ -285,7 +279,7 @@ class Pipeline:
         started = time.monotonic()
         done = await self._store.route_outcomes(request_id)
         todo = [(e, i) for e, i in zip(plan.entries, plan.route_ids, strict=True) if i not in done]
-        trace_id = _trace_id()
+        trace_id = current_trace_id()
 
         async def logged(outcome: RouteOutcome) -> None:
             await self._store.log_route(request_id, outcome, trace_id)

@@ -10,7 +10,7 @@ up on is `failed` with an `error`.
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -19,12 +19,14 @@ from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected
-from butlers.stores.records import Record
+from butlers.modules.view import Changes, Clause, Listing
+from butlers.stores.records import Record, expression
 from butlers.switchboard.classification import RouteEntry
-from butlers.switchboard.dispatch import RouteOutcome, TriggerAnswer
+from butlers.switchboard.dispatch import INBOX_STATUS, RouteOutcome, TriggerAnswer, inbox_status
 from butlers.switchboard.envelope import IngestEnvelopeV1
 
 OPEN_STATUSES = ("accepted", "classified")
+MESSAGE_STATUSES = (*OPEN_STATUSES, *dict.fromkeys(INBOX_STATUS.values()))
 
 
 class IdempotencyConflict(Exception):
@@ -86,6 +88,82 @@ class Registration(Record):
     registered_at: datetime
     last_seen_at: datetime
     alive: bool
+
+
+# The dashboard's reads (`views.py`) --------------------------------------------------
+
+STALE_AFTER_SECONDS = 60  # a registry entry without a heartbeat for this long is not alive
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryShown(Record):
+    name: str
+    description: str
+    url: str
+    hints: list[str]
+    modules: list[str]
+    registered_at: datetime
+    last_seen_at: datetime
+    alive: bool = field(
+        metadata=expression(
+            f"last_seen_at > clock_timestamp() - make_interval(secs => {STALE_AFTER_SECONDS})"
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class InboxShown(Record):
+    id: uuid.UUID = field(metadata=expression("request_id"))
+    channel: str
+    provider: str
+    sender: str
+    text: str = field(metadata=expression("left(text, 500)"))
+    status: str
+    # True when the classification was unusable and the message went to the fallback
+    # butler; the reason holds why, with the start of the classifier's answer.
+    fallback: bool | None = field(metadata=expression("(classification->>'fallback')::boolean"))
+    classification_reason: str | None = field(
+        metadata=expression("left(classification->>'reason', 500)")
+    )
+    trace_id: str | None
+    received_at: datetime
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class RouteShown(Record):
+    id: uuid.UUID = field(metadata=expression("route_id"))
+    request_id: uuid.UUID | None
+    target: str = field(metadata=expression("butler"))
+    segment: str | None
+    status: str
+    session_id: uuid.UUID | None
+    error: str | None
+    duration_ms: int
+    trace_id: str | None
+    created_at: datetime
+
+
+REGISTRY = Listing(
+    "butler_registry", RegistryShown, order_key="name", order_sql="name", paged=False
+)
+INBOX = Listing(
+    "message_inbox",
+    InboxShown,
+    order_key="received_at",
+    order_sql="received_at DESC, request_id DESC",
+    clauses={
+        "status": Clause("status = {}"),
+        "fallback": Clause("coalesce((classification->>'fallback')::boolean, false) = {}"),
+    },
+)
+ROUTES = Listing(
+    "routing_log",
+    RouteShown,
+    order_key="created_at",
+    order_sql="created_at DESC, route_id DESC",
+    clauses={"target": Clause("butler = {}"), "status": Clause("status = {}")},
+)
 
 
 class SwitchboardStore:
@@ -159,7 +237,7 @@ class SwitchboardStore:
     ) -> bool:
         """classified → dispatched | partial | failed, with the fan-out log row, in one
         transaction; False (nothing written) when the message was no longer open."""
-        mapped = {"completed": "dispatched"}.get(status, status)
+        mapped = inbox_status(status)
         async with self._pool.acquire() as conn, conn.transaction():
             updated = await conn.execute(
                 "UPDATE message_inbox SET status = $2, completed_at = clock_timestamp(), "
@@ -349,3 +427,16 @@ class SwitchboardStore:
             stale_after_seconds,
         )
         return [Registration.from_row(r) for r in rows]
+
+
+# What the dashboard's live feed re-reads when a trigger publishes a changed row's id.
+INBOX_CHANGES = Changes(
+    "message_inbox",
+    "request_id",
+    "request_id, channel, status, trace_id, received_at, completed_at",
+    "received_at >= $1::timestamptz - interval '1 day' "
+    "AND (received_at >= $1 OR completed_at >= $1)",
+    events={"accepted": "message_accepted", "classified": "message_classified"},
+    default="message_done",
+    start=("message_accepted", "accepted"),
+)

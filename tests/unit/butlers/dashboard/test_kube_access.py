@@ -12,7 +12,7 @@ from butlers.errors import ButlersError
 
 
 def test_an_explicit_server_needs_no_credentials() -> None:
-    access = access_from({"BUTLERS_KUBE_API": "http://127.0.0.1:8080/"})
+    access = access_from({}, api="http://127.0.0.1:8080/")
     assert access.server == "http://127.0.0.1:8080" and access.headers() == {}
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from butlers.ecosystem.environment import base_environment, butler_environment
+from butlers.ecosystem.environment import base_environment, butler_variables
 from butlers.roster import load_roster
+from butlers.spec import ButlerResource
 
 ROSTER = {r.name: r for r in load_roster(Path(__file__).resolve().parents[4] / "roster")}
 SUPERVISOR = {
@@ -20,6 +21,13 @@ SUPERVISOR = {
     "BUTLERS_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1",
     "AWS_SECRET_ACCESS_KEY": "unrelated",
 }
+
+
+def butler_environment(resource: ButlerResource, environ: dict[str, str]) -> dict[str, str]:
+    """The part of `environ` a butler's process gets (what the fork server's child hands
+    it: `butler_variables`)."""
+    names = butler_variables(resource, environ)
+    return {name: value for name, value in environ.items() if name in names}
 
 
 def test_the_messenger_gets_its_channel_credentials() -> None:

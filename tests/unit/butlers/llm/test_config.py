@@ -76,7 +76,8 @@ def test_session_env_holds_declared_variables_and_the_key_only() -> None:
     config = resolve_runtime_config("health", spec, settings)
     env = session_env(spec, settings, config)
     assert env == {"HEALTH_TOKEN": "ht", "UNITS": "metric", "ANTHROPIC_API_KEY": "ak"}
-    assert sorted(secret_values(spec, settings, config)) == ["ak", "ht"]
+    # Redacted: the declared secret, the key, and every credential-named variable.
+    assert sorted(secret_values(spec, settings, config)) == ["ak", "c", "ht", "rt"]
 
 
 def test_one_butler_does_not_see_another_butlers_credentials() -> None:

@@ -2,8 +2,10 @@
 generated from the app's route table into `docs/dashboard/` (with the OpenAPI
 schema the web UI's types are generated from).
 
-    python -m butlers.dashboard.inventory           # rewrite the docs
-    python -m butlers.dashboard.inventory --check   # exit 1 when they are stale
+    .venv/bin/python hack/dashboard_inventory.py           # rewrite the docs
+    .venv/bin/python hack/dashboard_inventory.py --check   # exit 1 when they are stale
+
+A development tool: it writes into the source tree, so it is not part of the wheel.
 """
 
 from __future__ import annotations
@@ -14,41 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.routing import APIRoute
 
-SUPPORT_KEY = "x-butlers-support"
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "dashboard"
+from butlers.dashboard.app import api_routes_with_origin, create_app
+from butlers.dashboard.support import SUPPORT_KEY
 
-
-def not_supported(reason: str) -> dict[str, Any]:
-    """`openapi_extra` of a route that always answers 501 NOT_SUPPORTED."""
-    return {SUPPORT_KEY: {"status": "501", "reason": reason}}
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "dashboard"
 
 
-def empty_data(reason: str) -> dict[str, Any]:
-    """`openapi_extra` of a route that answers honestly empty data (`meta.supported: false`)."""
-    return {SUPPORT_KEY: {"status": "empty", "reason": reason}}
-
-
-def api_routes_with_origin() -> list[tuple[str, APIRoute]]:
-    """Every API route with its router's origin ("core" or a module's name), from the
-    routers the app mounts (none of them nests another)."""
-    from butlers.dashboard.app import api_routers
-    from butlers.dashboard.routers.login import router as login_router
-
-    routers = [*api_routers(), ("core", login_router)]
-    routes = [(origin, r) for origin, router in routers for r in router.routes]
-    return sorted(
-        ((o, r) for o, r in routes if isinstance(r, APIRoute) and r.path.startswith("/api")),
-        key=lambda item: (item[1].path, sorted(item[1].methods or ())),
-    )
-
-
-def api_routes() -> list[APIRoute]:
-    return [route for _origin, route in api_routes_with_origin()]
-
-
-def _model_name(route: APIRoute) -> str:
+def _model_name(route: Any) -> str:
     model = route.response_model
     if model is None:
         return "text/event-stream" if route.path == "/api/events" else "—"
@@ -59,7 +34,7 @@ def render_markdown(app: FastAPI) -> str:
     lines = [
         "# Dashboard API: route inventory",
         "",
-        "Generated from the route table by `python -m butlers.dashboard.inventory`; a test",
+        "Generated from the route table by `python hack/dashboard_inventory.py`; a test",
         "fails when this file is stale. Every JSON answer is an envelope: `ApiResponse`",
         "(`{data, meta}`), `PaginatedResponse` (`{data, meta: {total, offset, limit,",
         "has_more, next_cursor}}`) or `ErrorResponse` (`{error: {code, message, butler,",
@@ -92,8 +67,6 @@ def documents(app: FastAPI) -> dict[Path, str]:
 
 
 def main(argv: list[str]) -> int:
-    from butlers.dashboard.app import create_app
-
     app = create_app()
     stale = [
         path
@@ -102,7 +75,7 @@ def main(argv: list[str]) -> int:
     ]
     if "--check" in argv:
         for path in stale:
-            print(f"{path} is stale: run python -m butlers.dashboard.inventory", file=sys.stderr)
+            print(f"{path} is stale: run python hack/dashboard_inventory.py", file=sys.stderr)
         return 1 if stale else 0
     for path, text in documents(app).items():
         path.parent.mkdir(parents=True, exist_ok=True)
