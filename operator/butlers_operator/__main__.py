@@ -123,6 +123,7 @@ class Leadership:
         self.lost: str | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def _elector(self) -> tuple[KubeClient, LeaderElector]:
         settings = self.settings
@@ -145,8 +146,10 @@ class Leadership:
         def run() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop
+            self._task = loop.create_task(self._renew())
             ready.set()
-            loop.run_until_complete(self._renew())
+            with contextlib.suppress(asyncio.CancelledError):  # stopped before it ran
+                loop.run_until_complete(self._task)
             loop.close()
 
         self._thread = threading.Thread(target=run, name="lease", daemon=True)
@@ -164,18 +167,21 @@ class Leadership:
             with contextlib.suppress(KubeError, OSError, TimeoutError):
                 await elector.release()
         finally:
-            await kube.close()
+            # A stop may arrive while the client closes (after a lost Lease): the close
+            # still runs to its end, so the thread ends cleanly either way.
+            closing = asyncio.ensure_future(kube.close())
+            try:
+                await asyncio.shield(closing)
+            except asyncio.CancelledError:
+                await closing
 
     def stop(self) -> str | None:
         """Stop renewing (giving the Lease back unless it was lost); what was lost, if so."""
-        if self._loop is not None and self._thread is not None and self._thread.is_alive():
-
-            def cancel() -> None:
-                for task in asyncio.all_tasks(self._loop):
-                    task.cancel()
-
-            self._loop.call_soon_threadsafe(cancel)
-            self._thread.join(timeout=30)
+        loop, task, thread = self._loop, self._task, self._thread
+        if loop is not None and task is not None and thread is not None and thread.is_alive():
+            # Only the renewing task: the client's own tasks finish its close.
+            loop.call_soon_threadsafe(task.cancel)
+            thread.join(timeout=30)
         return self.lost
 
 

@@ -139,3 +139,37 @@ async def test_a_standby_answers_liveness_leads_after_the_holder_and_stops_when_
         waiting.cancel()
         leadership.stop()
         await kube.close()
+
+
+async def test_a_stop_while_the_lost_lease_closes_its_client_ends_the_thread_cleanly(
+    kube: KubeClient, cluster: Cluster, make_settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Losing the Lease sets kopf's stop flag, and kopf's exit calls `stop()` while the
+    renewing thread is still closing its client: that close runs to its end, and the
+    thread ends without an exception (pytest fails the test on one)."""
+    closing = threading.Event()
+    original_close = KubeClient.close
+
+    async def slow_close(self: KubeClient) -> None:
+        closing.set()
+        await asyncio.sleep(0.5)
+        await original_close(self)
+
+    settings = make_settings(
+        lease_name="butlers-operator",
+        identity="replica-b",
+        operator_namespace=NAMESPACE,
+        liveness_endpoint=f"http://127.0.0.1:{free_port()}/healthz",
+    )
+    stop_flag = threading.Event()
+    leadership = Leadership(settings, stop_flag)
+    await asyncio.wait_for(leadership.wait(), timeout=20)
+    monkeypatch.setattr(KubeClient, "close", slow_close)
+    leadership.start_renewing()
+    await cluster.patch(
+        LEASE, {"spec": {"holderIdentity": "replica-c", "renewTime": format_time(utc_now())}}
+    )
+    await asyncio.to_thread(closing.wait, 20)
+    assert stop_flag.is_set()
+    assert "held by another" in (leadership.stop() or "")
+    assert leadership._thread is not None and not leadership._thread.is_alive()
