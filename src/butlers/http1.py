@@ -68,12 +68,13 @@ class _Target:
 
 
 class _Connection:
-    __slots__ = ("reader", "used", "writer")
+    __slots__ = ("reader", "reused", "used", "writer")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
         self.used = time.monotonic()
+        self.reused = False  # taken from the idle list: it carried a request before
 
     def reusable(self) -> bool:
         return (
@@ -114,6 +115,10 @@ class Http1Pool:
             raise HttpFailure(f"{url}: no answer within {timeout:g} s", sent=sent) from None
         except (OSError, EOFError, ValueError, asyncio.LimitOverrunError) as exc:
             _discard(connection)
+            if connection is not None and connection.reused:
+                # A kept-alive connection the server dropped (it restarted, or timed it
+                # out): the others kept for it are as old, so the next request connects anew.
+                self._drop_idle(target)
             reason = f"{exc.__class__.__name__}: {exc}".rstrip(": ")
             raise HttpFailure(f"{url}: {reason}", sent=sent) from None
         except BaseException:  # cancelled: the answer may still come; never reuse it
@@ -146,6 +151,7 @@ class Http1Pool:
         while idle:
             connection = idle.pop()
             if connection.reusable():
+                connection.reused = True
                 return connection
             connection.close()
         scheme, host, port = target.key
@@ -153,6 +159,10 @@ class Http1Pool:
         async with asyncio.timeout(self._connect_timeout):
             reader, writer = await asyncio.open_connection(host, port, ssl=context, limit=MAX_HEAD)
         return _Connection(reader, writer)
+
+    def _drop_idle(self, target: _Target) -> None:
+        for connection in self._idle.pop(target.key, []):
+            connection.close()
 
     def _release(self, target: _Target, connection: _Connection) -> None:
         idle = self._idle.setdefault(target.key, [])

@@ -19,13 +19,21 @@ class Server:
         self.connections = 0
         self.chunked = chunked
         self.close_after = close_after
+        # Connections opened before the current generation are dropped at their next
+        # request, unanswered (as a proxy does whose backend restarted).
+        self.generation = 0
+        self.delay = 0.0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        born = self.generation
         answered = 0
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
+                if born != self.generation:
+                    break
+                await asyncio.sleep(self.delay)
                 length = next(
                     int(line.split(b":")[1])
                     for line in head.split(b"\r\n")
@@ -148,3 +156,21 @@ async def test_plain_http_goes_through_the_environments_proxy_but_loopback_never
             assert direct.body == b"direct" and seen == ["butler.ns.svc:40102"]
         finally:
             await pool.aclose()
+
+
+async def test_after_a_dropped_kept_alive_connection_the_next_request_connects_anew(
+    serving: tuple[Server, str],
+) -> None:
+    """A server restart behind a proxy leaves every kept-alive connection stale: the first
+    request on one fails, and the pool then drops the others, so the next one succeeds."""
+    server, url = serving
+    server.delay = 0.1
+    pool = Http1Pool()
+    await asyncio.gather(*(pool.request("POST", url, {}, b"warm", 5) for _ in range(3)))
+    assert server.connections == 3
+    server.delay, server.generation = 0.0, 1
+    with pytest.raises(HttpFailure):
+        await pool.request("POST", url, {}, b"stale", 5)
+    assert (await pool.request("POST", url, {}, b"fresh", 5)).body == b"fresh"
+    assert server.connections == 4
+    await pool.aclose()

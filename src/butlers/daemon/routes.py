@@ -11,11 +11,12 @@ through `ingest_v1` or `route`, by a caller with the user's token.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 
 from butlers.core.context import ButlerContext
-from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
+from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed, ToolResult
 
 log = logging.getLogger(__name__)
 CONFIRM_TIMEOUT = 10.0
@@ -44,9 +45,7 @@ class RouteCheck:
             "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
         }
         try:
-            result = await self._clients.call_tool(
-                self._switchboard, "route_confirm", arguments, idempotent=True
-            )
+            result = await self._confirm(arguments)
         except (EndpointUnavailable, OSError, TimeoutError) as exc:
             return f"the switchboard could not confirm route {route_id}: {exc}"
         except (ToolFailed, McpError) as exc:
@@ -58,6 +57,26 @@ class RouteCheck:
             f"the switchboard is not routing {route_id} to {self._name} with this prompt "
             "(a route runs only while the switchboard dispatches it)"
         )
+
+    async def _confirm(self, arguments: dict[str, str]) -> ToolResult:
+        """`route_confirm`, asked again with back-off while the switchboard cannot be
+        reached, for at most CONFIRM_TIMEOUT: it has just sent this route, so it is up,
+        and what fails is the way back to it (a restarted switchboard whose Service
+        still points at its old pod, a kept-alive connection it dropped)."""
+        assert self._switchboard is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CONFIRM_TIMEOUT
+        pause = 0.1
+        while True:
+            try:
+                return await self._clients.call_tool(
+                    self._switchboard, "route_confirm", arguments, idempotent=True
+                )
+            except (EndpointUnavailable, OSError, TimeoutError):
+                if loop.time() + pause >= deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     async def aclose(self) -> None:
         await self._clients.close()
