@@ -33,7 +33,11 @@ async def test_a_client_that_never_finishes_its_headers_is_disconnected(
 
     slowloris = asyncio.create_task(dribble())
     try:
-        answer = await asyncio.wait_for(reader.read(), timeout=HEADER_TIMEOUT + 20)
+        try:
+            answer = await asyncio.wait_for(reader.read(), timeout=HEADER_TIMEOUT + 20)
+        except ConnectionResetError:
+            # A byte dribbled after the butler closed draws a reset: disconnected all the same.
+            answer = b""
     finally:
         slowloris.cancel()
         await asyncio.gather(slowloris, return_exceptions=True)

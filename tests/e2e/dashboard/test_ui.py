@@ -113,10 +113,13 @@ class Watcher:
             self.problems.append(f"request left the origin: {request.url}")
 
     def _failed(self, request: Any) -> None:
-        # Leaving a page aborts its event stream (and an icon still loading): that is the
-        # browser navigating, not a failure.
+        # Leaving a page aborts its event stream (and an icon still loading), and a read
+        # that a newer read of the same query supersedes (an event invalidates it while
+        # it is in flight) is aborted by TanStack Query: the browser and the app working,
+        # not a failure. An aborted write still counts.
         navigated = request.url.endswith(("/api/events", "/favicon.svg"))
-        if navigated and "ERR_ABORTED" in (request.failure or ""):
+        superseded = request.method == "GET" and "/api/" in request.url
+        if (navigated or superseded) and "ERR_ABORTED" in (request.failure or ""):
             return
         self.problems.append(f"request failed: {request.method} {request.url} {request.failure}")
 
