@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import JsonValue
 
-from butlers.mcp_clients import EndpointUnavailable, McpError, ToolFailed
 from butlers.modules.email.imap import ImapClient, ImapError
 from butlers.modules.email.parsing import InboundMail, parse_mail
 from butlers.modules.email.store import InboundStore
@@ -53,6 +52,8 @@ class InboundSettings:
     idle_seconds: float
     poll_seconds: float
     max_message_bytes: int
+    use_idle: bool = True  # False: poll even where the server offers IDLE
+    retry_seconds: float = 1.0  # the first back-off after a failure (doubling to a minute)
 
 
 def build_mail_envelope(
@@ -101,7 +102,8 @@ def imap_day(moment: datetime) -> str:
 
 
 class Refused(Exception):
-    """The switchboard refused a message (an invalid envelope, a conflicting key)."""
+    """The switchboard refused a message (an invalid envelope, a conflicting key): what
+    `submit` raises then. An unreachable switchboard is an `OSError` (`ConnectionError`)."""
 
 
 class InboundConnector:
@@ -132,7 +134,10 @@ class InboundConnector:
                 await self._task
 
     async def _run(self) -> None:
-        backoff = 1.0
+        """Sessions with the server until cancelled; each failure is logged, recorded and
+        followed by a back-off (from `retry_seconds` after a session that had worked,
+        doubling while the server cannot be reached)."""
+        backoff = self.settings.retry_seconds
         while True:
             client = ImapClient(
                 self.settings.host,
@@ -144,19 +149,23 @@ class InboundConnector:
                 await self._session(client)
             except asyncio.CancelledError:
                 raise
-            except (ImapError, OSError, TimeoutError, EndpointUnavailable, Refused) as exc:
-                error = f"{exc.__class__.__name__}: {exc}"
-                log.warning(
-                    "e-mail inbound %s: %s; again in %.0f s", self.settings.folder, error, backoff
-                )
-                await self._record(error)
             except Exception as exc:
-                log.exception(
-                    "e-mail inbound %s failed; again in %.0f s", self.settings.folder, backoff
-                )
-                await self._record(f"{exc.__class__.__name__}: {exc}")
-            else:
-                backoff = 1.0
+                if self.connected.is_set():
+                    backoff = self.settings.retry_seconds
+                error = f"{exc.__class__.__name__}: {exc}"
+                expected = (ImapError, OSError, TimeoutError, Refused)
+                if isinstance(exc, expected):
+                    log.warning(
+                        "e-mail inbound %s: %s; again in %.1f s",
+                        self.settings.folder,
+                        error,
+                        backoff,
+                    )
+                else:
+                    log.exception(
+                        "e-mail inbound %s failed; again in %.1f s", self.settings.folder, backoff
+                    )
+                await self._record(error)
             finally:
                 self.connected.clear()
                 await client.aclose()
@@ -193,18 +202,19 @@ class InboundConnector:
             )
             await self._store.reset(folder.uidvalidity, start)
         self.connected.set()
+        idle = client.has_idle and self.settings.use_idle
         while True:
             cursor = await self._store.cursor()
             assert cursor is not None
-            if not client.has_idle:
-                await client.command("NOOP")
+            if not idle:
+                await client.command("NOOP")  # the server tells of new mail on a command
             pending = await client.uids_after(cursor.last_uid)
-            await self._store.polled(len(pending), client.has_idle)
+            await self._store.polled(len(pending), idle)
             for uid in pending[:BATCH]:
                 await self._hand_in(client, folder.uidvalidity, uid)
             if len(pending) > BATCH:
                 continue
-            if client.has_idle:
+            if idle:
                 await client.idle(self.settings.idle_seconds)
             else:
                 await asyncio.sleep(self.settings.poll_seconds)
@@ -226,7 +236,7 @@ class InboundConnector:
         )
         try:
             answer = await self._submit(envelope)
-        except (ToolFailed, McpError) as exc:
+        except Refused as exc:
             key = (uidvalidity, uid)
             self._refusals[key] = self._refusals.get(key, 0) + 1
             if self._refusals[key] < REFUSALS_BEFORE_SKIP:

@@ -14,7 +14,7 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field, JsonValue, model_validator
 
 from butlers.jsonutil import AnyJson, to_json
-from butlers.mcp_clients import McpClient
+from butlers.mcp_clients import McpClient, McpError, ToolFailed
 from butlers.modules.base import (
     Module,
     ModuleConfig,
@@ -24,7 +24,7 @@ from butlers.modules.base import (
     tool_meta,
 )
 from butlers.modules.channels import ChannelError
-from butlers.modules.email.inbound import InboundConnector, InboundSettings
+from butlers.modules.email.inbound import InboundConnector, InboundSettings, Refused
 from butlers.modules.email.parsing import MAX_REFERENCES, message_ids
 from butlers.modules.email.store import InboundStore, inbound_health, refused_messages
 from butlers.spec import ENV_NAME_PATTERN
@@ -54,6 +54,7 @@ class EmailConfig(ModuleConfig):
     imap_folder: Annotated[str, Field(min_length=1, max_length=500)] = "INBOX"
     # How long one IDLE lasts before it is renewed (RFC 2177: under 29 minutes), and how
     # often a server without IDLE is asked for new mail.
+    imap_idle: bool = True  # false: poll even where the server offers IDLE
     imap_idle_seconds: Annotated[float, Field(gt=0, le=1700)] = 600.0
     imap_poll_seconds: Annotated[float, Field(gt=0, le=3600)] = 60.0
     # Bytes of one message read at most (beyond: its start, said so in the text).
@@ -194,12 +195,15 @@ class SwitchboardInbox:
         self._client = McpClient(headers, timeout=INGEST_TIMEOUT, client_name=f"{butler} email")
 
     async def submit(self, envelope: IngestEnvelopeV1) -> dict[str, JsonValue]:
-        result = await self._client.call_tool(
-            self._url,
-            "ingest_v1",
-            {"envelope": envelope.model_dump(mode="json"), "wait": False},
-            idempotent=True,  # the envelope's key makes a repeat a duplicate
-        )
+        try:
+            result = await self._client.call_tool(
+                self._url,
+                "ingest_v1",
+                {"envelope": envelope.model_dump(mode="json"), "wait": False},
+                idempotent=True,  # the envelope's key makes a repeat a duplicate
+            )
+        except (ToolFailed, McpError) as exc:
+            raise Refused(str(exc)) from None
         answer: dict[str, JsonValue] = result.data or {}
         return answer
 
@@ -248,6 +252,7 @@ class EmailModule(Module):
             idle_seconds=config.imap_idle_seconds,
             poll_seconds=config.imap_poll_seconds,
             max_message_bytes=config.imap_max_message_bytes,
+            use_idle=config.imap_idle,
         )
         self._inbox = SwitchboardInbox(url, ctx.butler.token, ctx.butler.name)
         store = InboundStore(ctx.pool, settings.mailbox, settings.folder)

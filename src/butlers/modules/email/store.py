@@ -106,8 +106,8 @@ class InboundStore:
             """
             UPDATE email_inbound
                SET last_uid = GREATEST(last_uid, $4), backlog = GREATEST(backlog - 1, 0),
-                   accepted = accepted + $5::int,
-                   last_accepted_at = CASE WHEN $5 THEN clock_timestamp()
+                   accepted = accepted + CASE WHEN $5::boolean THEN 1 ELSE 0 END,
+                   last_accepted_at = CASE WHEN $5::boolean THEN clock_timestamp()
                                            ELSE last_accepted_at END,
                    updated_at = clock_timestamp()
              WHERE mailbox = $1 AND folder = $2 AND uidvalidity = $3
