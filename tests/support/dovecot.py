@@ -134,13 +134,17 @@ class Dovecot:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
 
 
 def _start(users: dict[str, str]) -> Dovecot:

@@ -203,7 +203,8 @@ def split_quoted(text: str) -> tuple[str, list[str]]:
         quoted.append("\n".join(block))
     if own and ATTRIBUTION.match(own[-1]):
         own.pop()
-    return "\n".join(own).strip(), [q.strip() for q in quoted if q.strip()]
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(own)).strip()
+    return text, [q.strip() for q in quoted if q.strip()]
 
 
 class _Html(HTMLParser):
