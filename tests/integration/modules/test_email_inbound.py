@@ -19,9 +19,10 @@ import pytest
 from fastmcp.exceptions import ToolError
 from pydantic import JsonValue
 
+from butlers.modules.base import ModuleError
 from butlers.modules.email.imap import ImapClient
 from butlers.modules.email.inbound import InboundConnector, InboundSettings, Refused
-from butlers.modules.email.module import EmailConfig, Mailbox
+from butlers.modules.email.module import EmailConfig, Mailbox, check_folder
 from butlers.modules.email.store import InboundStore, inbound_health, refused_messages
 from butlers.switchboard.envelope import IngestEnvelopeV1
 from butlers.waiting import wait_until
@@ -357,3 +358,38 @@ async def test_a_reply_sent_on_the_thread_lands_threaded_in_the_mailbox(server: 
     assert received["References"] == "<m1@example.org> <m2@example.org>"
     assert received["Message-ID"] == sent_id
     assert received.get_content().strip() == "Added oat milk."
+
+
+@pytest.mark.parametrize(
+    ("password", "folder", "phase"),
+    [("wrong", "INBOX", "credentials"), (PASSWORD, "NoSuchFolder", "config")],
+)
+async def test_a_refused_login_or_a_missing_folder_fails_the_start(
+    server: Dovecot, password: str, folder: str, phase: str
+) -> None:
+    with pytest.raises(ModuleError) as failed:
+        await check_folder(settings_for(server, folder=folder), BOT, password)
+    assert failed.value.phase == phase
+
+
+async def test_inbound_without_a_switchboard_fails_with_phase_config(
+    server: Dovecot, module_butler: ButlerFactory
+) -> None:
+    async with smtp_into(server, BOT, PASSWORD) as smtp:
+        butler = await module_butler(
+            {
+                "email": {
+                    "smtpHost": "127.0.0.1",
+                    "smtpPort": smtp.port,
+                    "starttls": False,
+                    "imapHost": server.host,
+                    "imapPort": server.port,
+                    "imapSsl": False,
+                    "inbound": True,
+                }
+            },
+            environ={"EMAIL_USERNAME": BOT, "EMAIL_PASSWORD": PASSWORD},
+        )
+    state = butler.module("email")
+    assert (state["status"], state["phase"]) == ("failed", "config")
+    assert "BUTLERS_SWITCHBOARD_URL" in state["error"]

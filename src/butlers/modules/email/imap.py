@@ -169,12 +169,14 @@ class ImapClient:
         """Wait in IDLE up to `seconds` for the folder to change; whether it did."""
         self._tag += 1
         tag = f"A{self._tag:04d}".encode()
+        changed = False
         async with asyncio.timeout(self.timeout):
             await self._send(f"{tag.decode()} IDLE")
-            first = await self._read()
-        if not first.line.startswith(b"+"):
-            raise ImapError(f"IDLE refused: {first.line.decode(errors='replace')[:300]}")
-        changed = False
+            while not (first := await self._read()).line.startswith(b"+"):
+                if first.line.startswith(tag + b" "):
+                    raise ImapError(f"IDLE refused: {first.line.decode(errors='replace')[:300]}")
+                # News of mail that came before IDLE began.
+                changed = changed or bool(re.match(rb"\* \d+ (EXISTS|RECENT)", first.line))
         try:
             async with asyncio.timeout(seconds):
                 while not changed:

@@ -4,6 +4,7 @@ import asyncio
 import email
 import email.policy
 import imaplib
+import logging
 import smtplib
 from email.message import EmailMessage
 from email.utils import make_msgid
@@ -24,6 +25,7 @@ from butlers.modules.base import (
     tool_meta,
 )
 from butlers.modules.channels import ChannelError
+from butlers.modules.email.imap import ImapAuthError, ImapClient, ImapError
 from butlers.modules.email.inbound import InboundConnector, InboundSettings, Refused
 from butlers.modules.email.parsing import MAX_REFERENCES, message_ids
 from butlers.modules.email.store import InboundStore, inbound_health, refused_messages
@@ -32,6 +34,7 @@ from butlers.switchboard.envelope import IngestEnvelopeV1
 from butlers.tooling import tool
 
 NAME = "email"
+log = logging.getLogger(__name__)
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 INGEST_TIMEOUT = 30.0
@@ -186,6 +189,29 @@ def reply_subject(original: str | None, subject: str | None) -> str:
     return original if original[:3].lower() == "re:" else f"Re: {original}"
 
 
+async def check_folder(settings: InboundSettings, username: str, password: str) -> None:
+    """A refused login or a missing folder fails the module; an unreachable server does not."""
+    client = ImapClient(
+        settings.host, settings.port, use_ssl=settings.use_ssl, timeout=settings.timeout
+    )
+    try:
+        await client.connect(username, password)
+        await client.examine(settings.folder)
+    except ImapAuthError as exc:
+        raise ModuleError("credentials", f"IMAP {settings.host}: {exc}") from None
+    except ImapError as exc:
+        raise ModuleError("config", f"IMAP folder {settings.folder!r}: {exc}") from None
+    except (OSError, TimeoutError) as exc:
+        log.warning(
+            "IMAP %s:%d not reachable now (%s); the connector retries",
+            settings.host,
+            settings.port,
+            exc,
+        )
+    finally:
+        await client.aclose()
+
+
 class SwitchboardInbox:
     """Hands an envelope to the switchboard's `ingest_v1` with this butler's token."""
 
@@ -229,11 +255,13 @@ class EmailModule(Module):
         await self.mailbox.check_login()
         ctx.services.channels[NAME] = self.mailbox
         if config.inbound:
-            self._start_inbound(ctx, config, username, password)
+            await self._start_inbound(ctx, config, username, password)
 
-    def _start_inbound(
+    async def _start_inbound(
         self, ctx: ModuleContext, config: EmailConfig, username: str, password: str
     ) -> None:
+        """Check the account and the folder, then start the connector (a server that
+        cannot be reached now is retried by the connector, its health says so)."""
         url = ctx.services.switchboard_url
         if not url:
             raise ModuleError(
@@ -254,6 +282,7 @@ class EmailModule(Module):
             max_message_bytes=config.imap_max_message_bytes,
             use_idle=config.imap_idle,
         )
+        await check_folder(settings, username, password)
         self._inbox = SwitchboardInbox(url, ctx.butler.token, ctx.butler.name)
         store = InboundStore(ctx.pool, settings.mailbox, settings.folder)
         self.connector = InboundConnector(settings, username, password, store, self._inbox.submit)
