@@ -16,6 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -80,6 +81,7 @@ def build_mail_envelope(
         "quoted": list(mail.quoted),
         "edit_of": None,
     }
+    raw = _without_nul(raw)
     return IngestEnvelopeV1(
         schema_version="ingest.v1",
         source=SourceV1(channel="email", provider="imap", endpoint_identity=mailbox[:256]),
@@ -90,11 +92,26 @@ def build_mail_envelope(
         ),
         sender=SenderV1(
             identity=(mail.sender or "unknown")[:256],
-            display_name=mail.sender_name[:256] if mail.sender_name else None,
+            display_name=_nul_free(mail.sender_name[:256]) if mail.sender_name else None,
         ),
-        payload=PayloadV1(text=text[:MAX_PAYLOAD], raw=raw),
+        payload=PayloadV1(text=_nul_free(text[:MAX_PAYLOAD]) or ".", raw=raw),
         control=ControlV1(),
     )
+
+
+def _nul_free(text: str) -> str:
+    """PostgreSQL text cannot hold NUL (broken mail can)."""
+    return text.replace("\x00", "")
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return _nul_free(value)
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_nul(v) for k, v in value.items()}
+    return value
 
 
 def imap_day(moment: datetime) -> str:
@@ -225,15 +242,21 @@ class InboundConnector:
             await self._store.advance(uidvalidity, uid, accepted=False)
             return
         raw, size = fetched
-        mail = parse_mail(raw)
-        envelope = build_mail_envelope(
-            mail,
-            mailbox=self.settings.mailbox,
-            uidvalidity=uidvalidity,
-            uid=uid,
-            size=size,
-            cut=size > len(raw),
-        )
+        try:
+            mail = parse_mail(raw)
+            envelope = build_mail_envelope(
+                mail,
+                mailbox=self.settings.mailbox,
+                uidvalidity=uidvalidity,
+                uid=uid,
+                size=size,
+                cut=size > len(raw),
+            )
+        except Exception as exc:  # a bug on some mail: set it aside, read the rest
+            log.exception("e-mail inbound: UID %d cannot be read; set aside", uid)
+            error = f"unreadable: {exc.__class__.__name__}: {exc}"
+            await self._store.refuse(uidvalidity, uid, None, None, None, error)
+            return
         try:
             answer = await self._submit(envelope)
         except Refused as exc:

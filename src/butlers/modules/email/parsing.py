@@ -88,11 +88,22 @@ def parse_mail(raw: bytes) -> InboundMail:
         reply_to=(reply_to[0][1] if reply_to and reply_to[0][1] else address).strip(),
         subject=" ".join(_header(message, "Subject").split())[:998],
         text=own_text[:MAX_TEXT],
-        quoted=[q[:MAX_TEXT] for q in quoted if q.strip()][:10],
+        quoted=_bounded([q for q in quoted if q.strip()][:10], MAX_TEXT),
         attachments=attachments[:50],
         in_reply_to=in_reply_to,
         references=references,
     )
+
+
+def _bounded(blocks: list[str], total: int) -> list[str]:
+    """The blocks in order, cut so that together they hold at most `total` characters."""
+    kept: list[str] = []
+    for block in blocks:
+        if total <= 0:
+            break
+        kept.append(block[:total])
+        total -= len(kept[-1])
+    return kept
 
 
 def _header(message: Message, name: str) -> str:

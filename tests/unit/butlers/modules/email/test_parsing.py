@@ -92,3 +92,21 @@ def test_an_answer_has_one_re_prefix() -> None:
     assert reply_subject("RE: Groceries", "ignored") == "RE: Groceries"
     assert reply_subject(None, "Weekly") == "Weekly"
     assert reply_subject(None, None) == "Notification"
+
+
+def test_nul_characters_never_reach_the_envelope() -> None:
+    raw = b"From: a@example.org\r\nSubject: x\x00y\r\n\r\nhel\x00lo\r\n> quo\x00ted\r\n"
+    envelope = build_mail_envelope(
+        parse_mail(raw), mailbox="m", uidvalidity=1, uid=1, size=1, cut=False
+    )
+    assert "\x00" not in envelope.model_dump_json().replace("\\u0000", "\x00")
+    assert envelope.payload.text == "xy\n\nhello"
+
+
+def test_quoted_text_is_bounded_as_a_whole() -> None:
+    body = "mine\n" + "\n\n".join(f"> {'q' * 50_000}" for _ in range(5))
+    message = EmailMessage()
+    message["From"] = "a@example.org"
+    message.set_content(body)
+    mail = parse_mail(message.as_bytes())
+    assert sum(len(q) for q in mail.quoted) <= 90_000
