@@ -168,24 +168,30 @@ def ensure_ui() -> None:
     UI_STAMP.write_text(fingerprint)
 
 
-def ensure_browser() -> None:
-    """Chromium for the browser tests: the Debian package, installed when we are root."""
+def ensure_test_packages() -> None:
+    """Chromium for the browser tests, Dovecot (an IMAP server) for the e-mail tests."""
+    ensure_debian("chromium", "chromium", "the browser tests")
+    ensure_debian("/usr/sbin/dovecot", "dovecot-imapd", "the e-mail tests")
+
+
+def ensure_debian(program: str, package: str, why: str) -> None:
+    """A Debian package the tests need, installed when we are root and it is missing."""
     import shutil
 
-    if shutil.which("chromium") or os.name != "posix" or os.geteuid() != 0:
-        return  # present, or not ours to install (the browser tests then skip, saying why)
+    if shutil.which(program) or os.name != "posix" or os.geteuid() != 0:
+        return  # present, or not ours to install (its tests then skip, saying why)
     if not shutil.which("apt-get"):
         return
-    print("installing Chromium for the browser tests (apt-get install chromium)", flush=True)
+    print(f"installing {package} for {why} (apt-get install {package})", flush=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     # The downloaded packages are kept with the other caches (~/.cache/butlers/apt).
     archives = CACHE / "apt"
     (archives / "partial").mkdir(parents=True, exist_ok=True)
     install = ["apt-get", "install", "-y", "-qq", "-o", f"Dir::Cache::Archives={archives}"]
     quiet = subprocess.DEVNULL
-    if subprocess.run([*install, "chromium"], env=env, stdout=quiet).returncode:
+    if subprocess.run([*install, package], env=env, stdout=quiet).returncode:
         subprocess.run(["apt-get", "update", "-qq"], env=env, stdout=quiet)
-        subprocess.run([*install, "chromium"], env=env, stdout=quiet)
+        subprocess.run([*install, package], env=env, stdout=quiet)
 
 
 def run(*args: str, pythonpath: Path | None = None) -> int:
@@ -296,8 +302,8 @@ def main(argv: list[str]) -> int:
     cmd, rest = argv[0], argv[1:]
     if cmd in ("setup", "up", "test"):
         ensure_ui()
-    if cmd == "test":
-        ensure_browser()
+    if cmd in ("setup", "test"):
+        ensure_test_packages()
     if cmd == "setup":
         return 0
     if cmd == "up":

@@ -51,6 +51,14 @@ def test_the_documented_runtime_fields_are_the_specs() -> None:
     )
 
 
+def test_the_documented_email_fields_are_the_modules() -> None:
+    from butlers.modules.email.module import EmailConfig
+
+    (block,) = [b for b in blocks("yaml") if "inbound: true" in b]
+    config = EmailConfig.model_validate(yaml.safe_load(block)["email"])
+    assert config.inbound and config.imap_host
+
+
 def test_the_inspector_the_cli_prints_is_the_one_the_readme_pins() -> None:
     assert f"npx -y {INSPECTOR} --cli" in README
 

@@ -11,6 +11,8 @@ A tool's meta may carry:
   argument must equal the caller's name): `butler_register`, `butler_heartbeat`.
 - `"user": False`: not even the user token may call it (only a butler for its own
   name: nobody else may move or keep alive a butler's route).
+- `"connector": True`: any butler's own token may call it (a channel connector on the
+  messenger hands a received message to `ingest_v1`; its key is scoped to that caller).
 
 The user's token (and the butler's own code, in process) may call everything else;
 a butler's token nothing else; a session everything not closed to sessions.
@@ -27,6 +29,7 @@ SESSIONS = "sessions"
 ROUTER = "router"
 SELF_ARG = "self_arg"
 USER = "user"
+CONNECTOR = "connector"
 
 
 def access_meta(
@@ -35,6 +38,7 @@ def access_meta(
     router: bool = False,
     self_arg: str | None = None,
     user: bool = True,
+    connector: bool = False,
 ) -> dict[str, Any]:
     """The meta entries of a tool's access declaration (only what differs from the
     default: open to the user and to sessions, closed to other butlers)."""
@@ -47,6 +51,8 @@ def access_meta(
         meta[SELF_ARG] = self_arg
     if not user:
         meta[USER] = False
+    if connector:
+        meta[CONNECTOR] = True
     return meta
 
 
@@ -73,6 +79,8 @@ def refusal(
         )
     if meta.get(ROUTER) and identity.router:
         return None
+    if meta.get(CONNECTOR) and identity.kind == "butler":
+        return None
     if self_arg and arguments.get(self_arg) == identity.name:
         return None
     if self_arg:
@@ -89,4 +97,6 @@ def may_list(identity: Identity, meta: Mapping[str, Any]) -> bool:
         return True  # the owner sees the whole surface, even what only a butler may call
     if identity.kind == "session":
         return identity.tools and bool(meta.get(SESSIONS, True))
+    if meta.get(CONNECTOR) and identity.kind == "butler":
+        return True
     return bool(meta.get(ROUTER) and identity.router) or bool(meta.get(SELF_ARG))

@@ -95,7 +95,11 @@ async def build_butler(
         mcp_url=mcp_url,
         jobs=jobs,
     )
-    shared = ModuleServices(spawner=services.spawner, redactor=services.redactor)
+    shared = ModuleServices(
+        spawner=services.spawner,
+        redactor=services.redactor,
+        switchboard_url=settings.switchboard_url,
+    )
     modules = await start_modules(server, context, shared)
     routes = RouteCheck(context, settings.switchboard_url)
     butler = Butler(

@@ -54,12 +54,14 @@ class ModuleServices:
     `spawner` runs the butler's LLM sessions (it exists before any module starts);
     `redactor` is the butler's one redaction policy (for anything a module records);
     `channels` holds each delivery channel that started (filled by `telegram` and
-    `email`, used by `messenger`).
+    `email`, used by `messenger`); `switchboard_url` is where channel connectors hand
+    received messages in (`ingest_v1`; None when the butler does not register).
     """
 
     spawner: Spawner
     redactor: Redactor
     channels: dict[str, Channel] = field(default_factory=dict)
+    switchboard_url: str | None = None
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """What a channel module (telegram, email) offers the messenger."""
 
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class ChannelError(Exception):
@@ -8,6 +8,15 @@ class ChannelError(Exception):
 
 
 class Channel(Protocol):
-    async def send(self, recipient: str | None, subject: str | None, body: str) -> str:
-        """Deliver one message; returns the provider's message id."""
+    async def send(
+        self,
+        recipient: str | None,
+        subject: str | None,
+        body: str,
+        *,
+        thread: dict[str, Any] | None = None,
+    ) -> str:
+        """Deliver one message; returns the provider's message id. `thread` holds the
+        channel's refs of a received message (the envelope's `payload.raw.reply`): the
+        message is sent as an answer on that thread."""
         ...

@@ -92,8 +92,10 @@ class SwitchboardModule(Module):
         meta = tool_meta(NAME)
         read = {"readOnlyHint": True}
         pipeline_meta = meta | access_meta(sessions=False)  # no session re-enters the pipeline
+        # Channel connectors (on the messenger) hand received messages in with their token.
+        ingest_meta = meta | access_meta(sessions=False, connector=True)
 
-        @tool(mcp, meta=pipeline_meta)
+        @tool(mcp, meta=ingest_meta)
         async def ingest_v1(
             envelope: Annotated[dict[str, AnyJson], Field(description="An IngestEnvelopeV1.")],
             wait: Annotated[

@@ -59,14 +59,25 @@ class TelegramBot:
             )
         return body["result"]
 
-    async def send(self, recipient: str | None, subject: str | None, body: str) -> str:
-        chat = recipient or self.chat_id
+    async def send(
+        self,
+        recipient: str | None,
+        subject: str | None,
+        body: str,
+        *,
+        thread: dict[str, Any] | None = None,
+    ) -> str:
+        thread = thread or {}
+        chat = recipient or (str(thread["chat_id"]) if thread.get("chat_id") else self.chat_id)
         if not chat:
             raise ChannelError(
                 f"no chat: pass a recipient or set {self.config.chat_id_env} for the default chat"
             )
         text = f"{subject}\n\n{body}" if subject else body
-        result = await self.call("sendMessage", {"chat_id": chat, "text": text})
+        payload: dict[str, Any] = {"chat_id": chat, "text": text}
+        if thread.get("message_id"):
+            payload["reply_to_message_id"] = int(thread["message_id"])
+        result = await self.call("sendMessage", payload)
         return str(result["message_id"])
 
     async def poll_once(self) -> int:

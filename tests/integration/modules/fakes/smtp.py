@@ -3,7 +3,7 @@
 import asyncio
 import base64
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 
@@ -13,6 +13,8 @@ class FakeSMTP:
     password: str
     port: int = 0
     messages: list[dict[str, object]] = field(default_factory=list)
+    # Called with (recipients, message bytes) for each accepted message: a delivery.
+    deliver: Callable[[list[str], bytes], None] | None = None
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         def say(line: str) -> None:
@@ -44,6 +46,9 @@ class FakeSMTP:
                     while (chunk := await asyncio.wait_for(reader.readline(), 10)) != b".\r\n":
                         lines.append(chunk.decode())
                     self.messages.append({"from": sender, "to": recipients, "data": "".join(lines)})
+                    if self.deliver is not None:
+                        unstuffed = [ln[1:] if ln.startswith("..") else ln for ln in lines]
+                        self.deliver(recipients, "".join(unstuffed).encode())
                     say("250 queued")
                 elif verb == "RSET":
                     say("250 ok")
@@ -58,8 +63,10 @@ class FakeSMTP:
 
 
 @contextlib.asynccontextmanager
-async def fake_smtp(username: str, password: str) -> AsyncIterator[FakeSMTP]:
-    fake = FakeSMTP(username, password)
+async def fake_smtp(
+    username: str, password: str, deliver: Callable[[list[str], bytes], None] | None = None
+) -> AsyncIterator[FakeSMTP]:
+    fake = FakeSMTP(username, password, deliver=deliver)
     server = await asyncio.start_server(fake.handle, "127.0.0.1", 0)
     fake.port = server.sockets[0].getsockname()[1]
     try:
