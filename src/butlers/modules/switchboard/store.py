@@ -26,7 +26,8 @@ from butlers.switchboard.dispatch import INBOX_STATUS, RouteOutcome, TriggerAnsw
 from butlers.switchboard.envelope import IngestEnvelopeV1
 
 OPEN_STATUSES = ("accepted", "classified")
-MESSAGE_STATUSES = (*OPEN_STATUSES, *dict.fromkeys(INBOX_STATUS.values()))
+# `ignored`: a triage rule said so; stored, nothing ran.
+MESSAGE_STATUSES = (*OPEN_STATUSES, *dict.fromkeys(INBOX_STATUS.values()), "ignored")
 
 
 class IdempotencyConflict(Exception):
@@ -43,6 +44,7 @@ class Claimed(Record):
     classification: JsonValue
     attempts: int
     age_seconds: float
+    envelope: JsonValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +230,17 @@ class SwitchboardStore:
         )
         return bool(status != "UPDATE 0")
 
+    async def ignored(self, request_id: uuid.UUID, classification: dict[str, Any]) -> bool:
+        """accepted → ignored (a triage rule's decision, kept as the classification)."""
+        status = await self._pool.execute(
+            "UPDATE message_inbox SET status = 'ignored', classification = $2::text::jsonb, "
+            "completed_at = clock_timestamp(), updated_at = clock_timestamp() "
+            "WHERE request_id = $1 AND status = 'accepted'",
+            request_id,
+            dumps(classification),
+        )
+        return bool(status != "UPDATE 0")
+
     async def finish(
         self,
         request_id: uuid.UUID,
@@ -279,7 +292,7 @@ class SwitchboardStore:
             "UPDATE message_inbox SET attempts = attempts + 1, updated_at = clock_timestamp() "
             "WHERE request_id = $1 AND status = ANY($2::text[]) "
             "RETURNING request_id, status, text, classification, attempts, "
-            "extract(epoch FROM clock_timestamp() - received_at) AS age_seconds",
+            "extract(epoch FROM clock_timestamp() - received_at) AS age_seconds, envelope",
             request_id,
             list(OPEN_STATUSES),
         )
