@@ -15,7 +15,7 @@ from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotFound
 from butlers.dashboard.sql import row_json
 from butlers.jsonutil import to_json
-from butlers.modules.switchboard import triage_store
+from butlers.modules.switchboard import store
 from butlers.spec import SWITCHBOARD_MODULE
 from butlers.switchboard.triage import Action, RuleChannel, TriageMatch
 
@@ -141,7 +141,7 @@ async def _write(
 @router.get(RULES, response_model=ApiResponse[list[TriageRule]])
 async def list_triage_rules(dashboard: Ctx) -> dict[str, Any]:
     """Triage rules in the order they are tried (priority, then name)."""
-    rows = await dashboard.db.read(_switchboard(dashboard), triage_store.triage_rules)
+    rows = await dashboard.db.read(_switchboard(dashboard), store.triage_rules)
     return ok([TriageRule.model_validate(to_json(r)) for r in rows])
 
 
@@ -184,8 +184,8 @@ async def test_triage_rules(body: TriageTest, dashboard: Ctx) -> dict[str, Any]:
 
 async def _affinity(dashboard: Dashboard) -> ThreadAffinitySettings:
     name = _switchboard(dashboard)
-    settings = await dashboard.db.read(name, triage_store.affinity_settings)
-    pinned = await dashboard.db.read(name, triage_store.pinned_threads)
+    settings = await dashboard.db.read(name, store.affinity_settings)
+    pinned = await dashboard.db.read(name, store.pinned_threads)
     return ThreadAffinitySettings(
         enabled=settings.affinity_enabled,
         ttl_days=settings.affinity_ttl_days,
