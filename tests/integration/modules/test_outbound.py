@@ -144,3 +144,12 @@ async def test_channel_send_tools_need_the_messenger(module_butler: ButlerFactor
         result = await butler.call_raw("telegram_send", {"text": "x"})
     assert result.is_error and "needs the messenger module" in result.content[0].text
     assert fake.sent == []
+
+
+async def test_a_malformed_owner_destination_fails_the_module_naming_it(
+    module_butler: ButlerFactory,
+) -> None:
+    butler = await module_butler({"messenger": {"owner": {"email": ["me@x.org, you@y.org"]}}})
+    state = butler.module("messenger")
+    assert (state["status"], state["phase"]) == ("failed", "config")
+    assert "exactly one address" in state["error"] and "owner" in state["error"]

@@ -16,7 +16,7 @@ from email.utils import getaddresses
 from typing import Annotated
 
 from fastmcp.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from butlers.auth.middleware import current_caller
 from butlers.modules.base import ModuleConfig, ModuleServices
@@ -34,6 +34,12 @@ class OwnerDestinations(ModuleConfig):
 
     telegram: Annotated[list[Destination], Field(max_length=50)] = []
     email: Annotated[list[Destination], Field(max_length=50)] = []
+
+    @model_validator(mode="after")
+    def _well_formed(self) -> "OwnerDestinations":
+        for channel in ("telegram", "email"):
+            self.of(channel)  # a ValueError names the bad entry
+        return self
 
     def of(self, channel: str) -> set[str]:
         given = self.telegram if channel == "telegram" else self.email
