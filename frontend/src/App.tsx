@@ -11,6 +11,7 @@ import { ButlerPage } from "./pages/Butler";
 import { CostsPage } from "./pages/Costs";
 import { IssuesPage } from "./pages/Issues";
 import { NotificationsPage } from "./pages/Notifications";
+import { TriagePage } from "./pages/Triage";
 import { OverviewPage } from "./pages/Overview";
 import { SearchPage } from "./pages/Search";
 import { SessionPage } from "./pages/Session";
@@ -26,6 +27,7 @@ const LINKS: [string, string][] = [
   ["/costs", "Costs"],
   ["/issues", "Issues"],
   ["/notifications", "Notifications"],
+  ["/triage", "Triage"],
   ["/audit", "Audit log"],
   ["/search", "Search"],
 ];
@@ -101,6 +103,7 @@ export function App() {
           <Route path="/costs" element={<CostsPage />} />
           <Route path="/issues" element={<IssuesPage />} />
           <Route path="/notifications" element={<NotificationsPage />} />
+          <Route path="/triage" element={<TriagePage />} />
           <Route path="/audit" element={<AuditPage />} />
           <Route path="/search" element={<SearchPage />} />
           <Route path="*" element={<NotFound />} />

@@ -35,6 +35,8 @@ NEVER_IN_A_SESSION = {
     "session_cancel",
     "approval_decide",
     "approval_expire_stale",
+    "contact_allow",
+    "contact_disallow",
     "schedule_create",
     "schedule_update",
     "schedule_delete",

@@ -72,3 +72,9 @@ export const timelineKeys = {
 };
 export const searchKeys = { query: (q: string) => ["search", q] as const };
 export const authKeys = { status: ["auth", "status"] as const };
+
+export const triageKeys = {
+  rules: () => ["triage-rules"] as const,
+  affinity: () => ["thread-affinity", "settings"] as const,
+  overrides: () => ["thread-affinity", "overrides"] as const,
+};

@@ -1475,6 +1475,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/switchboard/thread-affinity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Thread Affinity
+         * @description Thread affinity settings and the threads pinned to a butler.
+         */
+        get: operations["thread_affinity_api_switchboard_thread_affinity_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Configure Thread Affinity */
+        patch: operations["configure_thread_affinity_api_switchboard_thread_affinity_patch"];
+        trace?: never;
+    };
+    "/api/switchboard/thread-affinity/overrides/{thread_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Pin Thread
+         * @description Send every message of the thread to `butler` (an unknown butler is TOOL_ERROR).
+         */
+        put: operations["pin_thread_api_switchboard_thread_affinity_overrides__thread_id__put"];
+        post?: never;
+        /** Unpin Thread */
+        delete: operations["unpin_thread_api_switchboard_thread_affinity_overrides__thread_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/switchboard/triage-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Triage Rules
+         * @description Triage rules in the order they are tried (priority, then name).
+         */
+        get: operations["list_triage_rules_api_switchboard_triage_rules_get"];
+        put?: never;
+        /**
+         * Create Triage Rule
+         * @description A bad rule or an unknown butler is TOOL_ERROR with the reason.
+         */
+        post: operations["create_triage_rule_api_switchboard_triage_rules_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/switchboard/triage-rules/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test Triage Rules
+         * @description Dry run: what the switchboard would do with such a message now.
+         */
+        post: operations["test_triage_rules_api_switchboard_triage_rules_test_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/switchboard/triage-rules/{rule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete Triage Rule */
+        delete: operations["delete_triage_rule_api_switchboard_triage_rules__rule_id__delete"];
+        options?: never;
+        head?: never;
+        /** Update Triage Rule */
+        patch: operations["update_triage_rule_api_switchboard_triage_rules__rule_id__patch"];
+        trace?: never;
+    };
     "/api/timeline": {
         parameters: {
             query?: never;
@@ -1680,6 +1784,21 @@ export interface components {
             data: components["schemas"]["StateWritten"];
             meta?: components["schemas"]["Meta"];
         };
+        /** ApiResponse[ThreadAffinitySettings] */
+        ApiResponse_ThreadAffinitySettings_: {
+            data: components["schemas"]["ThreadAffinitySettings"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[ThreadOverride] */
+        ApiResponse_ThreadOverride_: {
+            data: components["schemas"]["ThreadOverride"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[ThreadUnpinned] */
+        ApiResponse_ThreadUnpinned_: {
+            data: components["schemas"]["ThreadUnpinned"];
+            meta?: components["schemas"]["Meta"];
+        };
         /** ApiResponse[TickResult] */
         ApiResponse_TickResult_: {
             data: components["schemas"]["TickResult"];
@@ -1688,6 +1807,21 @@ export interface components {
         /** ApiResponse[TraceDetail] */
         ApiResponse_TraceDetail_: {
             data: components["schemas"]["TraceDetail"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[TriageRuleDeleted] */
+        ApiResponse_TriageRuleDeleted_: {
+            data: components["schemas"]["TriageRuleDeleted"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[TriageRule] */
+        ApiResponse_TriageRule_: {
+            data: components["schemas"]["TriageRule"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[TriageTestResult] */
+        ApiResponse_TriageTestResult_: {
+            data: components["schemas"]["TriageTestResult"];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[TriggerResult] */
@@ -1803,6 +1937,12 @@ export interface components {
         ApiResponse_list_TopSession__: {
             /** Data */
             data: components["schemas"]["TopSession"][];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[list[TriageRule]] */
+        ApiResponse_list_TriageRule__: {
+            /** Data */
+            data: components["schemas"]["TriageRule"][];
             meta?: components["schemas"]["Meta"];
         };
         /** ApprovalAction */
@@ -2107,6 +2247,16 @@ export interface components {
              * @default 0
              */
             failed: number;
+            /**
+             * Held
+             * @default 0
+             */
+            held: number;
+            /**
+             * Refused
+             * @default 0
+             */
+            refused: number;
             /**
              * Sent
              * @default 0
@@ -2644,9 +2794,11 @@ export interface components {
              * Status
              * @enum {string}
              */
-            status: "sent" | "failed";
+            status: "sent" | "failed" | "held" | "refused";
             /** Subject */
             subject: string | null;
+            /** Tool */
+            tool: string | null;
         };
         /** NotificationStats */
         NotificationStats: {
@@ -2658,12 +2810,16 @@ export interface components {
             failed: number;
             /** Failed 24H */
             failed_24h: number;
+            /** Held */
+            held: number;
             /** Last 24H */
             last_24h: number;
             /** Last Failure */
             last_failure: string | null;
             /** Last Failure At */
             last_failure_at: string | null;
+            /** Refused */
+            refused: number;
             /** Sent */
             sent: number;
             /** Total */
@@ -3247,6 +3403,63 @@ export interface components {
             /** Primary Key */
             primary_key: string[];
         };
+        /** ThreadAffinitySettings */
+        ThreadAffinitySettings: {
+            /** Enabled */
+            enabled: boolean;
+            /** Overrides */
+            overrides: components["schemas"]["ThreadOverride"][];
+            /** Ttl Days */
+            ttl_days: number;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /** ThreadAffinityUpdate */
+        ThreadAffinityUpdate: {
+            /** Enabled */
+            enabled?: boolean | null;
+            /** Ttl Days */
+            ttl_days?: number | null;
+        };
+        /** ThreadOverride */
+        ThreadOverride: {
+            /** Butler */
+            butler: string;
+            /** Channel */
+            channel: string;
+            /** Pinned */
+            pinned: boolean;
+            /** Request Id */
+            request_id: string | null;
+            /** Thread Id */
+            thread_id: string;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /** ThreadPin */
+        ThreadPin: {
+            /** Butler */
+            butler: string;
+            /**
+             * Channel
+             * @default email
+             * @constant
+             */
+            channel: "email";
+        };
+        /** ThreadUnpinned */
+        ThreadUnpinned: {
+            /** Removed */
+            removed: boolean;
+            /** Thread Id */
+            thread_id: string;
+        };
         /** TickResult */
         TickResult: {
             /** Ran */
@@ -3453,6 +3666,175 @@ export interface components {
             trace_id: string;
             /** Unpriced Sessions */
             unpriced_sessions: number;
+        };
+        /**
+         * TriageMatch
+         * @description Conditions a message must all meet (at least one is given).
+         */
+        TriageMatch: {
+            /**
+             * Domain
+             * @description The sender's domain or one of its subdomains (example.org).
+             */
+            domain?: string | null;
+            /**
+             * List Id
+             * @description Text the List-Id header contains.
+             */
+            list_id?: string | null;
+            /**
+             * Mailing List
+             * @description true: sent by a mailing list or in bulk (List-Id, List-Unsubscribe, Precedence: list/bulk/junk); false: not.
+             */
+            mailing_list?: boolean | null;
+            /**
+             * Sender
+             * @description The sender's address, exactly (any case).
+             */
+            sender?: string | null;
+            /**
+             * Subject
+             * @description Text the subject contains (any case).
+             */
+            subject?: string | null;
+        };
+        /** TriageRule */
+        TriageRule: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "ignore" | "route" | "classify";
+            /** Butler */
+            butler: string | null;
+            /**
+             * Channel
+             * @enum {string}
+             */
+            channel: "email" | "telegram" | "any";
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Enabled */
+            enabled: boolean;
+            /** Id */
+            id: string;
+            match: components["schemas"]["TriageMatch"];
+            /** Name */
+            name: string;
+            /** Priority */
+            priority: number;
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+        };
+        /** TriageRuleCreate */
+        TriageRuleCreate: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "ignore" | "route" | "classify";
+            /** Butler */
+            butler?: string | null;
+            /**
+             * Channel
+             * @default email
+             * @enum {string}
+             */
+            channel: "email" | "telegram" | "any";
+            /**
+             * Enabled
+             * @default true
+             */
+            enabled: boolean;
+            match: components["schemas"]["TriageMatch"];
+            /** Name */
+            name: string;
+            /**
+             * Priority
+             * @default 100
+             */
+            priority: number;
+        };
+        /** TriageRuleDeleted */
+        TriageRuleDeleted: {
+            /** Deleted */
+            deleted: boolean;
+            /** Id */
+            id: string;
+        };
+        /** TriageRuleUpdate */
+        TriageRuleUpdate: {
+            /** Action */
+            action?: ("ignore" | "route" | "classify") | null;
+            /** Butler */
+            butler?: string | null;
+            /** Channel */
+            channel?: ("email" | "telegram" | "any") | null;
+            /** Enabled */
+            enabled?: boolean | null;
+            match?: components["schemas"]["TriageMatch"] | null;
+            /** Name */
+            name?: string | null;
+            /** Priority */
+            priority?: number | null;
+        };
+        /**
+         * TriageTest
+         * @description A message to try the rules and thread affinity on (nothing is stored).
+         */
+        TriageTest: {
+            /**
+             * Channel
+             * @default email
+             * @enum {string}
+             */
+            channel: "email" | "telegram";
+            /**
+             * List Id
+             * @default
+             */
+            list_id: string;
+            /**
+             * List Unsubscribe
+             * @default
+             */
+            list_unsubscribe: string;
+            /**
+             * Precedence
+             * @default
+             */
+            precedence: string;
+            /** Sender */
+            sender: string;
+            /**
+             * Subject
+             * @default
+             */
+            subject: string;
+            /** Thread Id */
+            thread_id?: string | null;
+        };
+        /** TriageTestResult */
+        TriageTestResult: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "ignore" | "route" | "classify" | "affinity";
+            /** Butler */
+            butler: string | null;
+            /** Reason */
+            reason: string;
+            /** Rule Id */
+            rule_id: string | null;
+            /** Rule Name */
+            rule_name: string | null;
         };
         /** TriggerRequest */
         TriggerRequest: {
@@ -5913,7 +6295,7 @@ export interface operations {
         parameters: {
             query?: {
                 channel?: string | null;
-                status?: ("sent" | "failed") | null;
+                status?: ("sent" | "failed" | "held" | "refused") | null;
                 since?: string | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;
@@ -10921,7 +11303,7 @@ export interface operations {
         parameters: {
             query?: {
                 channel?: string | null;
-                status?: ("sent" | "failed") | null;
+                status?: ("sent" | "failed" | "held" | "refused") | null;
                 since?: string | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;
@@ -12057,7 +12439,7 @@ export interface operations {
     messages_api_switchboard_messages_get: {
         parameters: {
             query?: {
-                status?: ("accepted" | "classified" | "dispatched" | "partial" | "failed") | null;
+                status?: ("accepted" | "classified" | "dispatched" | "partial" | "failed" | "ignored") | null;
                 fallback?: boolean | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;
@@ -12286,6 +12668,943 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaginatedResponse_Route_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    thread_affinity_api_switchboard_thread_affinity_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_ThreadAffinitySettings_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    configure_thread_affinity_api_switchboard_thread_affinity_patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThreadAffinityUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_ThreadAffinitySettings_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    pin_thread_api_switchboard_thread_affinity_overrides__thread_id__put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ThreadPin"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_ThreadOverride_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    unpin_thread_api_switchboard_thread_affinity_overrides__thread_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_ThreadUnpinned_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    list_triage_rules_api_switchboard_triage_rules_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_list_TriageRule__"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    create_triage_rule_api_switchboard_triage_rules_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TriageRuleCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_TriageRule_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    test_triage_rules_api_switchboard_triage_rules_test_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TriageTest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_TriageTestResult_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    delete_triage_rule_api_switchboard_triage_rules__rule_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_TriageRuleDeleted_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    update_triage_rule_api_switchboard_triage_rules__rule_id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TriageRuleUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_TriageRule_"];
                 };
             };
             /** @description Bad Request */

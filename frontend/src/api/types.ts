@@ -52,3 +52,13 @@ export type JsonValue = S["JsonValue"];
 export type LlmCallInfo = S["LlmCallInfo"];
 // The API's one session status vocabulary (an enum in the schema).
 export type SessionStatus = S["SessionSummary"]["status"];
+export type TriageRule = S["TriageRule"];
+export type TriageRuleCreate = S["TriageRuleCreate"];
+export type TriageRuleUpdate = S["TriageRuleUpdate"];
+export type TriageRuleDeleted = S["TriageRuleDeleted"];
+export type TriageTest = S["TriageTest"];
+export type TriageTestResult = S["TriageTestResult"];
+export type ThreadAffinitySettings = S["ThreadAffinitySettings"];
+export type ThreadAffinityUpdate = S["ThreadAffinityUpdate"];
+export type ThreadOverride = S["ThreadOverride"];
+export type ThreadUnpinned = S["ThreadUnpinned"];

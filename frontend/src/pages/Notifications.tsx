@@ -19,13 +19,15 @@ export function NotificationsPage() {
   return (
     <section>
       <h1>Notifications</h1>
-      <p className="muted">What the messenger delivered (or failed to).</p>
+      <p className="muted">Every send of every tool: delivered, failed, held for your approval, or refused.</p>
       <DataState loading={stats.isLoading} error={stats.error}>
         {st ? (
           <dl className="totals" aria-label="Delivery totals">
             <div><dt>Total</dt><dd>{st.total}</dd></div>
             <div><dt>Sent</dt><dd>{st.sent}</dd></div>
             <div><dt>Failed</dt><dd>{st.failed}</dd></div>
+            <div><dt>Held</dt><dd>{st.held}</dd></div>
+            <div><dt>Refused</dt><dd>{st.refused}</dd></div>
             <div><dt>Last 24 h</dt><dd>{st.last_24h}</dd></div>
             <div><dt>Failed 24 h</dt><dd>{st.failed_24h}</dd></div>
             <div><dt>Last failure</dt><dd>{st.last_failure ? `${st.last_failure} (${ago(st.last_failure_at)})` : "none"}</dd></div>
@@ -33,7 +35,7 @@ export function NotificationsPage() {
         ) : null}
       </DataState>
       <div className="toolbar">
-        <Select label="Status" value={status} options={["sent", "failed"]} onChange={(v) => { setStatus(v); setOffset(0); }} />
+        <Select label="Status" value={status} options={["sent", "failed", "held", "refused"]} onChange={(v) => { setStatus(v); setOffset(0); }} />
         <Select label="Channel" value={channel} options={Object.keys(st?.by_channel ?? {})} onChange={(v) => { setChannel(v); setOffset(0); }} />
       </div>
       <DataState loading={list.isLoading} error={list.error} empty={list.data?.data.length === 0} emptyText="No deliveries.">

@@ -13,7 +13,7 @@ from pydantic.alias_generators import to_camel
 from butlers.core.context import ButlerContext
 from butlers.core.spawner import Spawner
 from butlers.migrations import Chain
-from butlers.modules.channels import Channel
+from butlers.modules.channels import Approver, Channel, Outbound
 from butlers.redaction import Redactor
 
 ApprovalMode = Literal["always", "conditional", "never"]
@@ -55,13 +55,18 @@ class ModuleServices:
     `redactor` is the butler's one redaction policy (for anything a module records);
     `channels` holds each delivery channel that started (filled by `telegram` and
     `email`, used by `messenger`); `switchboard_url` is where channel connectors hand
-    received messages in (`ingest_v1`; None when the butler does not register).
+    received messages in (`ingest_v1`; None when the butler does not register);
+    `approver` is the approvals gate when that module is active; `outbound` is the
+    messenger's send path when that module is active (the channel modules' own send
+    tools go through it, so no send skips its checks).
     """
 
     spawner: Spawner
     redactor: Redactor
     channels: dict[str, Channel] = field(default_factory=dict)
     switchboard_url: str | None = None
+    approver: Approver | None = None
+    outbound: Outbound | None = None
 
 
 @dataclass

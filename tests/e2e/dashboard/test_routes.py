@@ -29,6 +29,7 @@ VALUES = {
     "fact_id": "1",
     "butler": "relationship",
     "contact_id": str(uuid.uuid4()),
+    "thread_id": "<route-walk@mail.example>",
 }
 ERROR_CODES = {
     "VALIDATION_ERROR",

@@ -42,6 +42,7 @@ PAGES = [
     ("/costs", "Costs"),
     ("/issues", "Issues"),
     ("/notifications", "Notifications"),
+    ("/triage", "Triage"),
     ("/audit", "Audit log"),
     ("/search", "Search"),
     ("/butlers/general", "general"),
@@ -406,6 +407,33 @@ async def test_schedule_create_toggle_and_delete_from_the_ui(
     await row.get_by_role("button", name=f"Delete {name}").click()
     await row.wait_for(state="detached")
     assert await over_mcp() is None
+    assert watcher.problems == []
+
+
+async def test_triage_rule_create_try_and_delete_from_the_ui(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle
+) -> None:
+    page, watcher = ui
+    name = f"ui-{uuid.uuid4().hex[:6]}"
+    await _open(page, "/triage")
+    form = page.get_by_role("form", name="New triage rule")
+    await form.get_by_label("Name").fill(name)
+    await form.get_by_label("When").select_option("domain")
+    await form.get_by_label("is / contains").fill(f"{name}.example")
+    await form.get_by_label("Butler").fill("health")
+    await form.get_by_role("button", name="Add rule").click()
+    row = page.locator(f"tr[data-rule='{name}']")
+    await row.wait_for()
+    rules = await butler_ecosystem.call("switchboard", "triage_rules_list")
+    assert [(r["action"], r["butler"]) for r in rules if r["name"] == name] == [("route", "health")]
+    trial = page.get_by_role("form", name="Try a message")
+    await trial.get_by_label("Sender").fill(f"dr@{name}.example")
+    await trial.get_by_role("button", name="Try").click()
+    result = trial.get_by_label("Dry run result")
+    await result.wait_for()
+    assert "route → health" in await result.inner_text()
+    await row.get_by_role("button", name=f"Delete rule {name}").click()
+    await row.wait_for(state="detached")
     assert watcher.problems == []
 
 

@@ -41,7 +41,7 @@ async def test_telegram_with_wrong_token_fails_with_phase_credentials(
 async def test_telegram_send_reaches_the_bot_api(module_butler: ButlerFactory) -> None:
     async with fake_telegram(TOKEN) as fake:
         butler = await module_butler(
-            {"telegram": {"apiBase": fake.url}},
+            {"messenger": {}, "telegram": {"apiBase": fake.url}},
             environ={"TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_CHAT_ID": "42"},
         )
         result = await butler.call("telegram_send", {"text": "hello"})
@@ -80,7 +80,10 @@ async def test_email_without_credentials_fails_with_phase_credentials(
 async def test_email_send_delivers_over_smtp(module_butler: ButlerFactory) -> None:
     async with fake_smtp("bot@example.org", "s3cret") as smtp:
         butler = await module_butler(
-            {"email": {"smtpHost": "127.0.0.1", "smtpPort": smtp.port, "starttls": False}},
+            {
+                "messenger": {"owner": {"email": ["me@example.org"]}},
+                "email": {"smtpHost": "127.0.0.1", "smtpPort": smtp.port, "starttls": False},
+            },
             environ={"EMAIL_USERNAME": "bot@example.org", "EMAIL_PASSWORD": "s3cret"},
         )
         assert butler.module("email")["status"] == "active"

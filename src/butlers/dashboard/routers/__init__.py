@@ -25,6 +25,7 @@ def core_routers() -> list[APIRouter]:
         timeline,
         tools,
         traces,
+        triage,
         unsupported,
     )
 
@@ -47,5 +48,6 @@ def core_routers() -> list[APIRouter]:
         secrets.router,
         tables.router,
         events.router,
+        triage.router,
         unsupported.router,
     ]

@@ -17,6 +17,8 @@ from butlers.modules.messenger import store
 from butlers.modules.messenger.store import DELIVERIES
 
 router = APIRouter(tags=["notifications"])
+# sent | failed by the channel | held for the owner's approval | refused (not sent)
+DeliveryStatus = Literal["sent", "failed", "held", "refused"]
 MODULE = "messenger"
 
 
@@ -27,21 +29,26 @@ class Notification(BaseModel):
     recipient: str | None
     subject: str | None
     body: str
-    status: Literal["sent", "failed"]
+    status: DeliveryStatus
     error: str | None
     provider_message_id: str | None
+    tool: str | None
     created_at: datetime
 
 
 class ChannelStats(BaseModel):
     sent: int = 0
     failed: int = 0
+    held: int = 0
+    refused: int = 0
 
 
 class NotificationStats(BaseModel):
     total: int
     sent: int
     failed: int
+    held: int
+    refused: int
     last_24h: int
     failed_24h: int
     by_channel: dict[str, ChannelStats]
@@ -70,7 +77,6 @@ async def _list(
 
 
 Channel = Annotated[str | None, Query(max_length=50)]
-DeliveryStatus = Literal["sent", "failed"]
 
 
 @router.get("/api/notifications", response_model=PaginatedResponse[Notification])
@@ -96,7 +102,7 @@ async def notification_stats(dashboard: Ctx) -> dict[str, Any]:
         dashboard.db.fan_read(store.last_failure, names),
     )
     by_channel: dict[str, ChannelStats] = {}
-    totals = {"sent": 0, "failed": 0}
+    totals = {"sent": 0, "failed": 0, "held": 0, "refused": 0}
     recent = failed_recent = 0
     for _name, rows in fan.items():
         for row in rows:
@@ -108,9 +114,11 @@ async def notification_stats(dashboard: Ctx) -> dict[str, Any]:
     failures = [f for _n, f in last_failures.items() if f is not None]
     latest = max(failures, key=lambda f: f.created_at, default=None)
     stats = NotificationStats(
-        total=totals["sent"] + totals["failed"],
+        total=sum(totals.values()),
         sent=totals["sent"],
         failed=totals["failed"],
+        held=totals["held"],
+        refused=totals["refused"],
         last_24h=recent,
         failed_24h=failed_recent,
         by_channel=by_channel,

@@ -184,12 +184,34 @@ class ApprovalGate(Middleware):
             raise ToolError(_validation_message(name, exc)) from None
         identity = caller_identity(context)
         session_id = identity.name if identity and identity.kind == "session" else None
+        approval_id, status = await self._decide(
+            name, arguments, session_id, session_id or _mcp_session(context)
+        )
+        if status == "approved":
+            return await call_next(context)
+        raise ToolError(await self.refusal(name, approval_id, status))
+
+    async def hold(
+        self, name: str, arguments: dict[str, Any], session_id: str | None
+    ) -> tuple[uuid.UUID, str]:
+        """Hold one action a tool is about to take until the owner decides, as a gated
+        call is held: `(approval id, "approved" | "denied" | "expired" | "lost")`. For a
+        tool that decides from its arguments and state whether it needs approval (an
+        outbound send to a recipient the owner has not allowed). On "approved" the
+        caller must act at once (the approver is told the action started)."""
+        return await self._decide(name, arguments, session_id, session_id)
+
+    async def _decide(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        session_id: str | None,
+        requester: str | None,
+    ) -> tuple[uuid.UUID, str]:
         # The row shows the approver the call (secrets and credentials masked); the call
         # itself runs with the real arguments.
         recorded = self._redactor.value(arguments)
-        approval_id = await self._store.request(
-            name, recorded, session_id or _mcp_session(context), self._timeout
-        )
+        approval_id = await self._store.request(name, recorded, requester, self._timeout)
         log.info("holding %s for approval %s", name, approval_id)
         held = self._held[approval_id] = _Held()
         started = False
@@ -204,7 +226,7 @@ class ApprovalGate(Middleware):
             if status == "approved":
                 started = True
                 held.started.set_result(True)
-                return await call_next(context)
+            return approval_id, status
         finally:
             self._held.pop(approval_id, None)
             if not held.started.done():
@@ -212,16 +234,18 @@ class ApprovalGate(Middleware):
             self._finished[approval_id] = (status, started)
             while len(self._finished) > KEPT_OUTCOMES:
                 self._finished.popitem(last=False)
+
+    async def refusal(self, name: str, approval_id: uuid.UUID, status: str) -> str:
+        """Why a held call did not run, for its caller."""
         if status == "lost":
-            raise ToolError(f"{name} needed approval {approval_id}, but {DATABASE_AWAY}; ask again")
-        row = await self._store.get(approval_id)
+            return f"{name} needed approval {approval_id}, but {DATABASE_AWAY}; ask again"
         if status == "denied":
+            row = await self._store.get(approval_id)
             decided_by, reason = (row.decided_by, row.reason) if row else (None, None)
-            raise ToolError(
-                f"{name} was denied (approval {approval_id}) by {decided_by}"
-                + (f": {reason}" if reason else "")
+            return f"{name} was denied (approval {approval_id}) by {decided_by}" + (
+                f": {reason}" if reason else ""
             )
-        raise ToolError(
+        return (
             f"{name} needed approval {approval_id}, which expired after {self._timeout:g} s "
             f"without a decision; nothing was done"
         )

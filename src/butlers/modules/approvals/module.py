@@ -40,6 +40,7 @@ class ApprovalsModule(Module):
             )
         services = ctx.services
         self.gate = ApprovalGate(self.store, timeout, services.redactor, spawner=services.spawner)
+        services.approver = self.gate
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         store = self.store

@@ -80,6 +80,7 @@ def build_mail_envelope(
         "attachments": [dict(a) for a in mail.attachments],
         "quoted": list(mail.quoted),
         "edit_of": None,
+        "headers": dict(mail.list_headers),
     }
     raw = _without_nul(raw)
     return IngestEnvelopeV1(

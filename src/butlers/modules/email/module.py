@@ -35,6 +35,11 @@ from butlers.tooling import tool
 
 NAME = "email"
 log = logging.getLogger(__name__)
+# Sends go through the messenger's guard and delivery log, never around them.
+NO_MESSENGER = (
+    "email_send needs the messenger module on this butler (owner destinations, approvals "
+    "for other recipients, the delivery log); add `messenger` to spec.modules"
+)
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 INGEST_TIMEOUT = 30.0
@@ -304,12 +309,20 @@ class EmailModule(Module):
             subject: Annotated[str, Field(min_length=1, max_length=998)],
             to: str | None = None,
         ) -> AnyJson:
-            """Send a plain-text email (to the default recipient unless `to` is given)."""
-            try:
-                message_id = await mailbox.send(to, subject, body)
-            except ChannelError as exc:
-                raise ToolError(str(exc)) from None
-            return {"message_id": message_id, "to": to or mailbox.default_to}
+            """Send a plain-text email (to the owner's default address unless `to` is
+            given). Through the messenger: a recipient the owner has not allowed is held
+            for their approval, and the attempt is in its delivery log."""
+            outbound = ctx.services.outbound
+            if outbound is None:
+                raise ToolError(NO_MESSENGER)
+            row = await outbound.send(NAME, to, subject, body, tool="email_send")
+            if row.status != "sent":
+                raise ToolError(f"email not sent ({row.status}, delivery {row.id}): {row.error}")
+            return {
+                "message_id": row.provider_message_id,
+                "to": row.recipient or mailbox.default_to,
+                "delivery_id": str(row.id),
+            }
 
         if mailbox.config.imap_host is None:
             return

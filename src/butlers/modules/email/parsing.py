@@ -60,10 +60,16 @@ class InboundMail:
     attachments: list[dict[str, Any]] = field(default_factory=list)
     in_reply_to: str | None = None
     references: list[str] = field(default_factory=list)
+    # Mailing-list headers the switchboard's triage rules match on (lower-case names).
+    list_headers: dict[str, str] = field(default_factory=dict)
 
 
 def message_ids(value: str | None) -> list[str]:
     return MSG_ID.findall(value or "")
+
+
+LIST_HEADERS = ("List-Id", "List-Unsubscribe", "Precedence")
+MAX_LIST_HEADER = 1000
 
 
 def parse_mail(raw: bytes) -> InboundMail:
@@ -92,6 +98,11 @@ def parse_mail(raw: bytes) -> InboundMail:
         attachments=attachments[:50],
         in_reply_to=in_reply_to,
         references=references,
+        list_headers={
+            name.lower(): " ".join(value.split())[:MAX_LIST_HEADER]
+            for name in LIST_HEADERS
+            if (value := _header(message, name))
+        },
     )
 
 

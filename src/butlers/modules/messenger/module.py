@@ -1,38 +1,41 @@
 """The `messenger` module's MCP-facing class: its config, tools and lifecycle."""
 
-import asyncio
 from typing import Annotated, Literal
 
 from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
 from pydantic import Field
 
+from butlers.auth.access import access_meta
 from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
-from butlers.modules.channels import ChannelError
+from butlers.modules.messenger.outbound import OutboundGuard, OwnerDestinations, normalize
 from butlers.modules.messenger.store import MessengerStore
 from butlers.tooling import tool
 
 NAME = "messenger"
 CHANNEL_MODULES = ("telegram", "email")
-SEND_TIMEOUT = 30.0
+ChannelName = Literal["telegram", "email"]
 
 
 class MessengerConfig(ModuleConfig):
-    default_channel: Literal["telegram", "email"] | None = None
+    default_channel: ChannelName | None = None
+    # The owner's own destinations: sends there need no approval (see outbound.py).
+    owner: OwnerDestinations = OwnerDestinations()
 
 
 class MessengerModule(Module):
     name = NAME
     config_model = MessengerConfig
     chain = migration_chain(NAME, __file__)
-    optional_dependencies = CHANNEL_MODULES
+    optional_dependencies = (*CHANNEL_MODULES, "approvals")
+    # Who may receive without approval is the owner's to change, never a session's.
+    session_hidden_tools = ("contact_allow", "contact_disallow")
 
-    def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
-        store = MessengerStore(ctx.pool)
+    async def start(self, ctx: ModuleContext) -> None:
         config: MessengerConfig = ctx.config
-        channels = ctx.services.channels
+        self.store = MessengerStore(ctx.pool)
         states = ctx.butler.modules
-        meta = tool_meta(NAME)
 
         def unavailable(channel: str) -> str:
             state = next((m for m in states if m.name == channel), None)
@@ -40,32 +43,37 @@ class MessengerModule(Module):
                 return f"channel {channel!r} is not enabled in spec.modules"
             return f"channel {channel!r} is {state.status} (phase {state.phase}): {state.error}"
 
+        self.unavailable = unavailable
+        self.guard = OutboundGuard(
+            self.store, ctx.services.channels, config.owner, ctx.services, unavailable
+        )
+        ctx.services.outbound = self.guard
+
+    def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
+        store, guard, unavailable = self.store, self.guard, self.unavailable
+        config: MessengerConfig = ctx.config
+        channels = ctx.services.channels
+        meta = tool_meta(NAME)
+        owner_only = meta | access_meta(sessions=False)
+
         @tool(mcp, meta=meta)
         async def notify(
             message: Annotated[str, Field(min_length=1, max_length=20000)],
-            channel: Literal["telegram", "email"] | None = None,
+            channel: ChannelName | None = None,
             recipient: str | None = None,
             subject: str | None = None,
         ) -> AnyJson:
-            """Send a notification to the user; every attempt is logged in `deliveries`."""
+            """Send a notification to the user (their default destination unless
+            `recipient` is given). A recipient other than the owner's destinations and
+            allowed contacts is held for the owner's approval. Every attempt is logged in
+            `deliveries`."""
             name: str = channel or config.default_channel or next(iter(channels), "telegram")
-            provider_id, error = None, None
-            target = channels.get(name)
-            if target is None:
-                error = unavailable(name)
-            else:
-                try:
-                    async with asyncio.timeout(SEND_TIMEOUT):
-                        provider_id = await target.send(recipient, subject, message)
-                except (ChannelError, TimeoutError) as exc:
-                    error = str(exc) or f"no answer within {SEND_TIMEOUT:g} s"
-            row = await store.record(name, recipient, subject, message, error, provider_id)
-            return to_json(row)
+            return to_json(await guard.send(name, recipient, subject, message, tool="notify"))
 
         @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def deliveries_list(
             channel: str | None = None,
-            status: Literal["sent", "failed"] | None = None,
+            status: Literal["sent", "failed", "held", "refused"] | None = None,
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
         ) -> AnyJson:
             """The delivery log, newest first."""
@@ -82,3 +90,33 @@ class MessengerModule(Module):
                 }
                 for name in CHANNEL_MODULES
             ]
+
+        def address_of(channel: str, address: str) -> str:
+            try:
+                return normalize(channel, address)
+            except ValueError as exc:
+                raise ToolError(str(exc)) from None
+
+        @tool(mcp, meta=owner_only, annotations={"idempotentHint": True})
+        async def contact_allow(
+            channel: ChannelName,
+            address: Annotated[str, Field(min_length=1, max_length=320)],
+            name: Annotated[str | None, Field(max_length=300)] = None,
+        ) -> AnyJson:
+            """Allow sends to this recipient without an approval (the owner's decision:
+            not callable from a session)."""
+            return to_json(await store.allow(channel, address_of(channel, address), name))
+
+        @tool(mcp, meta=owner_only, annotations={"idempotentHint": True})
+        async def contact_disallow(
+            channel: ChannelName, address: Annotated[str, Field(min_length=1, max_length=320)]
+        ) -> AnyJson:
+            """Take a recipient off the allowed list (its sends are held again)."""
+            address = address_of(channel, address)
+            return {"channel": channel, "address": address,
+                    "removed": await store.disallow(channel, address)}  # fmt: skip
+
+        @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
+        async def contacts_allowed(limit: Annotated[int, Field(ge=1, le=500)] = 200) -> AnyJson:
+            """Recipients the owner allowed besides their own destinations."""
+            return to_json(await store.allowed(limit))

@@ -1,4 +1,6 @@
-"""The `deliveries` table: every notification attempt and its outcome."""
+"""The `deliveries` table (every send attempt of every tool and its outcome: `sent`,
+`failed`, `held` for the owner's approval, `refused`) and `allowed_contacts` (recipients
+the owner allowed besides their own destinations)."""
 
 import uuid
 from dataclasses import dataclass, field
@@ -18,9 +20,11 @@ class Delivered(Record):
     channel: str
     recipient: str | None
     subject: str | None
-    status: str  # sent | failed
+    status: str  # sent | failed | held | refused
     error: str | None
     provider_message_id: str | None
+    tool: str | None
+    approval_id: uuid.UUID | None
     created_at: datetime
 
 
@@ -34,6 +38,8 @@ class Delivery(Record):
     status: str
     error: str | None
     provider_message_id: str | None
+    tool: str | None
+    approval_id: uuid.UUID | None
     created_at: datetime
 
 
@@ -49,6 +55,17 @@ class DeliveryShown(Record):
     status: str
     error: str | None
     provider_message_id: str | None
+    tool: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AllowedContact(Record):
+    """A recipient the owner allowed: sends to it go out without an approval."""
+
+    channel: str
+    address: str
+    name: str | None
     created_at: datetime
 
 
@@ -107,22 +124,83 @@ class MessengerStore:
         recipient: str | None,
         subject: str | None,
         body: str,
+        *,
+        status: str,
         error: str | None,
-        provider_message_id: str | None,
+        provider_message_id: str | None = None,
+        tool: str | None = None,
     ) -> Delivered:
         row = await self._pool.fetchrow(
             "INSERT INTO deliveries (channel, recipient, subject, body, status, error, "
-            f"provider_message_id) VALUES ($1, $2, $3, $4, $5, $6, $7) "
+            "provider_message_id, tool) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
             f"RETURNING {Delivered.columns()}",
             channel,
             recipient,
             subject,
             body,
-            "failed" if error else "sent",
+            status,
             error,
+            provider_message_id,
+            tool,
+        )
+        return Delivered.from_row(row)
+
+    async def settle(
+        self,
+        delivery_id: uuid.UUID,
+        *,
+        status: str,
+        error: str | None,
+        approval_id: uuid.UUID | None,
+        provider_message_id: str | None = None,
+    ) -> Delivered:
+        """The outcome of a held delivery: sent or failed once approved, else refused."""
+        row = await self._pool.fetchrow(
+            "UPDATE deliveries SET status = $2, error = $3, approval_id = $4, "
+            "provider_message_id = $5, updated_at = clock_timestamp() "
+            f"WHERE id = $1 RETURNING {Delivered.columns()}",
+            delivery_id,
+            status,
+            error,
+            approval_id,
             provider_message_id,
         )
         return Delivered.from_row(row)
+
+    async def is_allowed(self, channel: str, address: str) -> bool:
+        return bool(
+            await self._pool.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM allowed_contacts "
+                "WHERE channel = $1 AND address = $2)",
+                channel,
+                address,
+            )
+        )
+
+    async def allow(self, channel: str, address: str, name: str | None) -> AllowedContact:
+        row = await self._pool.fetchrow(
+            "INSERT INTO allowed_contacts (channel, address, name) VALUES ($1, $2, $3) "
+            "ON CONFLICT (channel, address) DO UPDATE SET name = EXCLUDED.name "
+            f"RETURNING {AllowedContact.columns()}",
+            channel,
+            address,
+            name,
+        )
+        return AllowedContact.from_row(row)
+
+    async def disallow(self, channel: str, address: str) -> bool:
+        status = await self._pool.execute(
+            "DELETE FROM allowed_contacts WHERE channel = $1 AND address = $2", channel, address
+        )
+        return bool(status == "DELETE 1")
+
+    async def allowed(self, limit: int) -> list[AllowedContact]:
+        rows = await self._pool.fetch(
+            f"SELECT {AllowedContact.columns()} FROM allowed_contacts "
+            "ORDER BY channel, address LIMIT $1",
+            limit,
+        )
+        return [AllowedContact.from_row(r) for r in rows]
 
     async def deliveries(
         self, channel: str | None, status: str | None, limit: int

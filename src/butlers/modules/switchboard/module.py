@@ -17,7 +17,8 @@ from butlers.mcp_clients import McpClient
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.switchboard.pipeline import Pipeline
 from butlers.modules.switchboard.registry import expire_stale_entries, register_registry_tools
-from butlers.modules.switchboard.store import IdempotencyConflict, SwitchboardStore
+from butlers.modules.switchboard.store import IdempotencyConflict, SwitchboardStore, TriageStore
+from butlers.modules.switchboard.triage_tools import TRIAGE_WRITE_TOOLS, register_triage_tools
 from butlers.spec import SWITCHBOARD_MODULE
 from butlers.switchboard.classification import RouteEntry
 from butlers.switchboard.envelope import parse_envelope
@@ -47,8 +48,9 @@ class SwitchboardModule(Module):
     name = NAME
     config_model = SwitchboardConfig
     chain = migration_chain(NAME, __file__)
-    # A classification session must not re-enter the pipeline.
-    session_hidden_tools = ("ingest_v1", "classify_message", "route")
+    # A classification session must not re-enter the pipeline, nor change where
+    # messages go.
+    session_hidden_tools = ("ingest_v1", "classify_message", "route", *TRIAGE_WRITE_TOOLS)
 
     def __init__(self) -> None:
         self._pipeline: Pipeline | None = None
@@ -59,6 +61,7 @@ class SwitchboardModule(Module):
         self._pipeline = Pipeline(
             butler=ctx.butler.name,
             store=SwitchboardStore(ctx.pool),
+            triage=TriageStore(ctx.pool),
             clients=McpClient(
                 _bearer(ctx.butler.token),
                 timeout=config.route_timeout_seconds + 30,
@@ -158,6 +161,7 @@ class SwitchboardModule(Module):
             return {"route_id": str(route_id), "butler": butler, "confirmed": confirmed}
 
         register_registry_tools(mcp, store, meta)
+        register_triage_tools(mcp, TriageStore(ctx.pool), pipeline, meta)
 
         @tool(mcp, meta=meta, annotations=read)
         async def butler_registry_list() -> AnyJson:

@@ -14,7 +14,7 @@ from pydantic import JsonValue
 
 from butlers.core.spawner import Spawner
 from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
-from butlers.modules.switchboard.store import Claimed, SwitchboardStore
+from butlers.modules.switchboard.store import Claimed, SwitchboardStore, TriageStore
 from butlers.switchboard.classification import (
     FALLBACK_BUTLER,
     ButlerProfile,
@@ -34,7 +34,14 @@ from butlers.switchboard.dispatch import (
     execute_plan,
     summarize,
 )
-from butlers.switchboard.envelope import IngestEnvelopeV1
+from butlers.switchboard.envelope import IngestEnvelopeV1, parse_envelope
+from butlers.switchboard.triage import (
+    AFFINITY_CHANNELS,
+    TriageDecision,
+    TriageFacts,
+    decide,
+    facts_of,
+)
 from butlers.telemetry import current_trace_id, tracer
 
 log = logging.getLogger(__name__)
@@ -51,6 +58,7 @@ class Pipeline:
         *,
         butler: str,
         store: SwitchboardStore,
+        triage: TriageStore,
         clients: McpClient,
         spawner: Spawner,
         classification_timeout: float,
@@ -60,6 +68,7 @@ class Pipeline:
     ) -> None:
         self._butler = butler
         self._store = store
+        self._triage = triage
         self._clients = clients
         # Routes whose `trigger` call is under way: route id -> (target, prompt digest).
         # A target asks (`route_confirm`) before it runs what the switchboard's token asks.
@@ -115,7 +124,11 @@ class Pipeline:
             task = self._spawn(
                 request_id,
                 self._process(
-                    request_id, envelope.payload.text, route_timeout, classification_timeout
+                    request_id,
+                    envelope.payload.text,
+                    route_timeout,
+                    classification_timeout,
+                    facts_of(envelope),
                 ),
             )
         if wait:
@@ -226,7 +239,7 @@ class Pipeline:
                 await self._store.give_up(request_id, reason)
                 log.warning("message %s failed: %s", request_id, reason)
                 return {}
-            return await self._process(request_id, row.text, None, None)
+            return await self._process(request_id, row.text, None, None, _facts(row))
         classification = Classification(
             entries=tuple(RouteEntry(**entry) for entry in stored["entries"]),
             fallback=bool(stored.get("fallback")),
@@ -249,23 +262,90 @@ class Pipeline:
             "classification_fallbacks": self.fallbacks,
         }
 
+    async def triage(self, facts: TriageFacts) -> TriageDecision | None:
+        """What happens to a message before classification: a rule's decision, else
+        the butler of its thread (e-mail replies), else None (classify it)."""
+        rules = [row.rule() for row in await self._triage.rules()]
+        decision = decide(rules, facts)
+        if decision is not None or facts.thread_id is None:
+            return decision
+        if facts.channel not in AFFINITY_CHANNELS:
+            return None
+        affinity = await self._triage.affinity(facts.channel, facts.thread_id)
+        if affinity is None:
+            return None
+        how = "pinned by the owner" if affinity.pinned else "handled its earlier messages"
+        return TriageDecision(
+            "affinity", affinity.butler, None, None, f"thread affinity: {affinity.butler} {how}"
+        )
+
     async def _process(
         self,
         request_id: uuid.UUID,
         text: str,
         route_timeout: float | None,
         classification_timeout: float | None,
+        facts: TriageFacts | None = None,
     ) -> dict[str, JsonValue]:
-        classification = await self.classify(text, request_id, classification_timeout)
+        decision = await self.triage(facts) if facts is not None else None
+        if decision is not None and decision.action == "ignore":
+            return await self._ignore(request_id, decision)
+        if decision is not None and decision.butler is not None:
+            classification = Classification(
+                (RouteEntry(decision.butler, text, text),), False, decision.reason
+            )
+        else:
+            classification = await self.classify(text, request_id, classification_timeout)
         plan = FanoutPlan(
             request_id,
             classification.entries,
             route_ids=tuple(uuid.uuid4() for _ in classification.entries),
         )
         stored = classification.to_json() | {"route_ids": [str(i) for i in plan.route_ids]}
+        if decision is not None:
+            stored["triage"] = decision.to_json()
         if not await self._store.classified(request_id, stored):
             raise RuntimeError(f"message {request_id} is no longer accepted")
-        return await self._dispatch(request_id, classification, plan, route_timeout)
+        outcome = await self._dispatch(request_id, classification, plan, route_timeout)
+        if facts is not None:
+            await self._learn_thread(request_id, facts, outcome)
+        if decision is not None:
+            outcome["triage"] = decision.to_json()
+        return outcome
+
+    async def _ignore(
+        self, request_id: uuid.UUID, decision: TriageDecision
+    ) -> dict[str, JsonValue]:
+        classification = Classification((), False, decision.reason).to_json()
+        stored = classification | {"triage": decision.to_json()}
+        if not await self._store.ignored(request_id, stored):
+            raise RuntimeError(f"message {request_id} is no longer accepted")
+        log.info("message %s ignored: %s", request_id, decision.reason)
+        return {
+            "classification": classification,
+            "fanout_status": "ignored",
+            "routes": [],
+            "triage": decision.to_json(),
+        }
+
+    async def _learn_thread(
+        self, request_id: uuid.UUID, facts: TriageFacts, outcome: dict[str, JsonValue]
+    ) -> None:
+        """Remember the butler of an e-mail thread when exactly one butler handled it."""
+        routes = outcome.get("routes")
+        if facts.thread_id is None or facts.channel not in AFFINITY_CHANNELS:
+            return
+        if not isinstance(routes, list) or len(routes) != 1:
+            return
+        [route] = routes
+        if not isinstance(route, dict) or route.get("status") != "success":
+            return
+        try:
+            await self._triage.remember(
+                facts.channel, facts.thread_id, str(route["butler"]), request_id
+            )
+        except (OSError, asyncpg.PostgresError) as exc:
+            log.warning("thread affinity of %s not recorded: %s", request_id, exc)
 
     async def _dispatch(
         self,
@@ -358,6 +438,10 @@ class Pipeline:
             return fallback(text, reason)
         return classification
 
+    async def butler_names(self) -> set[str]:
+        """Butlers messages can be routed to (registered, the switchboard itself left out)."""
+        return {p.name for p in await self._profiles()}
+
     async def _profiles(self) -> list[ButlerProfile]:
         rows = await self._store.registry(self._stale_after)
         return [
@@ -413,6 +497,14 @@ class Pipeline:
             if row.name == butler:
                 return row.url
         raise TargetUnavailable(f"butler {butler!r} is not registered with the switchboard")
+
+
+def _facts(row: Claimed) -> TriageFacts | None:
+    """The triage facts of a stored message (None when its envelope cannot be read)."""
+    try:
+        return facts_of(parse_envelope(row.envelope))
+    except ValueError:
+        return None
 
 
 def prompt_digest(prompt: str) -> str:

@@ -20,6 +20,11 @@ NAME = "telegram"
 log = logging.getLogger(__name__)
 POLL_BACKOFF = 1.0
 MAX_POLL_BACKOFF = 60.0
+# Sends go through the messenger's guard and delivery log, never around them.
+NO_MESSENGER = (
+    "telegram_send needs the messenger module on this butler (owner destinations, "
+    "approvals for other chats, the delivery log); add `messenger` to spec.modules"
+)
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 
 
@@ -147,12 +152,22 @@ class TelegramModule(Module):
         async def telegram_send(
             text: Annotated[str, Field(min_length=1, max_length=4096)], chat_id: str | None = None
         ) -> AnyJson:
-            """Send a Telegram message (to the default chat unless `chat_id` is given)."""
-            try:
-                message_id = await bot.send(chat_id, None, text)
-            except ChannelError as exc:
-                raise ToolError(str(exc)) from None
-            return {"message_id": message_id, "chat_id": chat_id or bot.chat_id}
+            """Send a Telegram message (to the owner's default chat unless `chat_id` is
+            given). Through the messenger: a chat the owner has not allowed is held for
+            their approval, and the attempt is in its delivery log."""
+            outbound = ctx.services.outbound
+            if outbound is None:
+                raise ToolError(NO_MESSENGER)
+            row = await outbound.send(NAME, chat_id, None, text, tool="telegram_send")
+            if row.status != "sent":
+                raise ToolError(
+                    f"telegram message not sent ({row.status}, delivery {row.id}): {row.error}"
+                )
+            return {
+                "message_id": row.provider_message_id,
+                "chat_id": row.recipient or bot.chat_id,
+                "delivery_id": str(row.id),
+            }
 
         @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def telegram_updates(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> AnyJson:

@@ -38,6 +38,7 @@ def _pipeline(outcome: SpawnerResult | Exception) -> Pipeline:
     return Pipeline(
         butler="switchboard",
         store=Registry(),  # type: ignore[arg-type]
+        triage=None,  # type: ignore[arg-type]
         clients=McpClient(),
         spawner=Spawner(outcome),  # type: ignore[arg-type]
         classification_timeout=5,

@@ -116,6 +116,12 @@ def test_session_hidden_tools_come_from_the_enabled_modules() -> None:
         "ingest_v1",
         "classify_message",
         "route",
+        "triage_rule_create",
+        "triage_rule_update",
+        "triage_rule_delete",
+        "thread_affinity_configure",
+        "thread_affinity_pin",
+        "thread_affinity_unpin",
     )
     assert session_hidden_tools({"health": {}, "nope": {}}) == ()
 

@@ -5,6 +5,7 @@ from email.message import EmailMessage
 from butlers.modules.email.inbound import build_mail_envelope
 from butlers.modules.email.module import reply_subject
 from butlers.modules.email.parsing import html_to_text, parse_mail, split_quoted
+from butlers.switchboard.triage import facts_of
 
 
 def test_quoted_lines_and_their_attribution_are_split_from_the_own_text() -> None:
@@ -110,3 +111,17 @@ def test_quoted_text_is_bounded_as_a_whole() -> None:
     message.set_content(body)
     mail = parse_mail(message.as_bytes())
     assert sum(len(q) for q in mail.quoted) <= 90_000
+
+
+def test_list_headers_reach_the_envelope_for_triage() -> None:
+    message = EmailMessage()
+    message["From"] = "News <news@shop.example>"
+    message["List-Id"] = "Deals <deals.shop.example>"
+    message["List-Unsubscribe"] = "<mailto:unsub@shop.example>"
+    message.set_content("50% off")
+    envelope = build_mail_envelope(
+        parse_mail(message.as_bytes()), mailbox="m", uidvalidity=1, uid=1, size=1, cut=False
+    )
+    facts = facts_of(envelope)
+    assert facts.list_id == "Deals <deals.shop.example>" and facts.mailing_list
+    assert facts.sender == "news@shop.example"
