@@ -152,7 +152,6 @@ def request_hash(prompt: str, context: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@dataclass
 class SessionHook(Protocol):
     async def before_session(self, prompt: str, trigger_source: str) -> str: ...
 
@@ -161,6 +160,7 @@ class SessionHook(Protocol):
     ) -> None: ...
 
 
+@dataclass
 class _Running:
     """A session whose runtime runs in this process: its task, who cancelled it."""
 
@@ -519,7 +519,9 @@ class Spawner:
                 async with asyncio.timeout(HOOK_SECONDS):
                     text = await hook.before_session(prompt, trigger_source)
             except TimeoutError:
-                log.warning("session hook %s overran %g s; skipped", type(hook).__name__, HOOK_SECONDS)
+                log.warning(
+                    "session hook %s overran %g s; skipped", type(hook).__name__, HOOK_SECONDS
+                )
                 continue
             except Exception:
                 log.exception("session hook %s failed before the session", type(hook).__name__)
@@ -534,7 +536,9 @@ class Spawner:
                 async with asyncio.timeout(HOOK_SECONDS):
                     await hook.after_session(prompt, trigger_source, result)
             except TimeoutError:
-                log.warning("session hook %s overran %g s; skipped", type(hook).__name__, HOOK_SECONDS)
+                log.warning(
+                    "session hook %s overran %g s; skipped", type(hook).__name__, HOOK_SECONDS
+                )
             except Exception:
                 log.exception("session hook %s failed after the session", type(hook).__name__)
 

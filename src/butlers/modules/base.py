@@ -12,10 +12,10 @@ from pydantic.alias_generators import to_camel
 
 from butlers.core.context import ButlerContext
 from butlers.core.spawner import Spawner
-from butlers.scheduling.jobs import JobRegistry
 from butlers.migrations import Chain
 from butlers.modules.channels import Approver, Channel, Outbound
 from butlers.redaction import Redactor
+from butlers.scheduling.jobs import JobRegistry
 
 ApprovalMode = Literal["always", "conditional", "never"]
 

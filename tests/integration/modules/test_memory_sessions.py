@@ -98,8 +98,12 @@ class _Model:
     async def trigger(self, prompt: str, *, trigger_source: str, tools: bool) -> SpawnerResult:
         self.prompts.append((prompt, tools))
         return SpawnerResult(
-            session_id=str(uuid.uuid4()), success=True, output=self.answer, error=None,
-            duration_ms=1, trigger_source=trigger_source,
+            session_id=str(uuid.uuid4()),
+            success=True,
+            output=self.answer,
+            error=None,
+            duration_ms=1,
+            trigger_source=trigger_source,
         )
 
 
@@ -119,8 +123,12 @@ async def test_consolidation_turns_episodes_into_facts_once(module_butler: Butle
     answer = json.dumps(
         {
             "facts": [
-                {"subject": "owner", "predicate": "lives in", "content": "Zurich",
-                 "permanence": "stable"},
+                {
+                    "subject": "owner",
+                    "predicate": "lives in",
+                    "content": "Zurich",
+                    "permanence": "stable",
+                },
                 {"subject": "owner", "predicate": "diet", "content": "vegetarian"},
             ]
         }
@@ -158,13 +166,14 @@ async def test_a_bad_answer_fails_the_run_and_keeps_the_episodes(
     await _memory(butler).store.add_episode("I moved to Zurich", "ok", "")
     with pytest.raises(ConsolidationFailed, match="no JSON object"):
         await _consolidate(butler, _Model("I could not do that."))
-    row = await butler.context.pool.fetchrow(
-        "SELECT status, error FROM memory_consolidation_runs"
-    )
+    row = await butler.context.pool.fetchrow("SELECT status, error FROM memory_consolidation_runs")
     assert row["status"] == "failed" and "no JSON object" in row["error"]
-    assert await butler.context.pool.fetchval(
-        "SELECT count(*) FROM memory_episodes WHERE NOT consolidated"
-    ) == 1
+    assert (
+        await butler.context.pool.fetchval(
+            "SELECT count(*) FROM memory_episodes WHERE NOT consolidated"
+        )
+        == 1
+    )
 
 
 async def test_decay_fades_unused_facts_and_episodes_expire(module_butler: ButlerFactory) -> None:

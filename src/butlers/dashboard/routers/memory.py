@@ -171,7 +171,9 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-async def _correct(request: Request, dashboard: Dashboard, kind: str, raw_id: str, action: str) -> str:
+async def _correct(
+    request: Request, dashboard: Dashboard, kind: str, raw_id: str, action: str
+) -> str:
     read = store.fact_shown if kind == "fact" else store.rule_shown
     butler, _found = await _find(dashboard, read, raw_id, kind)
     tool, extra = TOOLS[action]
@@ -186,9 +188,7 @@ async def _correct(request: Request, dashboard: Dashboard, kind: str, raw_id: st
     return butler
 
 
-@router.post(
-    "/api/memory/facts/{fact_id}/{action}", response_model=ApiResponse[MemoryFactDetail]
-)
+@router.post("/api/memory/facts/{fact_id}/{action}", response_model=ApiResponse[MemoryFactDetail])
 async def correct_fact(
     fact_id: str, action: Action, request: Request, dashboard: Ctx
 ) -> dict[str, Any]:
@@ -198,9 +198,7 @@ async def correct_fact(
     return ok(await _fact_detail(dashboard, fact_id))
 
 
-@router.post(
-    "/api/memory/rules/{rule_id}/{action}", response_model=ApiResponse[MemoryRuleDetail]
-)
+@router.post("/api/memory/rules/{rule_id}/{action}", response_model=ApiResponse[MemoryRuleDetail])
 async def correct_rule(
     rule_id: str, action: Action, request: Request, dashboard: Ctx
 ) -> dict[str, Any]:

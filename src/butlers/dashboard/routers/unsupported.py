@@ -13,7 +13,7 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok
+from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotSupported
 from butlers.dashboard.support import empty_data, not_supported
 

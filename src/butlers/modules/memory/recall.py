@@ -63,7 +63,9 @@ def summary(tool_calls: list[dict[str, Any]]) -> str:
     """Which tools a session called, with their arguments abbreviated."""
     parts = []
     for call in tool_calls[:20]:
-        arguments = ", ".join(f"{k}={str(v)[:60]}" for k, v in (call.get("arguments") or {}).items())
+        arguments = ", ".join(
+            f"{k}={str(v)[:60]}" for k, v in (call.get("arguments") or {}).items()
+        )
         parts.append(f"{call.get('name')}({arguments})")
     more = len(tool_calls) - 20
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
@@ -87,9 +89,7 @@ class MemoryHook:
         await self._store.used([hit.id for hit in kept if hit.type == "fact"])
         return block
 
-    async def after_session(
-        self, prompt: str, trigger_source: str, result: SpawnerResult
-    ) -> None:
+    async def after_session(self, prompt: str, trigger_source: str, result: SpawnerResult) -> None:
         if trigger_source in OWN_SOURCES:
             return
         outcome = (result.output if result.success else f"error: {result.error}") or ""

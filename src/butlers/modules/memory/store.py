@@ -515,9 +515,11 @@ class MemoryStore:
         """Lower each active fact's confidence by its permanence's rate per day since it
         was last used or decayed; facts below `fade_below` become `faded`. Returns
         (decayed, faded)."""
-        rates = "CASE permanence " + " ".join(
-            f"WHEN '{name}' THEN {rate}" for name, rate in DECAY_PER_DAY.items()
-        ) + " END"
+        rates = (
+            "CASE permanence "
+            + " ".join(f"WHEN '{name}' THEN {rate}" for name, rate in DECAY_PER_DAY.items())
+            + " END"
+        )
         since = "greatest(coalesce(last_used_at, created_at), coalesce(decayed_at, created_at))"
         async with self._pool.acquire() as conn, conn.transaction():
             decayed = await conn.fetchval(
@@ -563,6 +565,7 @@ class MemoryStore:
 
 
 # -- the dashboard's reads -----------------------------------------------------------------
+
 
 def _contains(*columns: str) -> Clause:
     return Clause(
@@ -631,9 +634,7 @@ async def fact_shown(reader: Reader, id_: uuid.UUID) -> FactShown | None:
     if not rows:
         return None
     history = [Fact.from_row(row) for row in rows]
-    newer = await reader.fetch(
-        f"SELECT {FACT} FROM memory_facts WHERE supersedes = $1", id_
-    )
+    newer = await reader.fetch(f"SELECT {FACT} FROM memory_facts WHERE supersedes = $1", id_)
     return FactShown(fact=history[0], history=[Fact.from_row(r) for r in newer] + history)
 
 
@@ -688,7 +689,7 @@ async def activity(reader: Reader, limit: int = ACTIVITY_LIMIT) -> list[Activity
     n = int(limit)
     rows = await reader.fetch(
         f"""
-        (SELECT 'fact' AS kind, id, left({TEXT['fact']}, 300) AS text,
+        (SELECT 'fact' AS kind, id, left({TEXT["fact"]}, 300) AS text,
             validity || ' · ' || provenance AS detail, created_at AS at
          FROM memory_facts ORDER BY created_at DESC LIMIT {n})
         UNION ALL
