@@ -179,4 +179,3 @@ async def test_one_butlers_memory_is_invisible_to_another(
     assert set(stats["data"]["by_butler"]) == {"general", "health", "relationship"}
     activity = (await dashboard.get("/api/memory/activity")).json()["data"]
     assert any(a["id"] == stored["id"] and a["butler"] == "relationship" for a in activity)
-

@@ -163,7 +163,6 @@ async def memory_activity(dashboard: Ctx) -> dict[str, Any]:
     return ok(items[: store.ACTIVITY_LIMIT], failed_butlers=fan.failed_butlers)
 
 
-Action = Literal["retract", "restore", "confirm"]
 TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     "retract": ("memory_retract", {}),
     "restore": ("memory_restore", {}),
@@ -188,21 +187,43 @@ async def _correct(
     return butler
 
 
-@router.post("/api/memory/facts/{fact_id}/{action}", response_model=ApiResponse[MemoryFactDetail])
-async def correct_fact(
-    fact_id: str, action: Action, request: Request, dashboard: Ctx
-) -> dict[str, Any]:
-    """Retract a fact (no longer recalled), restore it, or confirm it (confidence back
-    to full); through the owning butler's tool, audited."""
-    await _correct(request, dashboard, "fact", fact_id, action)
-    return ok(await _fact_detail(dashboard, fact_id))
+def _fact_route(action: str, summary: str) -> None:
+    async def correct_fact(fact_id: str, request: Request, dashboard: Ctx) -> dict[str, Any]:
+        await _correct(request, dashboard, "fact", fact_id, action)
+        return ok(await _fact_detail(dashboard, fact_id))
+
+    router.add_api_route(
+        f"/api/memory/facts/{{fact_id}}/{action}",
+        correct_fact,
+        methods=["POST"],
+        response_model=ApiResponse[MemoryFactDetail],
+        name=f"{action}_fact",
+        description=summary,
+    )
 
 
-@router.post("/api/memory/rules/{rule_id}/{action}", response_model=ApiResponse[MemoryRuleDetail])
-async def correct_rule(
-    rule_id: str, action: Action, request: Request, dashboard: Ctx
-) -> dict[str, Any]:
-    """Retract, restore or confirm (helpful) a rule through the owning butler's tool."""
-    await _correct(request, dashboard, "rule", rule_id, action)
-    butler, rule = await _find(dashboard, store.rule_shown, rule_id, "rule")
-    return ok(MemoryRuleDetail(butler=butler, **to_json(rule)))  # type: ignore[arg-type]
+def _rule_route(action: str, summary: str) -> None:
+    async def correct_rule(rule_id: str, request: Request, dashboard: Ctx) -> dict[str, Any]:
+        await _correct(request, dashboard, "rule", rule_id, action)
+        butler, rule = await _find(dashboard, store.rule_shown, rule_id, "rule")
+        return ok(MemoryRuleDetail(butler=butler, **to_json(rule)))  # type: ignore[arg-type]
+
+    router.add_api_route(
+        f"/api/memory/rules/{{rule_id}}/{action}",
+        correct_rule,
+        methods=["POST"],
+        response_model=ApiResponse[MemoryRuleDetail],
+        name=f"{action}_rule",
+        description=summary,
+    )
+
+
+# Through the owning butler's tool, audited.
+CORRECTIONS = {
+    "retract": "Stop recalling it (kept; restore undoes this).",
+    "restore": "Recall a retracted one again.",
+    "confirm": "Confirm it: a fact's confidence back to full, a rule's helpful count up.",
+}
+for _action, _summary in CORRECTIONS.items():
+    _fact_route(_action, _summary)
+    _rule_route(_action, _summary)
