@@ -195,10 +195,13 @@ def process_rss_mb(pid: int) -> float:
 
 
 async def idle_rss(admin_dsn: str, data_dir: Path) -> None:
+    # The roster's health butler (memory on) against the same without memory.
     [health] = [r for r in load_roster(ROOT / "roster") if r.name == "health"]
-    spec = health.spec.model_copy(update={"modules": {**health.spec.modules, "memory": {}}})
-    with_memory = health.model_copy(
-        update={"spec": spec, "metadata": health.metadata.model_copy(update={"name": "memo"})}
+    modules = {k: v for k, v in health.spec.modules.items() if k != "memory"}
+    schedules = [s for s in health.spec.schedules if s.job != "memory_consolidate"]
+    spec = health.spec.model_copy(update={"modules": modules, "schedules": schedules})
+    without = health.model_copy(
+        update={"spec": spec, "metadata": health.metadata.model_copy(update={"name": "plain"})}
     )
     settings = EcosystemSettings(
         data_dir=data_dir,
@@ -208,21 +211,21 @@ async def idle_rss(admin_dsn: str, data_dir: Path) -> None:
         free_ports=True,
         log_level="WARNING",
     )
-    eco = Ecosystem(settings=settings, resources=[health, with_memory], fsync=False)
+    eco = Ecosystem(settings=settings, resources=[without, health], fsync=False)
     await eco.start()
     try:
-        async with user_client(eco, "memo") as client:
+        async with user_client(eco, "health") as client:
             await client.call_tool("memory_search", {"query": "what is my blood group?"})
         await asyncio.sleep(2)
         figures = {}
-        for name in ("health", "memo"):
+        for name in ("plain", "health"):
             child = eco.butlers[name].process
             assert child is not None
             figures[name] = process_rss_mb(child.pid)
         print(
-            f"idle RSS: health butler {figures['health']:.0f} MB, with memory on "
-            f"{figures['memo']:.0f} MB (goal <= 150), "
-            f"ratio {figures['memo'] / figures['health']:.2f}"
+            f"idle RSS: health butler without memory {figures['plain']:.0f} MB, with memory "
+            f"on {figures['health']:.0f} MB (goal <= 150), "
+            f"ratio {figures['health'] / figures['plain']:.2f}"
         )
     finally:
         await eco.stop()

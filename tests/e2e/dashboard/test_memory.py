@@ -177,5 +177,6 @@ async def test_one_butlers_memory_is_invisible_to_another(
     assert [hit["id"] for hit in found] == [stored["id"]]
     stats = (await dashboard.get("/api/memory/stats")).json()
     assert set(stats["data"]["by_butler"]) == {"general", "health", "relationship"}
+    assert not stats["meta"].get("failed_butlers")  # butlers without memory are skipped
     activity = (await dashboard.get("/api/memory/activity")).json()["data"]
     assert any(a["id"] == stored["id"] and a["butler"] == "relationship" for a in activity)
