@@ -1,14 +1,15 @@
 """The `memory` module's MCP-facing class: its config, tools and lifecycle.
 
-Starting loads the embedding model (phase `model` when it or numpy/tokenizers is
-missing: the butler keeps every other tool), reads the live embeddings into the
-exact vector index, hooks recall and episodes into the butler's sessions
+Starting checks that the embedding model and numpy/tokenizers are installed (phase
+`model` when not: the butler keeps every other tool) and loads the model in the
+background (the first embedding waits for it), hooks recall and episodes into the butler's sessions
 (`recall.py`) and registers the `memory_consolidate` job (`consolidate.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from pathlib import Path
 from typing import Annotated, Literal
@@ -27,7 +28,7 @@ from butlers.modules.base import (
     tool_meta,
 )
 from butlers.modules.memory.consolidate import Consolidator
-from butlers.modules.memory.embedding import Embedder, EmbeddingUnavailable
+from butlers.modules.memory.embedding import Embedder, EmbeddingUnavailable, check_available
 from butlers.modules.memory.recall import MemoryHook
 from butlers.modules.memory.store import KINDS, Kind, MemoryError_, MemoryStore
 from butlers.modules.memory.vectors import VectorIndex
@@ -46,6 +47,14 @@ Source = Annotated[
         "(an email, a web page, a forwarded message): such facts rank below the owner's"
     ),
 ]
+
+
+log = logging.getLogger(__name__)
+
+
+def _loaded(loading: asyncio.Future[Embedder]) -> None:
+    if not loading.cancelled() and loading.exception() is not None:
+        log.error("memory: the embedding model failed to load: %s", loading.exception())
 
 
 class MemoryConfig(ModuleConfig):
@@ -67,6 +76,7 @@ class MemoryModule(Module):
     def __init__(self) -> None:
         self.store: MemoryStore | None = None
         self._consolidator: Consolidator | None = None
+        self._loading: asyncio.Future[Embedder] | None = None
         self._failure = "it has not started"
 
     async def start(self, ctx: ModuleContext) -> None:
@@ -74,15 +84,18 @@ class MemoryModule(Module):
         # Registered first, so a schedule naming the job stays valid when the model is
         # missing: the job's runs then fail naming why.
         ctx.services.jobs.register(JOB, self._consolidate)
-        directory = Path(config.model_dir) if config.model_dir else None
         try:
-            embedder = await asyncio.to_thread(Embedder, directory)
-            index = VectorIndex()
+            directory = check_available(Path(config.model_dir) if config.model_dir else None)
         except EmbeddingUnavailable as exc:
             self._failure = f"it failed to start (phase model): {exc}"
             raise ModuleError("model", f"module 'memory': {exc}") from None
+        # The model loads in the background (about 0.3 s of CPU): the butler is ready
+        # meanwhile, and the first embedding waits for it.
+        embedder = asyncio.ensure_future(asyncio.to_thread(Embedder, directory))
+        embedder.add_done_callback(_loaded)
+        self._loading = embedder
+        index = await asyncio.to_thread(VectorIndex)  # the first search reads the rows
         self.store = MemoryStore(ctx.pool, embedder, index)
-        await self.store.sync()
         spawner = ctx.services.spawner
         spawner.add_hook(
             MemoryHook(

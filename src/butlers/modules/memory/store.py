@@ -157,14 +157,27 @@ def fact_text(subject: str, predicate: str, content: str) -> str:
 
 
 class MemoryStore:
-    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, index: VectorIndex) -> None:
+    """`embedder` may still be loading (a future): the first embedding waits for it."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        embedder: Embedder | asyncio.Future[Embedder],
+        index: VectorIndex,
+    ) -> None:
         self._pool = pool
         self._embedder = embedder
         self._index = index
         self._sync_lock = asyncio.Lock()
 
+    async def embedder(self) -> Embedder:
+        if isinstance(self._embedder, asyncio.Future):
+            self._embedder = await asyncio.shield(self._embedder)
+        return self._embedder
+
     async def embed(self, text: str) -> list[float]:
-        return await asyncio.to_thread(self._embedder.encode_one, text)
+        embedder = await self.embedder()
+        return await asyncio.to_thread(embedder.encode_one, text)
 
     async def store_fact(
         self,
