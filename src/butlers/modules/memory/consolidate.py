@@ -151,7 +151,7 @@ class Consolidator:
         predicate = extracted.predicate.strip().lower().replace(" ", "_")
         content = extracted.content.strip()
         embedding = await self._store.embed(fact_text(subject, predicate, content))
-        same = self._store.similar(embedding, DUPLICATE_SIMILARITY)
+        same = await self._store.similar(embedding, DUPLICATE_SIMILARITY)
         if same is not None:
             await self._store.reinforce(same)
             counts["reinforced"] += 1

@@ -89,12 +89,12 @@ class MemoryModule(Module):
         except EmbeddingUnavailable as exc:
             self._failure = f"it failed to start (phase model): {exc}"
             raise ModuleError("model", f"module 'memory': {exc}") from None
-        # The model loads in the background (about 0.3 s of CPU): the butler is ready
-        # meanwhile, and the first embedding waits for it.
+        # The model and numpy load in the background (about 0.5 s of CPU): the butler is
+        # ready meanwhile, and the first embedding or search waits for them.
         embedder = asyncio.ensure_future(asyncio.to_thread(Embedder, directory))
         embedder.add_done_callback(_loaded)
         self._loading = embedder
-        index = await asyncio.to_thread(VectorIndex)  # the first search reads the rows
+        index = asyncio.ensure_future(asyncio.to_thread(VectorIndex))
         self.store = MemoryStore(ctx.pool, embedder, index)
         spawner = ctx.services.spawner
         spawner.add_hook(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -157,23 +157,37 @@ def fact_text(subject: str, predicate: str, content: str) -> str:
 
 
 class MemoryStore:
-    """`embedder` may still be loading (a future): the first embedding waits for it."""
+    """`embedder` and `index` may still be loading (futures): the first embedding or
+    search waits for them. Until the index is there, writes leave it alone: its first
+    sync reads every row."""
 
     def __init__(
         self,
         pool: asyncpg.Pool,
         embedder: Embedder | asyncio.Future[Embedder],
-        index: VectorIndex,
+        index: VectorIndex | asyncio.Future[VectorIndex],
     ) -> None:
         self._pool = pool
         self._embedder = embedder
-        self._index = index
+        self._loading_index = index if isinstance(index, asyncio.Future) else None
+        self._ready_index = None if isinstance(index, asyncio.Future) else index
         self._sync_lock = asyncio.Lock()
 
     async def embedder(self) -> Embedder:
         if isinstance(self._embedder, asyncio.Future):
             self._embedder = await asyncio.shield(self._embedder)
         return self._embedder
+
+    async def index(self) -> VectorIndex:
+        if self._ready_index is None:
+            assert self._loading_index is not None
+            self._ready_index = await asyncio.shield(self._loading_index)
+        return self._ready_index
+
+    def _indexed(self, change: Callable[[VectorIndex], None]) -> None:
+        """Apply a write to the index when it is there (else its first sync reads it)."""
+        if self._ready_index is not None:
+            change(self._ready_index)
 
     async def embed(self, text: str) -> list[float]:
         embedder = await self.embedder()
@@ -248,8 +262,8 @@ class MemoryStore:
                 )
         fact = Fact.from_row(row)
         if current is not None:
-            self._index.set_live(current["id"], False)
-        self._index.put("fact", fact.id, embedding, True)
+            self._indexed(lambda index: index.set_live(current["id"], False))
+        self._indexed(lambda index: index.put("fact", fact.id, embedding, True))
         return fact
 
     async def store_rule(
@@ -271,7 +285,7 @@ class MemoryStore:
             embedding,
         )
         rule = Rule.from_row(row)
-        self._index.put("rule", rule.id, embedding, True)
+        self._indexed(lambda index: index.put("rule", rule.id, embedding, True))
         return rule
 
     async def get(self, id_: uuid.UUID) -> Fact | Rule | None:
@@ -346,7 +360,7 @@ class MemoryStore:
                 new,
             )
             if row is not None:
-                self._index.set_live(id_, new == "active")
+                self._indexed(lambda index: index.set_live(id_, new == "active"))
                 return record.from_row(row)
         found = await self.get(id_)
         if found is None:
@@ -359,13 +373,14 @@ class MemoryStore:
             if await self._pool.fetchval(
                 f"DELETE FROM {TABLE[kind]} WHERE id = $1 RETURNING true", id_
             ):
-                self._index.drop(id_)
+                self._indexed(lambda index: index.drop(id_))
                 return True
         return False
 
     async def sync(self) -> None:
+        index = await self.index()
         async with self._sync_lock, self._pool.acquire() as conn:
-            await self._index.sync(conn)
+            await index.sync(conn)
 
     async def search(
         self,
@@ -386,7 +401,7 @@ class MemoryStore:
 
         async def by_meaning() -> None:
             embedding, _ = await asyncio.gather(self.embed(query), self.sync())
-            found = self._index.search(embedding, kinds, CANDIDATES)
+            found = (await self.index()).search(embedding, kinds, CANDIDATES)
             similarity.update((id_, score) for id_, _kind, score in found)
             if min_similarity is not None:
                 found = [f for f in found if f[2] >= min_similarity]
@@ -479,9 +494,10 @@ class MemoryStore:
                 list(ids),
             )
 
-    def similar(self, embedding: list[float], threshold: float) -> uuid.UUID | None:
+    async def similar(self, embedding: list[float], threshold: float) -> uuid.UUID | None:
         """The live fact most similar to `embedding` when its cosine reaches `threshold`."""
-        found = self._index.search(embedding, ("fact",), 1)
+        await self.sync()
+        found = (await self.index()).search(embedding, ("fact",), 1)
         return found[0][0] if found and found[0][2] >= threshold else None
 
     async def reinforce(self, id_: uuid.UUID) -> None:
@@ -547,8 +563,9 @@ class MemoryStore:
                 "AND confidence < $1 RETURNING id",
                 fade_below,
             )
-        for row in faded:
-            self._index.set_live(row["id"], False)
+        if self._ready_index is not None:
+            for row in faded:
+                self._ready_index.set_live(row["id"], False)
         return int(decayed), len(faded)
 
     async def expire_episodes(self) -> int:
