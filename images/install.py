@@ -109,7 +109,13 @@ def slim(packages: Path) -> None:
     if strip is None:
         print("install.py: no `strip` in the build stage, extension modules keep their symbols")
         return
-    libraries = [str(p) for p in packages.rglob("*.so*") if p.is_file()]
+    # Libraries auditwheel vendored (`<package>.libs/`, numpy's OpenBLAS) were rewritten by
+    # patchelf; stripping them leaves segments that no longer load.
+    libraries = [
+        str(p)
+        for p in packages.rglob("*.so*")
+        if p.is_file() and not any(part.endswith(".libs") for part in p.parts)
+    ]
     for start in range(0, len(libraries), 200):
         subprocess.run([strip, "--strip-unneeded", *libraries[start : start + 200]], check=True)
 

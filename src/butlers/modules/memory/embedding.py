@@ -105,7 +105,7 @@ class Embedder:
             import tokenizers
         except ImportError as exc:
             raise EmbeddingUnavailable(
-                f"{exc.name} is not installed: pip install 'butlers[memory]'"
+                f"numpy or tokenizers cannot be imported ({exc}): pip install 'butlers[memory]'"
             ) from exc
         started = time.perf_counter()
         directory = model_dir if model_dir is not None else default_model_dir()
