@@ -10,7 +10,11 @@ the memory chain:
   `memory` on, after one search), goal <= 150 MB with the module on;
 - search p50 (hybrid, the query's embedding included) at 10,000 and 100,000 facts
   (goals 30 ms and 100 ms), its ratio to a full-text-only search on the same rows
-  (the baseline, same run), and the index's memory.
+  (the baseline, same run), and the index's memory;
+- the recall step's added latency per session (goal <= 20 ms p50): a session through
+  the real spawner and session log with an instant runtime, with the memory hook
+  (recall before, episode after) against without it (the baseline, same run), at the
+  question set's facts and again among 10,000.
 Filler facts have random unit vectors (encoding 100,000 texts would take minutes
 and does not change what a search costs). Never fails the build.
 """
@@ -25,15 +29,19 @@ from pathlib import Path
 
 from _common import run_on_a_database, user_client
 from butlers import migrations
+from butlers.core.spawner import Spawner
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
 from butlers.ecosystem.supervisor import Ecosystem
+from butlers.llm.types import SessionRequest, SessionTrace
 from butlers.modules.memory.embedding import Embedder
 from butlers.modules.memory.module import MemoryModule
+from butlers.modules.memory.recall import MemoryHook
 from butlers.modules.memory.store import MemoryStore
 from butlers.modules.memory.vectors import VectorIndex
 from butlers.roster import load_roster
 from butlers.settings import EcosystemSettings
+from butlers.stores.sessions import SessionStore
 from memory_questions import FACTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,6 +147,46 @@ async def filler(pool, embedder: Embedder, count: int, start: int, rng: random.R
         )
 
 
+class InstantRuntime:
+    model_name = "instant"
+    records_tool_calls = True
+
+    async def run(self, request: SessionRequest, trace: SessionTrace) -> str:
+        return "done"
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def recall_latency(pool, store: MemoryStore, label: str) -> None:  # type: ignore[no-untyped-def]
+    questions = [question for *_, question in FACTS]
+
+    async def sessions(spawner: Spawner) -> list[float]:
+        out = []
+        for i in range(SEARCHES):
+            began = time.perf_counter()
+            await spawner.trigger(questions[i % len(questions)])
+            out.append(time.perf_counter() - began)
+        return out
+
+    def spawner() -> Spawner:
+        return Spawner(
+            butler="bench", store=SessionStore(pool), runtime=InstantRuntime(), not_configured="-"
+        )
+
+    plain = spawner()
+    remembering = spawner()
+    remembering.add_hook(MemoryHook(store, recall_tokens=600, episode_days=7))
+    await sessions(remembering)  # warm
+    base, hooked = await sessions(plain), await sessions(remembering)
+    added = ms(hooked) - ms(base)
+    print(
+        f"recall per session at {label}: session p50 {ms(hooked):.1f} ms with memory, "
+        f"{ms(base):.1f} ms without (baseline), added {added:.1f} ms (goal <= 20), "
+        f"ratio {ms(hooked) / ms(base):.2f}"
+    )
+
+
 def process_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -147,10 +195,13 @@ def process_rss_mb(pid: int) -> float:
 
 
 async def idle_rss(admin_dsn: str, data_dir: Path) -> None:
+    # The roster's health butler (memory on) against the same without memory.
     [health] = [r for r in load_roster(ROOT / "roster") if r.name == "health"]
-    spec = health.spec.model_copy(update={"modules": {**health.spec.modules, "memory": {}}})
-    with_memory = health.model_copy(
-        update={"spec": spec, "metadata": health.metadata.model_copy(update={"name": "memo"})}
+    modules = {k: v for k, v in health.spec.modules.items() if k != "memory"}
+    schedules = [s for s in health.spec.schedules if s.job != "memory_consolidate"]
+    spec = health.spec.model_copy(update={"modules": modules, "schedules": schedules})
+    without = health.model_copy(
+        update={"spec": spec, "metadata": health.metadata.model_copy(update={"name": "plain"})}
     )
     settings = EcosystemSettings(
         data_dir=data_dir,
@@ -160,21 +211,21 @@ async def idle_rss(admin_dsn: str, data_dir: Path) -> None:
         free_ports=True,
         log_level="WARNING",
     )
-    eco = Ecosystem(settings=settings, resources=[health, with_memory], fsync=False)
+    eco = Ecosystem(settings=settings, resources=[without, health], fsync=False)
     await eco.start()
     try:
-        async with user_client(eco, "memo") as client:
+        async with user_client(eco, "health") as client:
             await client.call_tool("memory_search", {"query": "what is my blood group?"})
         await asyncio.sleep(2)
         figures = {}
-        for name in ("health", "memo"):
+        for name in ("plain", "health"):
             child = eco.butlers[name].process
             assert child is not None
             figures[name] = process_rss_mb(child.pid)
         print(
-            f"idle RSS: health butler {figures['health']:.0f} MB, with memory on "
-            f"{figures['memo']:.0f} MB (goal <= 150), "
-            f"ratio {figures['memo'] / figures['health']:.2f}"
+            f"idle RSS: health butler without memory {figures['plain']:.0f} MB, with memory "
+            f"on {figures['health']:.0f} MB (goal <= 150), "
+            f"ratio {figures['health'] / figures['plain']:.2f}"
         )
     finally:
         await eco.stop()
@@ -212,6 +263,7 @@ async def main(admin_dsn: str) -> None:
             await store.store_fact(subject, predicate, content)
         print(f"quality: {len(FACTS)} facts, their paraphrased questions")
         await quality(store)
+        await recall_latency(pool, store, f"{len(FACTS)} facts")
 
         rng = random.Random(7)
         have = 0
@@ -239,6 +291,8 @@ async def main(admin_dsn: str) -> None:
             )
             print("  quality at this scale:")
             await quality(store)
+            if scale == SCALES[0]:
+                await recall_latency(pool, store, f"{scale:,} facts")
     finally:
         await pool.close()
         await deprovision(admin_dsn, schema)

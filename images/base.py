@@ -21,10 +21,12 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from images.engine import EngineUnavailable, cache_dir, docker, file_lock, install_packages
+from images.install import NO_DEPS
 
 SUITE = "bookworm"
 PYTHON = "3.11"  # bookworm's python3; the public default base has the same
@@ -210,6 +212,7 @@ def image_requirements(root: Path) -> list[str]:
         {
             *project["dependencies"],
             *project["optional-dependencies"]["operator"],
+            *project["optional-dependencies"]["memory"],
             *pyproject["build-system"]["requires"],
             NODE_REQUIREMENT,  # the butler image's UI stage builds the web UI with it
         }
@@ -259,12 +262,16 @@ def ensure_npm_cache(root: Path) -> Path:
 
 
 def ensure_wheelhouse(
-    requirements: list[str], refresh: bool = False, constraints: Path | None = None
+    requirements: list[str],
+    refresh: bool = False,
+    constraints: Path | None = None,
+    no_deps: Sequence[str] = (),
 ) -> Path:
     """Wheels for `requirements` (and everything they need), for the bases' Python, at the
-    versions `constraints` pins (the repository's `constraints.txt`)."""
+    versions `constraints` pins (the repository's `constraints.txt`), and for `no_deps`
+    without what they declare."""
     pins = constraints.read_text() if constraints else ""
-    folder = cache_dir("wheels") / _key(requirements, WHEEL_TARGET, pins)
+    folder = cache_dir("wheels") / _key([*requirements, *no_deps], WHEEL_TARGET, pins)
     marker = folder / ".complete"
     if marker.exists() and not refresh:
         return folder
@@ -280,6 +287,12 @@ def ensure_wheelhouse(
                  *(["-c", str(constraints)] if constraints else [])],
                 capture_output=True, text=True, timeout=1800,
             )  # fmt: skip
+            if result.returncode == 0 and no_deps:
+                result = subprocess.run(
+                    [sys.executable, "-m", "pip", "download", "--disable-pip-version-check",
+                     "-q", "--no-deps", "-d", tmp, *WHEEL_TARGET, *no_deps],
+                    capture_output=True, text=True, timeout=1800,
+                )  # fmt: skip
             if result.returncode != 0:
                 raise RuntimeError(f"pip download of the images' wheels failed:\n{result.stderr}")
             Path(tmp, ".complete").write_text("\n".join(requirements) + "\n")
@@ -330,6 +343,9 @@ def ensure_bases(choice: str, root: Path, refresh: bool = False) -> Bases:
                 f"{choice} cannot be pulled, and the Debian base is made only as root"
             )
         made = Bases(choice, choice, choice)
-    wheels = ensure_wheelhouse(image_requirements(root), refresh, root / "constraints.txt")
+    no_deps = sorted({r for rs in NO_DEPS.values() for r in rs})
+    wheels = ensure_wheelhouse(
+        image_requirements(root), refresh, root / "constraints.txt", no_deps=no_deps
+    )
     build = ensure_build_image(made.build, wheels, ensure_npm_cache(root))
     return Bases(made.runtime, build, made.kind)

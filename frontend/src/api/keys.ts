@@ -70,6 +70,14 @@ export const timelineKeys = {
   all: ["timeline"] as const,
   list: (params?: Params) => ["timeline", params ?? {}] as const,
 };
+export const memoryKeys = {
+  all: ["memory"] as const,
+  stats: () => ["memory", "stats"] as const,
+  facts: (params?: Params) => ["memory", "facts", params ?? {}] as const,
+  fact: (id: string) => ["memory", "fact", id] as const,
+  rules: (params?: Params) => ["memory", "rules", params ?? {}] as const,
+  consolidations: (params?: Params) => ["memory", "consolidations", params ?? {}] as const,
+};
 export const searchKeys = { query: (q: string) => ["search", q] as const };
 export const authKeys = { status: ["auth", "status"] as const };
 

@@ -1135,8 +1135,32 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Memory /Api/Memory/Activity */
-        get: operations["memory__api_memory_activity_api_memory_activity_get"];
+        /**
+         * Memory Activity
+         * @description The latest facts, rules, episodes and consolidation runs of every butler with
+         *     memory, interleaved newest first (at most 50).
+         */
+        get: operations["memory_activity_api_memory_activity_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory/consolidations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Consolidations
+         * @description Consolidation runs (episodes into facts, decay, expiry), newest first.
+         */
+        get: operations["consolidations_api_memory_consolidations_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1152,8 +1176,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Memory /Api/Memory/Episodes */
-        get: operations["memory__api_memory_episodes_api_memory_episodes_get"];
+        /**
+         * Episodes
+         * @description What each session did (written at its end, expiring after the module's `episodeDays`), newest first.
+         */
+        get: operations["episodes_api_memory_episodes_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1169,8 +1196,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Memory /Api/Memory/Facts */
-        get: operations["memory__api_memory_facts_api_memory_facts_get"];
+        /**
+         * Facts
+         * @description Facts of every butler with memory, newest first; superseded, faded and retracted facts too (filter `validity`).
+         */
+        get: operations["facts_api_memory_facts_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1186,10 +1216,73 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Memory /Api/Memory/Facts/{Fact Id} */
-        get: operations["memory__api_memory_facts__fact_id__api_memory_facts__fact_id__get"];
+        /**
+         * Memory Fact
+         * @description One fact of whichever butler holds it, with its provenance and supersession history.
+         */
+        get: operations["memory_fact_api_memory_facts__fact_id__get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory/facts/{fact_id}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm Fact
+         * @description Confirm it: a fact's confidence back to full, a rule's helpful count up.
+         */
+        post: operations["confirm_fact_api_memory_facts__fact_id__confirm_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory/facts/{fact_id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore Fact
+         * @description Recall a retracted one again.
+         */
+        post: operations["restore_fact_api_memory_facts__fact_id__restore_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory/facts/{fact_id}/retract": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retract Fact
+         * @description Stop recalling it (kept; restore undoes this).
+         */
+        post: operations["retract_fact_api_memory_facts__fact_id__retract_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1203,8 +1296,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Memory /Api/Memory/Rules */
-        get: operations["memory__api_memory_rules_api_memory_rules_get"];
+        /**
+         * Rules
+         * @description Learned rules of every butler with memory, newest first.
+         */
+        get: operations["rules_api_memory_rules_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1220,10 +1316,73 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Memory /Api/Memory/Rules/{Rule Id} */
-        get: operations["memory__api_memory_rules__rule_id__api_memory_rules__rule_id__get"];
+        /**
+         * Memory Rule
+         * @description One rule of whichever butler holds it.
+         */
+        get: operations["memory_rule_api_memory_rules__rule_id__get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory/rules/{rule_id}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm Rule
+         * @description Confirm it: a fact's confidence back to full, a rule's helpful count up.
+         */
+        post: operations["confirm_rule_api_memory_rules__rule_id__confirm_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory/rules/{rule_id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore Rule
+         * @description Recall a retracted one again.
+         */
+        post: operations["restore_rule_api_memory_rules__rule_id__restore_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory/rules/{rule_id}/retract": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retract Rule
+         * @description Stop recalling it (kept; restore undoes this).
+         */
+        post: operations["retract_rule_api_memory_rules__rule_id__retract_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1237,8 +1396,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Memory /Api/Memory/Stats */
-        get: operations["memory__api_memory_stats_api_memory_stats_get"];
+        /**
+         * Memory Stats
+         * @description Counts of every butler with memory, summed and by butler.
+         */
+        get: operations["memory_stats_api_memory_stats_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1704,9 +1866,14 @@ export interface components {
             data: components["schemas"]["MCPToolCallResponse"];
             meta?: components["schemas"]["Meta"];
         };
-        /** ApiResponse[MemoryItem] */
-        ApiResponse_MemoryItem_: {
-            data: components["schemas"]["MemoryItem"];
+        /** ApiResponse[MemoryFactDetail] */
+        ApiResponse_MemoryFactDetail_: {
+            data: components["schemas"]["MemoryFactDetail"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[MemoryRuleDetail] */
+        ApiResponse_MemoryRuleDetail_: {
+            data: components["schemas"]["MemoryRuleDetail"];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[MemoryStats] */
@@ -1873,10 +2040,10 @@ export interface components {
             data: components["schemas"]["Issue"][];
             meta?: components["schemas"]["Meta"];
         };
-        /** ApiResponse[list[MemoryItem]] */
-        ApiResponse_list_MemoryItem__: {
+        /** ApiResponse[list[MemoryActivity]] */
+        ApiResponse_list_MemoryActivity__: {
             /** Data */
-            data: components["schemas"]["MemoryItem"][];
+            data: components["schemas"]["MemoryActivity"][];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[list[ModuleState]] */
@@ -2187,6 +2354,23 @@ export interface components {
             /** Version */
             version: string | null;
         };
+        /** ButlerMemoryStats */
+        ButlerMemoryStats: {
+            /** Active Facts */
+            active_facts: number;
+            /** Episodes */
+            episodes: number;
+            /** Facts */
+            facts: number;
+            /** Last Consolidation At */
+            last_consolidation_at: string | null;
+            /** Rules */
+            rules: number;
+            /** Unconsolidated Episodes */
+            unconsolidated_episodes: number;
+            /** Untrusted Facts */
+            untrusted_facts: number;
+        };
         /** ButlerSummary */
         ButlerSummary: {
             /** Checked At */
@@ -2435,6 +2619,61 @@ export interface components {
         ErrorResponse: {
             error: components["schemas"]["ErrorDetail"];
         };
+        /** FactEntry */
+        FactEntry: {
+            /** Butler */
+            butler: string;
+            /** Confidence */
+            confidence: number;
+            /** Content */
+            content: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Id */
+            id: string;
+            /** Importance */
+            importance: number;
+            /** Last Used At */
+            last_used_at: string | null;
+            /** Permanence */
+            permanence: string;
+            /** Predicate */
+            predicate: string;
+            /**
+             * Provenance
+             * @enum {string}
+             */
+            provenance: "owner" | "butler" | "untrusted";
+            /** Shared With */
+            shared_with: string[];
+            /** Source Channel */
+            source_channel: string | null;
+            /** Source Message */
+            source_message: string | null;
+            /** Source Session */
+            source_session: string | null;
+            /** Subject */
+            subject: string;
+            /** Superseded By */
+            superseded_by: string | null;
+            /** Supersedes */
+            supersedes: string | null;
+            /** Tags */
+            tags: string[];
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /**
+             * Validity
+             * @enum {string}
+             */
+            validity: "active" | "superseded" | "faded" | "retracted";
+        };
         /** Health */
         Health: {
             /** Butlers */
@@ -2644,10 +2883,98 @@ export interface components {
             /** Notes */
             notes: string | null;
         };
-        /** MemoryItem */
-        MemoryItem: {
+        /** MemoryActivity */
+        MemoryActivity: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
             /** Butler */
             butler: string;
+            /** Detail */
+            detail: string;
+            /** Id */
+            id: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "fact" | "rule" | "episode" | "consolidation";
+            /** Text */
+            text: string;
+        };
+        /** MemoryConsolidationRun */
+        MemoryConsolidationRun: {
+            /** Butler */
+            butler: string;
+            /** Created */
+            created: number;
+            /** Decayed */
+            decayed: number;
+            /** Episodes */
+            episodes: number;
+            /** Error */
+            error: string | null;
+            /** Expired */
+            expired: number;
+            /** Faded */
+            faded: number;
+            /** Finished At */
+            finished_at: string | null;
+            /** Id */
+            id: string;
+            /** Reinforced */
+            reinforced: number;
+            /** Session Id */
+            session_id: string | null;
+            /**
+             * Started At
+             * Format: date-time
+             */
+            started_at: string;
+            /** Status */
+            status: string;
+            /** Superseded */
+            superseded: number;
+        };
+        /** MemoryEpisode */
+        MemoryEpisode: {
+            /** Butler */
+            butler: string;
+            /** Consolidated */
+            consolidated: boolean;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+            /** Id */
+            id: string;
+            /** Outcome */
+            outcome: string;
+            /** Prompt */
+            prompt: string;
+            /** Session Id */
+            session_id: string | null;
+            /** Success */
+            success: boolean;
+            /** Summary */
+            summary: string;
+            /** Trigger Source */
+            trigger_source: string;
+        };
+        /** MemoryFact */
+        MemoryFact: {
+            /** Butler */
+            butler: string;
+            /** Confidence */
+            confidence: number;
             /** Content */
             content: string;
             /**
@@ -2657,15 +2984,177 @@ export interface components {
             created_at: string;
             /** Id */
             id: string;
+            /** Importance */
+            importance: number;
+            /** Last Used At */
+            last_used_at: string | null;
+            /** Permanence */
+            permanence: string;
+            /** Predicate */
+            predicate: string;
+            /** Provenance */
+            provenance: string;
+            /** Shared With */
+            shared_with: string[];
+            /** Source Channel */
+            source_channel: string | null;
+            /** Source Message */
+            source_message: string | null;
+            /** Source Session */
+            source_session: string | null;
+            /** Subject */
+            subject: string;
+            /** Superseded By */
+            superseded_by: string | null;
+            /** Supersedes */
+            supersedes: string | null;
+            /** Tags */
+            tags: string[];
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Validity */
+            validity: string;
+        };
+        /** MemoryFactDetail */
+        MemoryFactDetail: {
+            /** Butler */
+            butler: string;
+            /** Confidence */
+            confidence: number;
+            /** Content */
+            content: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** History */
+            history: components["schemas"]["FactEntry"][];
+            /** Id */
+            id: string;
+            /** Importance */
+            importance: number;
+            /** Last Used At */
+            last_used_at: string | null;
+            /** Permanence */
+            permanence: string;
+            /** Predicate */
+            predicate: string;
+            /**
+             * Provenance
+             * @enum {string}
+             */
+            provenance: "owner" | "butler" | "untrusted";
+            /** Shared With */
+            shared_with: string[];
+            /** Source Channel */
+            source_channel: string | null;
+            /** Source Message */
+            source_message: string | null;
+            /** Source Session */
+            source_session: string | null;
+            /** Subject */
+            subject: string;
+            /** Superseded By */
+            superseded_by: string | null;
+            /** Supersedes */
+            supersedes: string | null;
+            /** Tags */
+            tags: string[];
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /**
+             * Validity
+             * @enum {string}
+             */
+            validity: "active" | "superseded" | "faded" | "retracted";
+        };
+        /** MemoryRule */
+        MemoryRule: {
+            /** Butler */
+            butler: string;
+            /** Content */
+            content: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Harmful */
+            harmful: number;
+            /** Helpful */
+            helpful: number;
+            /** Id */
+            id: string;
+            /** Provenance */
+            provenance: string;
+            /** Shared With */
+            shared_with: string[];
+            /** Tags */
+            tags: string[];
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Validity */
+            validity: string;
+        };
+        /** MemoryRuleDetail */
+        MemoryRuleDetail: {
+            /** Butler */
+            butler: string;
+            /** Content */
+            content: string;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Harmful */
+            harmful: number;
+            /** Helpful */
+            helpful: number;
+            /** Id */
+            id: string;
+            /** Provenance */
+            provenance: string;
+            /** Shared With */
+            shared_with: string[];
+            /** Tags */
+            tags: string[];
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Validity */
+            validity: string;
         };
         /** MemoryStats */
         MemoryStats: {
+            /** Active Facts */
+            active_facts: number;
+            /** By Butler */
+            by_butler: {
+                [key: string]: components["schemas"]["ButlerMemoryStats"];
+            };
             /** Episodes */
             episodes: number;
             /** Facts */
             facts: number;
             /** Rules */
             rules: number;
+            /** Unconsolidated Episodes */
+            unconsolidated_episodes: number;
+            /** Untrusted Facts */
+            untrusted_facts: number;
         };
         /**
          * Meta
@@ -2888,10 +3377,28 @@ export interface components {
             data: components["schemas"]["Medication"][];
             meta: components["schemas"]["PaginationMeta"];
         };
-        /** PaginatedResponse[MemoryItem] */
-        PaginatedResponse_MemoryItem_: {
+        /** PaginatedResponse[MemoryConsolidationRun] */
+        PaginatedResponse_MemoryConsolidationRun_: {
             /** Data */
-            data: components["schemas"]["MemoryItem"][];
+            data: components["schemas"]["MemoryConsolidationRun"][];
+            meta: components["schemas"]["PaginationMeta"];
+        };
+        /** PaginatedResponse[MemoryEpisode] */
+        PaginatedResponse_MemoryEpisode_: {
+            /** Data */
+            data: components["schemas"]["MemoryEpisode"][];
+            meta: components["schemas"]["PaginationMeta"];
+        };
+        /** PaginatedResponse[MemoryFact] */
+        PaginatedResponse_MemoryFact_: {
+            /** Data */
+            data: components["schemas"]["MemoryFact"][];
+            meta: components["schemas"]["PaginationMeta"];
+        };
+        /** PaginatedResponse[MemoryRule] */
+        PaginatedResponse_MemoryRule_: {
+            /** Data */
+            data: components["schemas"]["MemoryRule"][];
             meta: components["schemas"]["PaginationMeta"];
         };
         /** PaginatedResponse[Note] */
@@ -10592,7 +11099,7 @@ export interface operations {
             };
         };
     };
-    memory__api_memory_activity_api_memory_activity_get: {
+    memory_activity_api_memory_activity_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -10607,7 +11114,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiResponse_list_MemoryItem__"];
+                    "application/json": components["schemas"]["ApiResponse_list_MemoryActivity__"];
                 };
             };
             /** @description Bad Request */
@@ -10693,9 +11200,15 @@ export interface operations {
             };
         };
     };
-    memory__api_memory_episodes_api_memory_episodes_get: {
+    consolidations_api_memory_consolidations_get: {
         parameters: {
-            query?: never;
+            query?: {
+                status?: ("running" | "completed" | "failed") | null;
+                /** @description Items to skip (see also `cursor`). */
+                offset?: number;
+                /** @description Items per page. */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -10708,7 +11221,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PaginatedResponse_MemoryItem_"];
+                    "application/json": components["schemas"]["PaginatedResponse_MemoryConsolidationRun_"];
                 };
             };
             /** @description Bad Request */
@@ -10794,9 +11307,17 @@ export interface operations {
             };
         };
     };
-    memory__api_memory_facts_api_memory_facts_get: {
+    episodes_api_memory_episodes_get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description matches the prompt or the outcome */
+                q?: string | null;
+                consolidated?: boolean | null;
+                /** @description Items to skip (see also `cursor`). */
+                offset?: number;
+                /** @description Items per page. */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -10809,7 +11330,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PaginatedResponse_MemoryItem_"];
+                    "application/json": components["schemas"]["PaginatedResponse_MemoryEpisode_"];
                 };
             };
             /** @description Bad Request */
@@ -10895,9 +11416,20 @@ export interface operations {
             };
         };
     };
-    memory__api_memory_facts__fact_id__api_memory_facts__fact_id__get: {
+    facts_api_memory_facts_get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description matches subject, predicate or content */
+                q?: string | null;
+                validity?: ("active" | "superseded" | "faded" | "retracted") | null;
+                provenance?: ("owner" | "butler" | "untrusted") | null;
+                permanence?: ("permanent" | "stable" | "standard" | "volatile") | null;
+                subject?: string | null;
+                /** @description Items to skip (see also `cursor`). */
+                offset?: number;
+                /** @description Items per page. */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -10910,7 +11442,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiResponse_MemoryItem_"];
+                    "application/json": components["schemas"]["PaginatedResponse_MemoryFact_"];
                 };
             };
             /** @description Bad Request */
@@ -10996,11 +11528,13 @@ export interface operations {
             };
         };
     };
-    memory__api_memory_rules_api_memory_rules_get: {
+    memory_fact_api_memory_facts__fact_id__get: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                fact_id: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -11011,7 +11545,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PaginatedResponse_MemoryItem_"];
+                    "application/json": components["schemas"]["ApiResponse_MemoryFactDetail_"];
                 };
             };
             /** @description Bad Request */
@@ -11097,11 +11631,13 @@ export interface operations {
             };
         };
     };
-    memory__api_memory_rules__rule_id__api_memory_rules__rule_id__get: {
+    confirm_fact_api_memory_facts__fact_id__confirm_post: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                fact_id: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -11112,7 +11648,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiResponse_MemoryItem_"];
+                    "application/json": components["schemas"]["ApiResponse_MemoryFactDetail_"];
                 };
             };
             /** @description Bad Request */
@@ -11198,7 +11734,734 @@ export interface operations {
             };
         };
     };
-    memory__api_memory_stats_api_memory_stats_get: {
+    restore_fact_api_memory_facts__fact_id__restore_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                fact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_MemoryFactDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    retract_fact_api_memory_facts__fact_id__retract_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                fact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_MemoryFactDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    rules_api_memory_rules_get: {
+        parameters: {
+            query?: {
+                /** @description matches the rule's text */
+                q?: string | null;
+                validity?: ("active" | "faded" | "retracted") | null;
+                /** @description Items to skip (see also `cursor`). */
+                offset?: number;
+                /** @description Items per page. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedResponse_MemoryRule_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    memory_rule_api_memory_rules__rule_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_MemoryRuleDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    confirm_rule_api_memory_rules__rule_id__confirm_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_MemoryRuleDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    restore_rule_api_memory_rules__rule_id__restore_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_MemoryRuleDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    retract_rule_api_memory_rules__rule_id__retract_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_MemoryRuleDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    memory_stats_api_memory_stats_get: {
         parameters: {
             query?: never;
             header?: never;

@@ -10,6 +10,7 @@ import {
   costKeys,
   healthKeys,
   issueKeys,
+  memoryKeys,
   notificationKeys,
   overviewKeys,
   scheduleKeys,
@@ -33,6 +34,11 @@ import type {
   Health,
   Issue,
   LogTail,
+  MemoryConsolidationRun,
+  MemoryFact,
+  MemoryFactDetail,
+  MemoryRule,
+  MemoryStats,
   Notification,
   NotificationStats,
   Overview,
@@ -327,4 +333,47 @@ export function useNotificationStats() {
 
 function enc(value: string | undefined | null): string {
   return encodeURIComponent(value ?? "");
+}
+
+export function useMemoryStats() {
+  return useQuery({
+    queryKey: memoryKeys.stats(),
+    queryFn: () => apiFetch<ApiResponse<MemoryStats>>("/memory/stats"),
+    refetchInterval: 30 * SECONDS,
+  });
+}
+
+export function useFacts(params: Params) {
+  return useQuery({
+    queryKey: memoryKeys.facts(params),
+    queryFn: () => apiFetch<Paginated<MemoryFact>>("/memory/facts", { params }),
+    placeholderData: keepPreviousData,
+    refetchInterval: 30 * SECONDS,
+  });
+}
+
+export function useFact(id: string | null) {
+  return useQuery({
+    queryKey: memoryKeys.fact(id ?? ""),
+    queryFn: () => apiFetch<ApiResponse<MemoryFactDetail>>(`/memory/facts/${enc(id ?? "")}`),
+    enabled: !!id,
+  });
+}
+
+export function useRules(params: Params) {
+  return useQuery({
+    queryKey: memoryKeys.rules(params),
+    queryFn: () => apiFetch<Paginated<MemoryRule>>("/memory/rules", { params }),
+    placeholderData: keepPreviousData,
+    refetchInterval: 30 * SECONDS,
+  });
+}
+
+export function useConsolidations(params: Params) {
+  return useQuery({
+    queryKey: memoryKeys.consolidations(params),
+    queryFn: () =>
+      apiFetch<Paginated<MemoryConsolidationRun>>("/memory/consolidations", { params }),
+    refetchInterval: 30 * SECONDS,
+  });
 }

@@ -6,6 +6,7 @@ import { apiFetch } from "../api/client";
 import {
   approvalKeys,
   butlerKeys,
+  memoryKeys,
   overviewKeys,
   scheduleKeys,
   sessionKeys,
@@ -183,5 +184,23 @@ export function useCallTool(butler: string) {
       client.invalidateQueries({ queryKey: stateKeys.all });
       client.invalidateQueries({ queryKey: scheduleKeys.list(butler) });
     },
+  });
+}
+
+export type MemoryCorrection = "retract" | "restore" | "confirm";
+
+export function useCorrectMemory() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({
+      kind,
+      id,
+      action,
+    }: {
+      kind: "facts" | "rules";
+      id: string;
+      action: MemoryCorrection;
+    }) => apiFetch<ApiResponse<unknown>>(`/memory/${kind}/${enc(id)}/${action}`, { method: "POST" }),
+    onSuccess: () => client.invalidateQueries({ queryKey: memoryKeys.all }),
   });
 }

@@ -17,6 +17,11 @@ A runtime that does not record its own tool calls (claude-code: they reach the b
 over HTTP) has them recorded by the butler as they run (`record_tool_call`), into the
 same trace, so every session's row shows what it did.
 
+Session hooks (`add_hook`, registered by modules) run around each session that
+holds tools: `before_session` returns text added to the opening message (recalled
+memory), `after_session` sees the outcome (an episode). A hook that fails or overruns
+its deadline is logged and skipped: it never fails the session.
+
 The queue is bounded (`max_queued`): beyond it a trigger is refused at once with
 `SpawnerBusy`. A trigger with an idempotency key runs at most once per key: a repeat
 (a caller retrying after a dropped connection, the switchboard re-dispatching after a
@@ -37,7 +42,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 
@@ -52,6 +57,7 @@ from butlers.telemetry import current_trace_id, tracer
 log = logging.getLogger(__name__)
 
 
+HOOK_SECONDS = 5.0  # what a session hook may take before it is skipped
 DEFAULT_MAX_QUEUED = 32
 DEFAULT_MAX_TOOLLESS = 4  # tool-less sessions (classifications) running at once
 # A session whose process died (a crash, kill -9) is marked with this at start-up.
@@ -146,6 +152,14 @@ def request_hash(prompt: str, context: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+class SessionHook(Protocol):
+    async def before_session(self, prompt: str, trigger_source: str) -> str: ...
+
+    async def after_session(
+        self, prompt: str, trigger_source: str, result: SpawnerResult
+    ) -> None: ...
+
+
 @dataclass
 class _Running:
     """A session whose runtime runs in this process: its task, who cancelled it."""
@@ -203,7 +217,12 @@ class Spawner:
         self._running: set[uuid.UUID] = set()  # session rows this process is writing
         self._active: dict[uuid.UUID, _Running] = {}  # runtimes running now
         self._server_traces: dict[str, SessionTrace] = {}  # see record_tool_call
+        self._hooks: list[SessionHook] = []
         self._closing = False
+
+    def add_hook(self, hook: SessionHook) -> None:
+        """Run `hook` around every session that holds tools (not the classifier)."""
+        self._hooks.append(hook)
 
     @property
     def store(self) -> SessionStore:
@@ -427,6 +446,7 @@ class Spawner:
         tools: bool = True,
     ) -> SpawnerResult:
         session = SessionTrace()
+        recalled = await self._before(prompt, trigger_source) if tools else ""
         request = SessionRequest(
             butler=self.butler,
             session_id=str(session_id),
@@ -436,6 +456,7 @@ class Spawner:
             context=context,
             env=self._env,
             tools=tools,
+            recalled=recalled,
         )
         output: str | None = None
         error: str | None = None
@@ -474,6 +495,8 @@ class Spawner:
                 session_id, started, session, runtime, trigger_source, output, error
             )
             await asyncio.shield(self._complete(session_id, result, status))
+            if tools:
+                await self._after(self._redactor.text(prompt), trigger_source, result)
         finally:
             self._active.pop(session_id, None)
             self._server_traces.pop(str(session_id), None)
@@ -488,6 +511,36 @@ class Spawner:
                 result.duration_ms,
             )
         return result
+
+    async def _before(self, prompt: str, trigger_source: str) -> str:
+        parts = []
+        for hook in self._hooks:
+            try:
+                async with asyncio.timeout(HOOK_SECONDS):
+                    text = await hook.before_session(prompt, trigger_source)
+            except TimeoutError:
+                log.warning(
+                    "session hook %s overran %g s; skipped", type(hook).__name__, HOOK_SECONDS
+                )
+                continue
+            except Exception:
+                log.exception("session hook %s failed before the session", type(hook).__name__)
+                continue
+            if text:
+                parts.append(text)
+        return "\n\n".join(parts)
+
+    async def _after(self, prompt: str, trigger_source: str, result: SpawnerResult) -> None:
+        for hook in self._hooks:
+            try:
+                async with asyncio.timeout(HOOK_SECONDS):
+                    await hook.after_session(prompt, trigger_source, result)
+            except TimeoutError:
+                log.warning(
+                    "session hook %s overran %g s; skipped", type(hook).__name__, HOOK_SECONDS
+                )
+            except Exception:
+                log.exception("session hook %s failed after the session", type(hook).__name__)
 
     async def cancel(self, session_id: uuid.UUID, by: str) -> None:
         """Stop a running session's runtime; its row ends `cancelled` (recorded before

@@ -99,6 +99,7 @@ async def build_butler(
         spawner=services.spawner,
         redactor=services.redactor,
         switchboard_url=settings.switchboard_url,
+        jobs=services.jobs,
     )
     modules = await start_modules(server, context, shared)
     routes = RouteCheck(context, settings.switchboard_url)

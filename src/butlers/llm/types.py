@@ -88,6 +88,8 @@ class SessionRequest:
     env: dict[str, str] = field(default_factory=dict, repr=False)
     # False: the session may call no tool at all (the switchboard's classifier).
     tools: bool = True
+    # What the butler's memory recalled for this prompt (data, never instructions).
+    recalled: str = ""
 
 
 MAX_LLM_CALLS = 500  # model calls recorded per session (the turn limit is far below)
@@ -155,11 +157,14 @@ class SessionRuntime(Protocol):
 
 
 def first_user_text(request: SessionRequest) -> str:
-    """The opening user message: the prompt, with the trigger context appended as JSON."""
-    if request.context is None:
-        return request.prompt
-
-    return f"{request.prompt}\n\nContext:\n{json.dumps(request.context, ensure_ascii=False)}"
+    """The opening user message: the prompt, with the trigger context appended as JSON
+    and what memory recalled after it (labelled as data)."""
+    text = request.prompt
+    if request.context is not None:
+        text += f"\n\nContext:\n{json.dumps(request.context, ensure_ascii=False)}"
+    if request.recalled:
+        text += f"\n\n{request.recalled}"
+    return text
 
 
 async def post_model_request(client: Any, url: str, payload: dict[str, Any]) -> Any:

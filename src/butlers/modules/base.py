@@ -15,6 +15,7 @@ from butlers.core.spawner import Spawner
 from butlers.migrations import Chain
 from butlers.modules.channels import Approver, Channel, Outbound
 from butlers.redaction import Redactor
+from butlers.scheduling.jobs import JobRegistry
 
 ApprovalMode = Literal["always", "conditional", "never"]
 
@@ -58,11 +59,13 @@ class ModuleServices:
     received messages in (`ingest_v1`; None when the butler does not register);
     `approver` is the approvals gate when that module is active; `outbound` is the
     messenger's send path when that module is active (the channel modules' own send
-    tools go through it, so no send skips its checks).
+    tools go through it, so no send skips its checks); `jobs` is the registry `job`
+    schedules name (a module registers its own jobs there when it starts).
     """
 
     spawner: Spawner
     redactor: Redactor
+    jobs: JobRegistry = field(default_factory=JobRegistry)
     channels: dict[str, Channel] = field(default_factory=dict)
     switchboard_url: str | None = None
     approver: Approver | None = None

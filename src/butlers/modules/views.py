@@ -45,6 +45,12 @@ def _health() -> ModuleViews:
     return ModuleViews("health", views.VIEWS)
 
 
+def _memory() -> ModuleViews:
+    from butlers.modules.memory import views
+
+    return ModuleViews("memory", views.VIEWS)
+
+
 def _switchboard() -> ModuleViews:
     from butlers.modules.switchboard import views
 
@@ -56,6 +62,7 @@ MODULE_VIEWS: dict[str, Callable[[], ModuleViews]] = {
     "contacts": _contacts,
     "general": _general,
     "health": _health,
+    "memory": _memory,
     "switchboard": _switchboard,
 }
 

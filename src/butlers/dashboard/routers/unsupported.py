@@ -1,4 +1,4 @@
-"""Seed routes for what this project does not have: memory, calendar and Google OAuth.
+"""Seed routes for what this project does not have: calendar and Google OAuth.
 
 They keep the seed's paths and shapes, so clients written against the seed get a
 clear answer: `501 NOT_SUPPORTED` with the reason, or (for OAuth's status and
@@ -13,30 +13,16 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from butlers.dashboard.envelopes import ApiResponse, PaginatedResponse, ok
+from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotSupported
 from butlers.dashboard.support import empty_data, not_supported
 
 router = APIRouter()
-NO_MEMORY = "butlers have no memory tiers (episodes, facts, rules); see their state stores"
 NO_CALENDAR = "there is no calendar module; no calendar workspace exists"
 NO_OAUTH = (
     "Butlers has no Google OAuth integration; channels take their credentials from "
     "environment variables or Kubernetes Secrets named in the Butler spec"
 )
-
-
-class MemoryStats(BaseModel):
-    episodes: int
-    facts: int
-    rules: int
-
-
-class MemoryItem(BaseModel):
-    id: str
-    butler: str
-    content: str
-    created_at: datetime
 
 
 class CalendarEntry(BaseModel):
@@ -62,27 +48,6 @@ class OAuthCredentials(BaseModel):
     client_id_set: bool
     client_secret_set: bool
     refresh_token_set: bool
-
-
-def _memory(path: str, model: Any) -> None:
-    @router.get(
-        path,
-        response_model=model,
-        tags=["memory"],
-        name=f"memory {path}",
-        openapi_extra=not_supported("butlers have no memory tiers"),
-    )
-    async def handler() -> dict[str, Any]:
-        raise NotSupported(NO_MEMORY)
-
-
-_memory("/api/memory/stats", ApiResponse[MemoryStats])
-_memory("/api/memory/episodes", PaginatedResponse[MemoryItem])
-_memory("/api/memory/facts", PaginatedResponse[MemoryItem])
-_memory("/api/memory/facts/{fact_id}", ApiResponse[MemoryItem])
-_memory("/api/memory/rules", PaginatedResponse[MemoryItem])
-_memory("/api/memory/rules/{rule_id}", ApiResponse[MemoryItem])
-_memory("/api/memory/activity", ApiResponse[list[MemoryItem]])
 
 
 @router.get(

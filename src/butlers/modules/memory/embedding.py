@@ -52,6 +52,19 @@ def default_model_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
+def check_available(model_dir: Path | None = None) -> Path:
+    """What loading needs is installed (numpy, tokenizers, the model's files), checked
+    without loading anything; returns the model directory."""
+    for package in ("numpy", "tokenizers"):
+        if importlib.util.find_spec(package) is None:
+            raise EmbeddingUnavailable(f"{package} is not installed: pip install 'butlers[memory]'")
+    directory = model_dir if model_dir is not None else default_model_dir()
+    missing = [name for name in FILES if not (directory / name).is_file()]
+    if missing:
+        raise EmbeddingUnavailable(f"{directory} lacks {', '.join(missing)}")
+    return directory
+
+
 def _safetensors(path: Path) -> tuple[mmap.mmap, dict[str, Any]]:
     """Map a safetensors file; return the map and its header (name -> dtype, shape, offsets)."""
     with path.open("rb") as handle:
@@ -92,7 +105,7 @@ class Embedder:
             import tokenizers
         except ImportError as exc:
             raise EmbeddingUnavailable(
-                f"{exc.name} is not installed: pip install 'butlers[memory]'"
+                f"numpy or tokenizers cannot be imported ({exc}): pip install 'butlers[memory]'"
             ) from exc
         started = time.perf_counter()
         directory = model_dir if model_dir is not None else default_model_dir()

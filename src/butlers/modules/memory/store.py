@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import asyncpg
 
-from butlers.stores.records import Record
+from butlers.modules.view import Clause, Listing, Reader
+from butlers.stores.records import Record, expression
 
 if TYPE_CHECKING:
     from butlers.modules.memory.embedding import Embedder
@@ -87,6 +88,7 @@ class Hit:
     score: float
     provenance: str
     validity: str
+    similarity: float | None = None  # cosine to the query, when found by meaning
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +100,50 @@ class Stats:
     vector_search: str
 
 
+@dataclass(frozen=True, slots=True)
+class Episode(Record):
+    id: uuid.UUID
+    session_id: uuid.UUID | None
+    trigger_source: str
+    prompt: str = field(metadata=expression("left(prompt, 2000)"))
+    outcome: str = field(metadata=expression("left(outcome, 2000)"))
+    summary: str = field(metadata=expression("left(summary, 2000)"))
+    success: bool
+    consolidated: bool
+    created_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Run(Record):
+    """One consolidation run: what it read and what it changed."""
+
+    id: uuid.UUID
+    started_at: datetime
+    finished_at: datetime | None
+    status: str
+    episodes: int
+    created: int
+    reinforced: int
+    superseded: int
+    decayed: int
+    faded: int
+    expired: int
+    session_id: uuid.UUID | None
+    error: str | None
+
+
+COUNTS = ("episodes", "created", "reinforced", "superseded", "decayed", "faded", "expired")
+
+
 class MemoryError_(Exception):
     """A memory request that cannot be done as asked; the message says why."""
 
 
 FACT = Fact.columns()
 RULE = Rule.columns()
+EPISODE = Episode.columns()
+RUN = Run.columns()
 TEXT = {
     "fact": "subject || ' · ' || predicate || ' · ' || content",
     "rule": "content",
@@ -117,14 +157,41 @@ def fact_text(subject: str, predicate: str, content: str) -> str:
 
 
 class MemoryStore:
-    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, index: VectorIndex) -> None:
+    """`embedder` and `index` may still be loading (futures): the first embedding or
+    search waits for them. Until the index is there, writes leave it alone: its first
+    sync reads every row."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        embedder: Embedder | asyncio.Future[Embedder],
+        index: VectorIndex | asyncio.Future[VectorIndex],
+    ) -> None:
         self._pool = pool
         self._embedder = embedder
-        self._index = index
+        self._loading_index = index if isinstance(index, asyncio.Future) else None
+        self._ready_index = None if isinstance(index, asyncio.Future) else index
         self._sync_lock = asyncio.Lock()
 
+    async def embedder(self) -> Embedder:
+        if isinstance(self._embedder, asyncio.Future):
+            self._embedder = await asyncio.shield(self._embedder)
+        return self._embedder
+
+    async def index(self) -> VectorIndex:
+        if self._ready_index is None:
+            assert self._loading_index is not None
+            self._ready_index = await asyncio.shield(self._loading_index)
+        return self._ready_index
+
+    def _indexed(self, change: Callable[[VectorIndex], None]) -> None:
+        """Apply a write to the index when it is there (else its first sync reads it)."""
+        if self._ready_index is not None:
+            change(self._ready_index)
+
     async def embed(self, text: str) -> list[float]:
-        return await asyncio.to_thread(self._embedder.encode_one, text)
+        embedder = await self.embedder()
+        return await asyncio.to_thread(embedder.encode_one, text)
 
     async def store_fact(
         self,
@@ -195,8 +262,8 @@ class MemoryStore:
                 )
         fact = Fact.from_row(row)
         if current is not None:
-            self._index.set_live(current["id"], False)
-        self._index.put("fact", fact.id, embedding, True)
+            self._indexed(lambda index: index.set_live(current["id"], False))
+        self._indexed(lambda index: index.put("fact", fact.id, embedding, True))
         return fact
 
     async def store_rule(
@@ -218,7 +285,7 @@ class MemoryStore:
             embedding,
         )
         rule = Rule.from_row(row)
-        self._index.put("rule", rule.id, embedding, True)
+        self._indexed(lambda index: index.put("rule", rule.id, embedding, True))
         return rule
 
     async def get(self, id_: uuid.UUID) -> Fact | Rule | None:
@@ -293,7 +360,7 @@ class MemoryStore:
                 new,
             )
             if row is not None:
-                self._index.set_live(id_, new == "active")
+                self._indexed(lambda index: index.set_live(id_, new == "active"))
                 return record.from_row(row)
         found = await self.get(id_)
         if found is None:
@@ -306,13 +373,14 @@ class MemoryStore:
             if await self._pool.fetchval(
                 f"DELETE FROM {TABLE[kind]} WHERE id = $1 RETURNING true", id_
             ):
-                self._index.drop(id_)
+                self._indexed(lambda index: index.drop(id_))
                 return True
         return False
 
     async def sync(self) -> None:
+        index = await self.index()
         async with self._sync_lock, self._pool.acquire() as conn:
-            await self._index.sync(conn)
+            await index.sync(conn)
 
     async def search(
         self,
@@ -321,14 +389,22 @@ class MemoryStore:
         limit: int = 10,
         *,
         mode: Literal["hybrid", "text", "vector"] = "hybrid",
+        min_similarity: float | None = None,
     ) -> list[Hit]:
-        """Active facts and rules ranked for `query` (hybrid, or one ranking alone)."""
+        """Active facts and rules ranked for `query` (hybrid, or one ranking alone).
+
+        `min_similarity` keeps only rows that match a query word or whose cosine to
+        the query reaches it (recall: nothing unrelated fills the context)."""
         kinds = tuple(dict.fromkeys(kinds))
         ranked: list[list[tuple[uuid.UUID, str]]] = []
+        similarity: dict[uuid.UUID, float] = {}
 
         async def by_meaning() -> None:
             embedding, _ = await asyncio.gather(self.embed(query), self.sync())
-            found = self._index.search(embedding, kinds, CANDIDATES)
+            found = (await self.index()).search(embedding, kinds, CANDIDATES)
+            similarity.update((id_, score) for id_, _kind, score in found)
+            if min_similarity is not None:
+                found = [f for f in found if f[2] >= min_similarity]
             ranked.append([(id_, kind) for id_, kind, _score in found])
 
         async def by_words() -> None:
@@ -353,6 +429,7 @@ class MemoryStore:
                 * (UNTRUSTED_WEIGHT if row["provenance"] == "untrusted" else 1),
                 provenance=row["provenance"],
                 validity=row["validity"],
+                similarity=similarity.get(row["id"]),
             )
             for row in rows
             if row["validity"] == "active"
@@ -385,16 +462,117 @@ class MemoryStore:
         return rows
 
     async def add_episode(
-        self, prompt: str, outcome: str, summary: str, session_id: uuid.UUID | None = None
+        self,
+        prompt: str,
+        outcome: str,
+        summary: str,
+        session_id: uuid.UUID | None = None,
+        *,
+        trigger_source: str = "",
+        success: bool = True,
+        keep_days: int = 7,
     ) -> uuid.UUID:
         return await self._pool.fetchval(  # type: ignore[no-any-return]
-            "INSERT INTO memory_episodes (session_id, prompt, outcome, summary) "
-            "VALUES ($1, $2, $3, $4) RETURNING id",
+            "INSERT INTO memory_episodes (session_id, prompt, outcome, summary, trigger_source, "
+            "success, expires_at) VALUES ($1, $2, $3, $4, $5, $6, "
+            "clock_timestamp() + make_interval(days => $7)) RETURNING id",
             session_id,
             prompt,
             outcome,
             summary,
+            trigger_source,
+            success,
+            keep_days,
         )
+
+    async def used(self, ids: Sequence[uuid.UUID]) -> None:
+        """Recalled facts count as used: their decay starts again."""
+        if ids:
+            await self._pool.execute(
+                "UPDATE memory_facts SET last_used_at = clock_timestamp() "
+                "WHERE id = ANY($1::uuid[])",
+                list(ids),
+            )
+
+    async def similar(self, embedding: list[float], threshold: float) -> uuid.UUID | None:
+        """The live fact most similar to `embedding` when its cosine reaches `threshold`."""
+        await self.sync()
+        found = (await self.index()).search(embedding, ("fact",), 1)
+        return found[0][0] if found and found[0][2] >= threshold else None
+
+    async def reinforce(self, id_: uuid.UUID) -> None:
+        await self._pool.execute(
+            "UPDATE memory_facts SET confidence = least(1, confidence + 0.1), "
+            "last_used_at = clock_timestamp() WHERE id = $1",
+            id_,
+        )
+
+    # -- consolidation and decay ---------------------------------------------------------
+
+    async def open_episodes(self, limit: int) -> list[Episode]:
+        rows = await self._pool.fetch(
+            f"SELECT {EPISODE} FROM memory_episodes WHERE NOT consolidated "
+            f"AND expires_at > clock_timestamp() ORDER BY created_at LIMIT {int(limit)}"
+        )
+        return [Episode.from_row(row) for row in rows]
+
+    async def mark_consolidated(self, ids: Sequence[uuid.UUID]) -> None:
+        await self._pool.execute(
+            "UPDATE memory_episodes SET consolidated = TRUE WHERE id = ANY($1::uuid[])", list(ids)
+        )
+
+    async def start_run(self) -> uuid.UUID:
+        return await self._pool.fetchval(  # type: ignore[no-any-return]
+            "INSERT INTO memory_consolidation_runs DEFAULT VALUES RETURNING id"
+        )
+
+    async def finish_run(self, id_: uuid.UUID, status: str, counts: dict[str, Any]) -> Run:
+        row = await self._pool.fetchrow(
+            f"UPDATE memory_consolidation_runs SET status = $2, finished_at = clock_timestamp(), "
+            f"episodes = $3, created = $4, reinforced = $5, superseded = $6, decayed = $7, "
+            f"faded = $8, expired = $9, session_id = $10, error = $11 WHERE id = $1 "
+            f"RETURNING {RUN}",
+            id_,
+            status,
+            *(int(counts.get(k, 0)) for k in COUNTS),
+            uuid.UUID(str(counts["session_id"])) if counts.get("session_id") else None,
+            counts.get("error"),
+        )
+        return Run.from_row(row)
+
+    async def decay(self, fade_below: float) -> tuple[int, int]:
+        """Lower each active fact's confidence by its permanence's rate per day since it
+        was last used or decayed; facts below `fade_below` become `faded`. Returns
+        (decayed, faded)."""
+        rates = (
+            "CASE permanence "
+            + " ".join(f"WHEN '{name}' THEN {rate}" for name, rate in DECAY_PER_DAY.items())
+            + " END"
+        )
+        since = "greatest(coalesce(last_used_at, created_at), coalesce(decayed_at, created_at))"
+        async with self._pool.acquire() as conn, conn.transaction():
+            decayed = await conn.fetchval(
+                f"WITH d AS (UPDATE memory_facts SET decayed_at = clock_timestamp(), "
+                f"confidence = greatest(0, confidence - {rates} * "
+                f"extract(epoch FROM clock_timestamp() - {since}) / 86400) "
+                f"WHERE validity = 'active' AND permanence <> 'permanent' RETURNING 1) "
+                f"SELECT count(*) FROM d"
+            )
+            faded = await conn.fetch(
+                "UPDATE memory_facts SET validity = 'faded' WHERE validity = 'active' "
+                "AND confidence < $1 RETURNING id",
+                fade_below,
+            )
+        if self._ready_index is not None:
+            for row in faded:
+                self._ready_index.set_live(row["id"], False)
+        return int(decayed), len(faded)
+
+    async def expire_episodes(self) -> int:
+        status = await self._pool.execute(
+            "DELETE FROM memory_episodes WHERE expires_at <= clock_timestamp()"
+        )
+        return int(status.split()[-1])
 
     async def stats(self) -> Stats:
         facts = await self._pool.fetch(
@@ -414,3 +592,148 @@ class MemoryStore:
             unconsolidated_episodes=episodes["open"],
             vector_search="exact",
         )
+
+
+# -- the dashboard's reads -----------------------------------------------------------------
+
+
+def _contains(*columns: str) -> Clause:
+    return Clause(
+        "(" + " OR ".join(f"{c} ILIKE {{}} ESCAPE '\\'" for c in columns) + ")", "contains"
+    )
+
+
+FACTS = Listing(
+    "memory_facts",
+    Fact,
+    "created_at",
+    "created_at DESC, id DESC",
+    {
+        "q": _contains("content", "subject", "predicate"),
+        "validity": Clause("validity = {}"),
+        "provenance": Clause("provenance = {}"),
+        "permanence": Clause("permanence = {}"),
+        "subject": Clause("subject = {}"),
+    },
+)
+RULES = Listing(
+    "memory_rules",
+    Rule,
+    "created_at",
+    "created_at DESC, id DESC",
+    {"q": _contains("content"), "validity": Clause("validity = {}")},
+)
+EPISODES = Listing(
+    "memory_episodes",
+    Episode,
+    "created_at",
+    "created_at DESC, id DESC",
+    {"q": _contains("prompt", "outcome"), "consolidated": Clause("consolidated = {}")},
+)
+RUNS = Listing(
+    "memory_consolidation_runs",
+    Run,
+    "started_at",
+    "started_at DESC, id DESC",
+    {"status": Clause("status = {}")},
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FactShown:
+    """A fact with its supersession history (newest first, itself included)."""
+
+    fact: Fact
+    history: list[Fact]
+
+
+async def fact_shown(reader: Reader, id_: uuid.UUID) -> FactShown | None:
+    rows = await reader.fetch(
+        f"""
+        WITH RECURSIVE chain AS (
+            SELECT {FACT}, 1 AS depth FROM memory_facts WHERE id = $1
+            UNION ALL
+            SELECT {", ".join(f"f.{c.strip()}" for c in FACT.split(","))}, chain.depth + 1
+            FROM memory_facts f JOIN chain ON f.id = chain.supersedes
+            WHERE chain.depth < 100
+        )
+        SELECT {FACT} FROM chain ORDER BY depth
+        """,
+        id_,
+    )
+    if not rows:
+        return None
+    history = [Fact.from_row(row) for row in rows]
+    newer = await reader.fetch(f"SELECT {FACT} FROM memory_facts WHERE supersedes = $1", id_)
+    return FactShown(fact=history[0], history=[Fact.from_row(r) for r in newer] + history)
+
+
+async def rule_shown(reader: Reader, id_: uuid.UUID) -> Rule | None:
+    rows = await reader.fetch(f"SELECT {RULE} FROM memory_rules WHERE id = $1", id_)
+    return Rule.from_row(rows[0]) if rows else None
+
+
+@dataclass(frozen=True, slots=True)
+class Counts(Record):
+    facts: int = field(metadata=expression("(SELECT count(*) FROM memory_facts)"))
+    active_facts: int = field(
+        metadata=expression("(SELECT count(*) FROM memory_facts WHERE validity = 'active')")
+    )
+    untrusted_facts: int = field(
+        metadata=expression(
+            "(SELECT count(*) FROM memory_facts WHERE validity = 'active' "
+            "AND provenance = 'untrusted')"
+        )
+    )
+    rules: int = field(metadata=expression("(SELECT count(*) FROM memory_rules)"))
+    episodes: int = field(metadata=expression("(SELECT count(*) FROM memory_episodes)"))
+    unconsolidated_episodes: int = field(
+        metadata=expression("(SELECT count(*) FROM memory_episodes WHERE NOT consolidated)")
+    )
+    last_consolidation_at: datetime | None = field(
+        metadata=expression("(SELECT max(started_at) FROM memory_consolidation_runs)")
+    )
+
+
+async def counts(reader: Reader) -> Counts:
+    rows = await reader.fetch(f"SELECT {Counts.columns()}")
+    return Counts.from_row(rows[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Activity(Record):
+    """One memory event: a fact or rule stored, an episode written, a consolidation run."""
+
+    kind: str
+    id: uuid.UUID
+    text: str
+    detail: str
+    at: datetime
+
+
+ACTIVITY_LIMIT = 50
+
+
+async def activity(reader: Reader, limit: int = ACTIVITY_LIMIT) -> list[Activity]:
+    """The latest memory events of one butler, newest first (bounded)."""
+    n = int(limit)
+    rows = await reader.fetch(
+        f"""
+        (SELECT 'fact' AS kind, id, left({TEXT["fact"]}, 300) AS text,
+            validity || ' · ' || provenance AS detail, created_at AS at
+         FROM memory_facts ORDER BY created_at DESC LIMIT {n})
+        UNION ALL
+        (SELECT 'rule', id, left(content, 300), validity, created_at
+         FROM memory_rules ORDER BY created_at DESC LIMIT {n})
+        UNION ALL
+        (SELECT 'episode', id, left(prompt, 300), trigger_source, created_at
+         FROM memory_episodes ORDER BY created_at DESC LIMIT {n})
+        UNION ALL
+        (SELECT 'consolidation', id, status || ': ' || episodes || ' episodes, '
+            || created || ' new, ' || reinforced || ' reinforced, ' || superseded
+            || ' superseding, ' || faded || ' faded', coalesce(error, ''), started_at
+         FROM memory_consolidation_runs ORDER BY started_at DESC LIMIT {n})
+        ORDER BY at DESC LIMIT {n}
+        """
+    )
+    return [Activity.from_row(row) for row in rows]

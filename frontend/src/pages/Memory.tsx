@@ -1,0 +1,258 @@
+import { useState } from "react";
+import { Link } from "react-router-dom";
+
+import type { MemoryFact, MemoryFactDetail, MemoryRule } from "../api/types";
+import { DataState, ErrorBox } from "../components/DataState";
+import { Select } from "../components/Filters";
+import { Pager } from "../components/Pager";
+import { StatusBadge } from "../components/Status";
+import { sessionPath } from "../components/SessionTable";
+import { useConsolidations, useFact, useFacts, useMemoryStats, useRules } from "../hooks/useApi";
+import { type MemoryCorrection, useCorrectMemory } from "../hooks/useMutations";
+import { when } from "../lib/format";
+
+const PAGE = 25;
+
+function Provenance({ value }: { value: string }) {
+  if (value === "untrusted") {
+    return (
+      <span className="badge warn" title="From content the owner did not write: a claim, not a fact">
+        ▲ untrusted
+      </span>
+    );
+  }
+  return <span className="muted">{value}</span>;
+}
+
+function Stats() {
+  const stats = useMemoryStats();
+  const s = stats.data?.data;
+  return (
+    <DataState loading={stats.isLoading} error={stats.error}>
+      {s ? (
+        <dl className="totals" aria-label="Memory totals">
+          <div><dt>Active facts</dt><dd>{s.active_facts}</dd></div>
+          <div><dt>Untrusted facts</dt><dd>{s.untrusted_facts}</dd></div>
+          <div><dt>All facts</dt><dd>{s.facts}</dd></div>
+          <div><dt>Rules</dt><dd>{s.rules}</dd></div>
+          <div><dt>Episodes</dt><dd>{s.episodes}</dd></div>
+          <div><dt>Awaiting consolidation</dt><dd>{s.unconsolidated_episodes}</dd></div>
+          <div><dt>Butlers with memory</dt><dd>{Object.keys(s.by_butler).sort().join(", ") || "none"}</dd></div>
+        </dl>
+      ) : null}
+    </DataState>
+  );
+}
+
+function Corrections({ kind, id, validity, label }: { kind: "facts" | "rules"; id: string; validity: string; label: string }) {
+  const correct = useCorrectMemory();
+  const actions: [MemoryCorrection, string][] =
+    validity === "retracted" ? [["restore", "Restore"]] : validity === "active" ? [["confirm", "Confirm"], ["retract", "Retract"]] : [];
+  return (
+    <span className="actions">
+      {actions.map(([action, text]) => (
+        <button
+          key={action}
+          type="button"
+          disabled={correct.isPending}
+          onClick={() => correct.mutate({ kind, id, action })}
+          aria-label={`${text} ${label}`}
+        >
+          {text}
+        </button>
+      ))}
+      {correct.error ? <ErrorBox error={correct.error} /> : null}
+    </span>
+  );
+}
+
+function factText(f: { subject: string; predicate: string; content: string }): string {
+  return `${f.subject} · ${f.predicate} · ${f.content}`;
+}
+
+function FactDetail({ id, onClose }: { id: string; onClose: () => void }) {
+  const detail = useFact(id);
+  const f: MemoryFactDetail | undefined = detail.data?.data;
+  return (
+    <aside className="panel" aria-label="Fact detail">
+      <button type="button" onClick={onClose} aria-label="Close fact detail">Close</button>
+      <DataState loading={detail.isLoading} error={detail.error}>
+        {f ? (
+          <>
+            <h3>{factText(f)}</h3>
+            <dl className="kv">
+              <dt>Butler</dt><dd>{f.butler}</dd>
+              <dt>Validity</dt><dd><StatusBadge status={f.validity} /></dd>
+              <dt>Provenance</dt><dd><Provenance value={f.provenance} /></dd>
+              <dt>Source</dt>
+              <dd>
+                {f.source_session ? (
+                  <Link to={sessionPath({ butler: f.butler, id: f.source_session })}>session {f.source_session.slice(0, 8)}</Link>
+                ) : null}
+                {f.source_channel ? ` via ${f.source_channel}` : null}
+                {f.source_message ? ` (message ${f.source_message})` : null}
+                {!f.source_session && !f.source_channel ? "stated through a tool" : null}
+              </dd>
+              <dt>Confidence</dt><dd>{f.confidence.toFixed(2)} ({f.permanence})</dd>
+              <dt>Importance</dt><dd>{f.importance.toFixed(2)}</dd>
+              <dt>Tags</dt><dd>{f.tags.join(", ") || "—"}</dd>
+              <dt>Last used</dt><dd>{when(f.last_used_at)}</dd>
+            </dl>
+            <Corrections kind="facts" id={f.id} validity={f.validity} label={factText(f)} />
+            <h4>History</h4>
+            <ol aria-label="Fact history">
+              {f.history.map((h) => (
+                <li key={h.id}>
+                  <StatusBadge status={h.validity} /> {h.content} <span className="muted">({when(h.created_at)})</span>
+                </li>
+              ))}
+            </ol>
+          </>
+        ) : null}
+      </DataState>
+    </aside>
+  );
+}
+
+function Facts() {
+  const [q, setQ] = useState("");
+  const [validity, setValidity] = useState("active");
+  const [provenance, setProvenance] = useState("");
+  const [offset, setOffset] = useState(0);
+  const [selected, setSelected] = useState<string | null>(null);
+  const facts = useFacts({ q: q || undefined, validity: validity || undefined, provenance: provenance || undefined, offset, limit: PAGE });
+  return (
+    <>
+      <div className="filters">
+        <label className="field">
+          <span>Search facts</span>
+          <input value={q} onChange={(e) => { setQ(e.target.value); setOffset(0); }} aria-label="Search facts" />
+        </label>
+        <Select label="Validity" value={validity} options={["active", "superseded", "faded", "retracted"]} onChange={(v) => { setValidity(v); setOffset(0); }} />
+        <Select label="Provenance" value={provenance} options={["owner", "butler", "untrusted"]} onChange={(v) => { setProvenance(v); setOffset(0); }} />
+      </div>
+      <DataState loading={facts.isLoading} error={facts.error} empty={facts.data?.data.length === 0} emptyText="No facts match.">
+        <table className="table" aria-label="Facts">
+          <thead>
+            <tr>
+              <th scope="col">Fact</th>
+              <th scope="col">Butler</th>
+              <th scope="col">Provenance</th>
+              <th scope="col">Validity</th>
+              <th scope="col">Confidence</th>
+              <th scope="col">Stored</th>
+            </tr>
+          </thead>
+          <tbody>
+            {facts.data?.data.map((f: MemoryFact) => (
+              <tr key={f.id}>
+                <td>
+                  <button type="button" className="link" onClick={() => setSelected(f.id)}>{factText(f)}</button>
+                </td>
+                <td>{f.butler}</td>
+                <td><Provenance value={f.provenance} /></td>
+                <td><StatusBadge status={f.validity} /></td>
+                <td>{f.confidence.toFixed(2)}</td>
+                <td>{when(f.created_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <Pager offset={offset} limit={PAGE} total={facts.data?.meta.total} hasMore={facts.data?.meta.has_more ?? false} onChange={setOffset} label="facts" />
+      </DataState>
+      {selected ? <FactDetail id={selected} onClose={() => setSelected(null)} /> : null}
+    </>
+  );
+}
+
+function Rules() {
+  const [q, setQ] = useState("");
+  const [offset, setOffset] = useState(0);
+  const rules = useRules({ q: q || undefined, offset, limit: PAGE });
+  return (
+    <>
+      <label className="field">
+        <span>Search rules</span>
+        <input value={q} onChange={(e) => { setQ(e.target.value); setOffset(0); }} aria-label="Search rules" />
+      </label>
+      <DataState loading={rules.isLoading} error={rules.error} empty={rules.data?.data.length === 0} emptyText="No rules learned yet.">
+        <table className="table" aria-label="Rules">
+          <thead>
+            <tr>
+              <th scope="col">Rule</th>
+              <th scope="col">Butler</th>
+              <th scope="col">Helpful / harmful</th>
+              <th scope="col">Provenance</th>
+              <th scope="col">Validity</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rules.data?.data.map((r: MemoryRule) => (
+              <tr key={r.id}>
+                <td>{r.content}</td>
+                <td>{r.butler}</td>
+                <td>{r.helpful} / {r.harmful}</td>
+                <td><Provenance value={r.provenance} /></td>
+                <td><StatusBadge status={r.validity} /></td>
+                <td><Corrections kind="rules" id={r.id} validity={r.validity} label={r.content} /></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <Pager offset={offset} limit={PAGE} total={rules.data?.meta.total} hasMore={rules.data?.meta.has_more ?? false} onChange={setOffset} label="rules" />
+      </DataState>
+    </>
+  );
+}
+
+function Consolidations() {
+  const [offset, setOffset] = useState(0);
+  const runs = useConsolidations({ offset, limit: 10 });
+  return (
+    <DataState loading={runs.isLoading} error={runs.error} empty={runs.data?.data.length === 0} emptyText="No consolidation has run yet.">
+      <table className="table" aria-label="Consolidation runs">
+        <thead>
+          <tr>
+            <th scope="col">Started</th>
+            <th scope="col">Butler</th>
+            <th scope="col">Status</th>
+            <th scope="col">Episodes</th>
+            <th scope="col">New / reinforced / superseding</th>
+            <th scope="col">Faded / expired</th>
+            <th scope="col">Error</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runs.data?.data.map((r) => (
+            <tr key={r.id}>
+              <td>{when(r.started_at)}</td>
+              <td>{r.butler}</td>
+              <td><StatusBadge status={r.status} /></td>
+              <td>{r.episodes}</td>
+              <td>{r.created} / {r.reinforced} / {r.superseded}</td>
+              <td>{r.faded} / {r.expired}</td>
+              <td>{r.error ?? ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <Pager offset={offset} limit={10} total={runs.data?.meta.total} hasMore={runs.data?.meta.has_more ?? false} onChange={setOffset} label="consolidation runs" />
+    </DataState>
+  );
+}
+
+export function MemoryPage() {
+  return (
+    <section>
+      <h1>Memory</h1>
+      <Stats />
+      <h2>Facts</h2>
+      <Facts />
+      <h2>Rules</h2>
+      <Rules />
+      <h2>Consolidation runs</h2>
+      <Consolidations />
+    </section>
+  );
+}
