@@ -11,6 +11,7 @@ import asyncpg
 
 from butlers.auth.middleware import AccessMiddleware
 from butlers.auth.tokens import TokenBook
+from butlers.core.secrets import SecretResolver
 from butlers.spec import ButlerResource
 
 
@@ -48,6 +49,8 @@ class ButlerContext:
     tokens: TokenBook = field(default_factory=TokenBook, repr=False)
     access: AccessMiddleware = field(default_factory=AccessMiddleware, repr=False)
     token: str | None = field(default=None, repr=False)
+    # Credentials: the secrets stores, then the environment (None: the environment only).
+    secrets: SecretResolver | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:

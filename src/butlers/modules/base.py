@@ -15,6 +15,7 @@ from butlers.core.spawner import Spawner
 from butlers.migrations import Chain
 from butlers.modules.channels import Approver, Channel, Outbound
 from butlers.redaction import Redactor
+from butlers.secretbox import KeyringError
 
 ApprovalMode = Literal["always", "conditional", "never"]
 
@@ -87,15 +88,29 @@ class ModuleContext:
         return self.butler.environ
 
     def credential(self, env_name: str) -> str:
-        """The value of the environment variable `env_name`, or a "credentials" failure."""
-        value = self.butler.environ.get(env_name)
+        """The credential `env_name`: from the butler's secrets store, the shared store, or
+        the environment variable of that name (the first set wins); else a
+        "credentials" failure."""
+        resolver = self.butler.secrets
+        try:
+            value = resolver.cached(env_name) if resolver else self.butler.environ.get(env_name)
+        except KeyringError as exc:
+            raise ModuleError("credentials", f"module {self.name!r}: {exc}") from None
         if not value:
             raise ModuleError(
                 "credentials",
-                f"module {self.name!r}: environment variable {env_name} is not set "
-                f"(named in spec.modules.{self.name})",
+                f"module {self.name!r}: {env_name} is not set: neither in the secrets store "
+                f"(dashboard: Secrets) nor as an environment variable (named in "
+                f"spec.modules.{self.name})",
             )
         return value
+
+    async def fresh_credential(self, env_name: str) -> str | None:
+        """`env_name` as stored now (a value written while the butler runs, such as an
+        OAuth grant), else the environment's; None when nowhere."""
+        if self.butler.secrets is None:
+            return self.butler.environ.get(env_name) or None
+        return await self.butler.secrets.get(env_name)
 
 
 def tool_meta(
