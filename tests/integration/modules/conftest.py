@@ -1,9 +1,9 @@
 """A butler with modules, built in-process (`build_butler`) on a fresh schema."""
 
 import itertools
-from dataclasses import replace
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
