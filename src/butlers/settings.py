@@ -22,7 +22,12 @@ DEFAULT_HEARTBEAT_INTERVAL = 15.0
 DEFAULT_TICK_INTERVAL = 30.0
 # Secrets of the butler itself: read into settings, kept out of `environ` (what modules
 # and sessions may draw credentials from).
-AUTH_SECRET_VARS = ("BUTLERS_TOKEN", "BUTLERS_REGISTRATION_KEY", "BUTLERS_SECRETS_KEY")
+AUTH_SECRET_VARS = (
+    "BUTLERS_TOKEN",
+    "BUTLERS_REGISTRATION_KEY",
+    "BUTLERS_SECRETS_KEY",
+    "BUTLERS_SECRETS_KEY_FILE",
+)
 _DIGEST_CHARS = frozenset("0123456789abcdef")
 _LABEL = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 DEFAULT_MAX_QUEUED_SESSIONS = 32

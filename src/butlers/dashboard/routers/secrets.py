@@ -292,7 +292,8 @@ async def delete_secret(name: str, key: str, request: Request, dashboard: Ctx) -
         if "no secret" in exc.message:
             raise NotFound(f"butler {name!r} stores no secret {key!r}", butler=name) from None
         raise
-    assert before_rows is not None
+    if before_rows is None:  # written and deleted again meanwhile: it is gone all the same
+        raise NotFound(f"butler {name!r} stores no secret {key!r}", butler=name)
     return ok(_from_meta(before_rows, "store"))
 
 
