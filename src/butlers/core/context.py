@@ -12,6 +12,7 @@ import asyncpg
 from butlers.auth.middleware import AccessMiddleware
 from butlers.auth.tokens import TokenBook
 from butlers.core.secrets import SecretResolver
+from butlers.settings import GOOGLE_TOKEN_URL
 from butlers.spec import ButlerResource
 
 
@@ -51,6 +52,8 @@ class ButlerContext:
     token: str | None = field(default=None, repr=False)
     # Credentials: the secrets stores, then the environment (None: the environment only).
     secrets: SecretResolver | None = field(default=None, repr=False)
+    # Google's token endpoint (BUTLERS_GOOGLE_TOKEN_URL), for modules using the OAuth grant.
+    google_token_url: str = GOOGLE_TOKEN_URL
 
     @property
     def name(self) -> str:

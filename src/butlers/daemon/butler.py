@@ -88,6 +88,7 @@ async def build_butler(
             registration_key=auth.registration_key,
         ),
         token=auth.token,
+        google_token_url=settings.google.token_url,
     )
     context.secrets = SecretResolver(
         pool,

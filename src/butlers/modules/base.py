@@ -14,6 +14,7 @@ from butlers.core.context import ButlerContext
 from butlers.core.spawner import Spawner
 from butlers.migrations import Chain
 from butlers.modules.channels import Approver, Channel, Outbound
+from butlers.oauth.google import GoogleTokens
 from butlers.redaction import Redactor
 from butlers.secretbox import KeyringError
 
@@ -111,6 +112,13 @@ class ModuleContext:
         if self.butler.secrets is None:
             return self.butler.environ.get(env_name) or None
         return await self.butler.secrets.get(env_name)
+
+    def google_tokens(self) -> GoogleTokens:
+        """Access tokens from the Google grant the dashboard stored (shared secrets
+        `GOOGLE_OAUTH_*`): keep the object and `await tokens.access_token()` before each
+        call to Google; it refreshes a minute before expiry and raises
+        `butlers.oauth.google.OAuthError` ("not_configured", "invalid_grant", ...)."""
+        return GoogleTokens(self.fresh_credential, self.butler.google_token_url)
 
 
 def tool_meta(

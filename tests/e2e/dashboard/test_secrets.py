@@ -11,11 +11,14 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
+from butlers.core.context import ButlerContext
 from butlers.core.secrets import SecretResolver
 from butlers.ecosystem.rotation import rotate
+from butlers.modules.base import ModuleContext
 from butlers.oauth import google
 from butlers.secretbox import Keyring, KeySource
 from butlers.settings import GoogleEndpoints
+from tests.support.butlers import make_resource
 from tests.support.oauth_server import endpoints, google_stand_in
 
 from ..harness.ecosystem import EcosystemHandle
@@ -172,12 +175,20 @@ async def _oauth_flow(
     assert data(await ui.get("/api/oauth/google/credentials"))["refresh_token_set"] is True
 
     # A butler reads the grant from the shared store and gets access tokens with it.
-    resolver = SecretResolver(
-        await handle.pool("general"),
-        KeySource(file=handle.secrets_key_file),
-        shared_schema=handle.dashboard_schema,
+    # A module of a butler (as the calendar does) gets access tokens from that grant, read
+    # from the shared store with the butler's own role.
+    pool = await handle.pool("general")
+    butler = ButlerContext(
+        resource=make_resource("general"),
+        schema=handle["general"].schema,
+        pool=pool,
+        secrets=SecretResolver(
+            pool, KeySource(file=handle.secrets_key_file), shared_schema=handle.dashboard_schema
+        ),
+        google_token_url=token_url,
     )
-    access = await google.GoogleTokens(resolver.get, token_url).access_token()
+    module = ModuleContext(name="calendar", butler=butler, config=None, services=None)  # type: ignore[arg-type]
+    access = await module.google_tokens().access_token()
     assert server.is_live(access)
 
     server.granted_scope = "openid"
