@@ -221,9 +221,7 @@ async def read_tokens(cluster: FakeCluster, names: list[str]) -> tuple[str, dict
     return user, tokens
 
 
-async def read_auth(
-    cluster: FakeCluster, names: list[str]
-) -> tuple[str, dict[str, str], str]:
+async def read_auth(cluster: FakeCluster, names: list[str]) -> tuple[str, dict[str, str], str]:
     """`read_tokens`, and the keyring of the secrets stores."""
     secrets = {s["metadata"]["name"]: s for s in await cluster.items("v1", "secrets")}
 
