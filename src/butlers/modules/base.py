@@ -106,6 +106,13 @@ class ModuleContext:
             )
         return value
 
+    def optional_credential(self, env_name: str) -> str | None:
+        """`env_name` as `credential` finds it (store, shared store, environment), or None."""
+        try:
+            return self.credential(env_name)
+        except ModuleError:
+            return None
+
     async def fresh_credential(self, env_name: str) -> str | None:
         """`env_name` as stored now (a value written while the butler runs, such as an
         OAuth grant), else the environment's; None when nowhere."""

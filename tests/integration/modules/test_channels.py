@@ -45,11 +45,12 @@ async def test_telegram_takes_its_token_from_the_secrets_store_over_the_environm
         butler = await module_butler(
             {"telegram": {"apiBase": fake.url}},
             environ={"TELEGRAM_BOT_TOKEN": "999:stale-env-token", "TELEGRAM_CHAT_ID": "42"},
-            stored={"TELEGRAM_BOT_TOKEN": TOKEN},
+            stored={"TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_CHAT_ID": "7"},
         )
         result = await butler.call("telegram_send", {"text": "from the store"})
     assert butler.module("telegram")["status"] == "active"
     assert result["message_id"] == "1"
+    assert fake.sent == [{"chat_id": "7", "text": "from the store"}]
 
 
 async def test_telegram_send_reaches_the_bot_api(module_butler: ButlerFactory) -> None:
