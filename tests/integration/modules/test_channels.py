@@ -43,7 +43,7 @@ async def test_telegram_takes_its_token_from_the_secrets_store_over_the_environm
 ) -> None:
     async with fake_telegram(TOKEN) as fake:
         butler = await module_butler(
-            {"telegram": {"apiBase": fake.url}},
+            {"messenger": {}, "telegram": {"apiBase": fake.url}},
             environ={"TELEGRAM_BOT_TOKEN": "999:stale-env-token", "TELEGRAM_CHAT_ID": "42"},
             stored={"TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_CHAT_ID": "7"},
         )
