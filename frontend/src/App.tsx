@@ -15,6 +15,7 @@ import { NotificationsPage } from "./pages/Notifications";
 import { TriagePage } from "./pages/Triage";
 import { OverviewPage } from "./pages/Overview";
 import { SearchPage } from "./pages/Search";
+import { SecretsPage } from "./pages/Secrets";
 import { SessionPage } from "./pages/Session";
 import { SessionsPage } from "./pages/Sessions";
 import { TracePage } from "./pages/Trace";
@@ -30,6 +31,7 @@ const LINKS: [string, string][] = [
   ["/issues", "Issues"],
   ["/notifications", "Notifications"],
   ["/triage", "Triage"],
+  ["/secrets", "Secrets"],
   ["/audit", "Audit log"],
   ["/search", "Search"],
 ];
@@ -107,6 +109,7 @@ export function App() {
           <Route path="/issues" element={<IssuesPage />} />
           <Route path="/notifications" element={<NotificationsPage />} />
           <Route path="/triage" element={<TriagePage />} />
+          <Route path="/secrets" element={<SecretsPage />} />
           <Route path="/audit" element={<AuditPage />} />
           <Route path="/search" element={<SearchPage />} />
           <Route path="*" element={<NotFound />} />

@@ -2,7 +2,8 @@
 
 Per namespace, the Secret `butlers-auth` holds the user's token (`user-token`: full
 access, for people, their clients and the dashboard) and the registration key
-(`registration-key`). The operator creates it with random values when it is missing,
+(`registration-key`) and the keyring of the secrets stores (`secrets-key`, see
+docs/secrets.md). The operator creates it with random values when it is missing,
 never overwrites a value (a user may provide or rotate them), and never deletes it.
 
 Per Butler, the Secret `<name>-auth` (owned by the Butler) holds what its pod needs:
@@ -15,6 +16,7 @@ The pod reads them as environment variables; a change rolls the pod (config hash
 from __future__ import annotations
 
 import base64
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,12 +26,17 @@ from butlers_operator.target import ButlerTarget, build_metadata
 NAMESPACE_SECRET = "butlers-auth"
 USER_TOKEN_KEY = "user-token"
 REGISTRATION_KEY_KEY = "registration-key"
+# The keyring sealing the secrets stores (`butlers.secretbox`), shared by every butler of
+# the namespace and the dashboard.
+SECRETS_KEY_KEY = "secrets-key"
 # Keys of `<name>-auth` → the variable the butler reads.
 ENV_KEYS = {
     "token": "BUTLERS_TOKEN",
     "user-token-sha256": "BUTLERS_USER_TOKEN_SHA256",
     "switchboard-token-sha256": "BUTLERS_SWITCHBOARD_TOKEN_SHA256",
     "registration-key": "BUTLERS_REGISTRATION_KEY",
+    "secrets-key": "BUTLERS_SECRETS_KEY",
+    "shared-secrets-schema": "BUTLERS_SHARED_SECRETS_SCHEMA",
 }
 
 
@@ -40,6 +47,14 @@ class AuthInputs:
     user_token: str
     registration_key: str
     switchboard: str | None  # the switchboard Butler's name, if the namespace has one
+    secrets_key: str = ""
+    shared_schema: str = ""  # the dashboard's schema, holding the shared secrets store
+
+
+def new_secrets_key() -> str:
+    """A keyring of one fresh AES-256 key, as `butlers secrets new-key` writes it (made
+    here without the cryptography package, which the operator's image does not carry)."""
+    return base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")
 
 
 def auth_secret_name(target: ButlerTarget) -> str:
@@ -55,6 +70,8 @@ def auth_values(target: ButlerTarget, auth: AuthInputs) -> dict[str, str]:
         "user-token-sha256": f"user={digest(auth.user_token)}",
         "switchboard-token-sha256": "",
         "registration-key": "",
+        "secrets-key": auth.secrets_key,
+        "shared-secrets-schema": auth.shared_schema,
     }
     if auth.switchboard is not None:
         switchboard_token = butler_token(auth.registration_key, auth.switchboard)

@@ -27,8 +27,10 @@ from butlers_operator import render
 from butlers_operator.auth import (
     NAMESPACE_SECRET,
     REGISTRATION_KEY_KEY,
+    SECRETS_KEY_KEY,
     USER_TOKEN_KEY,
     AuthInputs,
+    new_secrets_key,
 )
 from butlers_operator.kube import KubeClient, KubeError, build_object_path
 from butlers_operator.settings import OperatorSettings
@@ -277,21 +279,27 @@ def find_switchboard_url(butlers: Sequence[Mapping[str, Any]]) -> str | None:
 
 
 async def ensure_namespace_auth(
-    kube: KubeClient, namespace: str, switchboard: str | None
+    kube: KubeClient, namespace: str, switchboard: str | None, shared_schema: str | None = None
 ) -> AuthInputs:
     """The namespace's `butlers-auth` Secret: created with random tokens when missing,
     completed when a key is missing, never overwritten (a person may set or rotate it)."""
     path = build_object_path("v1", "Secret", namespace, NAMESPACE_SECRET)
     for _attempt in (1, 2):
         live = await kube.get(path)
-        values = {key: _decode(live, key) for key in (USER_TOKEN_KEY, REGISTRATION_KEY_KEY)}
-        if values[USER_TOKEN_KEY] and values[REGISTRATION_KEY_KEY]:
+        keys = (USER_TOKEN_KEY, REGISTRATION_KEY_KEY, SECRETS_KEY_KEY)
+        values = {key: _decode(live, key) for key in keys}
+        if all(values.values()):
             return AuthInputs(
-                str(values[USER_TOKEN_KEY]), str(values[REGISTRATION_KEY_KEY]), switchboard
+                str(values[USER_TOKEN_KEY]),
+                str(values[REGISTRATION_KEY_KEY]),
+                switchboard,
+                secrets_key=str(values[SECRETS_KEY_KEY]),
+                shared_schema=shared_schema or "",
             )
         missing = {
             USER_TOKEN_KEY: values[USER_TOKEN_KEY] or new_user_token(),
             REGISTRATION_KEY_KEY: values[REGISTRATION_KEY_KEY] or new_secret(),
+            SECRETS_KEY_KEY: values[SECRETS_KEY_KEY] or new_secrets_key(),
         }
         data = {k: base64.b64encode(v.encode()).decode() for k, v in missing.items()}
         try:
@@ -432,7 +440,10 @@ async def reconcile_butler(
     switchboard = await switchboard_of(target.namespace)
     switchboard_url = switchboard[1] if switchboard else None
     auth = await ensure_namespace_auth(
-        kube, target.namespace, switchboard[0] if switchboard else None
+        kube,
+        target.namespace,
+        switchboard[0] if switchboard else None,
+        settings.dashboard_schema if settings.dashboard_secret else None,
     )
     inputs = await read_pod_inputs(
         kube, target.namespace, render.referenced_inputs(target, settings)

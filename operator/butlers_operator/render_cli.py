@@ -82,7 +82,11 @@ def render_objects(
         )
         switchboard = find_switchboard(same_namespace)
         auth = AuthInputs(
-            TOKEN_PLACEHOLDER, TOKEN_PLACEHOLDER, switchboard[0] if switchboard else None
+            TOKEN_PLACEHOLDER,
+            TOKEN_PLACEHOLDER,
+            switchboard[0] if switchboard else None,
+            secrets_key=TOKEN_PLACEHOLDER,
+            shared_schema=settings.dashboard_schema if settings.dashboard_secret else "",
         )
         rendered = render_all(
             target,

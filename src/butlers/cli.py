@@ -111,6 +111,13 @@ def _parser() -> argparse.ArgumentParser:
         "the ecosystem's runs",
     )
     dashboard.add_argument("--no-login", action="store_true", help=NO_LOGIN_HELP)
+    secrets = sub.add_parser("secrets", help="the key of the secrets stores")
+    secrets_sub = secrets.add_subparsers(dest="secrets_command", required=True)
+    secrets_sub.add_parser("new-key", help="print a new key (for BUTLERS_SECRETS_KEY)")
+    rotate = secrets_sub.add_parser(
+        "rotate", help="a new key for a running local ecosystem; every value re-sealed"
+    )
+    rotate.add_argument("--data-dir", type=Path, help="where data and logs live (default .butlers)")
     return parser
 
 
@@ -465,6 +472,18 @@ def cmd_send(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_secrets(args: argparse.Namespace) -> int:
+    from butlers.secretbox import new_key
+
+    if args.secrets_command == "new-key":
+        print(new_key())
+        return 0
+    from butlers.ecosystem.rotation import rotate
+
+    print(rotate(_ecosystem_settings(args).data_dir))
+    return 0
+
+
 COMMANDS = {
     "up": cmd_up,
     "down": cmd_down,
@@ -474,4 +493,5 @@ COMMANDS = {
     "serve": cmd_serve,
     "send": cmd_send,
     "dashboard": cmd_dashboard,
+    "secrets": cmd_secrets,
 }

@@ -22,7 +22,12 @@ DEFAULT_HEARTBEAT_INTERVAL = 15.0
 DEFAULT_TICK_INTERVAL = 30.0
 # Secrets of the butler itself: read into settings, kept out of `environ` (what modules
 # and sessions may draw credentials from).
-AUTH_SECRET_VARS = ("BUTLERS_TOKEN", "BUTLERS_REGISTRATION_KEY")
+AUTH_SECRET_VARS = (
+    "BUTLERS_TOKEN",
+    "BUTLERS_REGISTRATION_KEY",
+    "BUTLERS_SECRETS_KEY",
+    "BUTLERS_SECRETS_KEY_FILE",
+)
 _DIGEST_CHARS = frozenset("0123456789abcdef")
 _LABEL = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 DEFAULT_MAX_QUEUED_SESSIONS = 32
@@ -47,8 +52,10 @@ BUTLER_SETTINGS_ENVIRONMENT = (
     "BUTLERS_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "BUTLERS_SPAN_DIR",
     "BUTLERS_LOG_LEVEL", "BUTLERS_MAX_QUEUED_SESSIONS", "BUTLERS_LOG_MAX_BYTES", "BUTLERS_PRICES",
     "BUTLERS_POOL_MIN_SIZE", "BUTLERS_POOL_MAX_SIZE",
-    "BUTLERS_MCP_FAST_PATH",
+    "BUTLERS_MCP_FAST_PATH", "BUTLERS_GOOGLE_AUTH_URL", "BUTLERS_GOOGLE_TOKEN_URL",
 )  # fmt: skip
+GOOGLE_AUTH_URL = "https://accounts.google.com/o/oauth2/v2/auth"
+GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token"
 
 
 def dashboard_login_off(environ: Mapping[str, str]) -> bool:
@@ -154,6 +161,12 @@ class ButlerSettings:
     # The MCP fast path (`daemon/direct.py`: plain `tools/call`s answered without the SDK's
     # transport; it leans on private names of FastMCP and the SDK). Off: the SDK answers all.
     mcp_fast_path: bool = True
+    # The secrets store: its keyring (a value, or a file re-read on rotation), and the
+    # schema of the shared store (the dashboard's; None: no shared store).
+    secrets_key: str | None = field(default=None, repr=False)
+    secrets_key_file: Path | None = None
+    shared_secrets_schema: str | None = None
+    google: GoogleEndpoints = field(default_factory=lambda: GoogleEndpoints())
 
     def env_value(self, name: str) -> str | None:
         """A variable of this process's start-up environment (spec.env values, API keys)."""
@@ -216,7 +229,38 @@ class ButlerSettings:
             log_file=Path(env["BUTLERS_LOG_FILE"]) if env.get("BUTLERS_LOG_FILE") else None,
             log_max_bytes=_positive_int(env, "BUTLERS_LOG_MAX_BYTES", DEFAULT_LOG_MAX_BYTES),
             pool_sizes=_pool_sizes(env),
+            secrets_key=env.get("BUTLERS_SECRETS_KEY") or None,
+            secrets_key_file=_path(env, "BUTLERS_SECRETS_KEY_FILE"),
+            shared_secrets_schema=env.get("BUTLERS_SHARED_SECRETS_SCHEMA") or None,
+            google=GoogleEndpoints.from_env(env),
         )
+
+
+@dataclass(frozen=True)
+class GoogleEndpoints:
+    """Google's OAuth 2.0 endpoints (BUTLERS_GOOGLE_AUTH_URL, BUTLERS_GOOGLE_TOKEN_URL) and
+    the dashboard's callback as registered with Google (BUTLERS_GOOGLE_REDIRECT_URI; None:
+    the URL the browser reached the dashboard at, plus /api/oauth/google/callback)."""
+
+    auth_url: str = GOOGLE_AUTH_URL
+    token_url: str = GOOGLE_TOKEN_URL
+    redirect_uri: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> GoogleEndpoints:
+        for name in ("BUTLERS_GOOGLE_AUTH_URL", "BUTLERS_GOOGLE_TOKEN_URL"):
+            value = env.get(name)
+            if value and not value.startswith(("https://", "http://")):
+                raise ButlersError(f"{name}={value!r} is not an http(s) URL")
+        return cls(
+            auth_url=env.get("BUTLERS_GOOGLE_AUTH_URL") or GOOGLE_AUTH_URL,
+            token_url=env.get("BUTLERS_GOOGLE_TOKEN_URL") or GOOGLE_TOKEN_URL,
+            redirect_uri=env.get("BUTLERS_GOOGLE_REDIRECT_URI") or None,
+        )
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    return Path(env[name]) if env.get(name) else None
 
 
 @dataclass(frozen=True)
@@ -467,6 +511,9 @@ class DashboardSettings:
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
     # Fingerprints of secrets to mask that this process is not given (`masking.py`).
     mask_fingerprints: tuple[tuple[int, str, str], ...] = field(default=(), repr=False)
+    secrets_key: str | None = field(default=None, repr=False)
+    secrets_key_file: Path | None = None
+    google: GoogleEndpoints = field(default_factory=lambda: GoogleEndpoints())
 
     @classmethod
     def from_env(
@@ -525,6 +572,9 @@ class DashboardSettings:
             schema_prefix=env.get("BUTLERS_DASHBOARD_SCHEMA_PREFIX", ""),
             environ=dict(env),
             mask_fingerprints=_fingerprints(env.get("BUTLERS_DASHBOARD_MASK_DIGESTS")),
+            secrets_key=env.get("BUTLERS_SECRETS_KEY") or None,
+            secrets_key_file=_path(env, "BUTLERS_SECRETS_KEY_FILE"),
+            google=GoogleEndpoints.from_env(env),
         )
         settings.check()
         return settings

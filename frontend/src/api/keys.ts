@@ -86,3 +86,12 @@ export const triageKeys = {
   affinity: () => ["thread-affinity", "settings"] as const,
   overrides: () => ["thread-affinity", "overrides"] as const,
 };
+export const secretKeys = {
+  all: ["secrets"] as const,
+  list: (store: string) => ["secrets", "list", store] as const,
+};
+export const oauthKeys = {
+  all: ["oauth"] as const,
+  status: () => ["oauth", "status"] as const,
+  credentials: () => ["oauth", "credentials"] as const,
+};

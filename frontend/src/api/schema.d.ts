@@ -547,7 +547,8 @@ export interface paths {
         };
         /**
          * List Secrets
-         * @description The credentials the butler's spec names, with whether each is set (when known).
+         * @description Stored secrets (metadata only) and the credentials the spec names; `shared`: the
+         *     shared store.
          */
         get: operations["list_secrets_api_butlers__name__secrets_get"];
         put?: never;
@@ -569,13 +570,14 @@ export interface paths {
         get: operations["get_secret_api_butlers__name__secrets__key__get"];
         /**
          * Put Secret
-         * @description 501: there is no secrets store to write to.
+         * @description Create or update a secret (the value is write-only; omitted fields are kept).
+         *     Audited with who wrote it, never with the value.
          */
         put: operations["put_secret_api_butlers__name__secrets__key__put"];
         post?: never;
         /**
          * Delete Secret
-         * @description 501: there is no secrets store to delete from.
+         * @description Delete a stored secret (audited); 404 when the store has none of that name.
          */
         delete: operations["delete_secret_api_butlers__name__secrets__key__delete"];
         options?: never;
@@ -1453,8 +1455,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Oauth Callback */
-        get: operations["oauth_callback_api_oauth_google_callback_get"];
+        /**
+         * Callback
+         * @description Google's answer: the state is checked and consumed, the code exchanged, and the
+         *     refresh token stored in the shared secrets store.
+         */
+        get: operations["callback_api_oauth_google_callback_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1470,13 +1476,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Oauth Credentials */
-        get: operations["oauth_credentials_api_oauth_google_credentials_get"];
-        /** Oauth Store Credentials */
-        put: operations["oauth_store_credentials_api_oauth_google_credentials_put"];
+        /**
+         * Get Credentials
+         * @description Which parts of the Google credentials are stored (flags, never values).
+         */
+        get: operations["get_credentials_api_oauth_google_credentials_get"];
+        /**
+         * Put Credentials
+         * @description Store the OAuth client's id and secret (a stored grant is kept).
+         */
+        put: operations["put_credentials_api_oauth_google_credentials_put"];
         post?: never;
-        /** Oauth Delete Credentials */
-        delete: operations["oauth_delete_credentials_api_oauth_google_credentials_delete"];
+        /**
+         * Delete Credentials
+         * @description Forget the app credentials and the grant.
+         */
+        delete: operations["delete_credentials_api_oauth_google_credentials_delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1489,8 +1504,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Oauth Start */
-        get: operations["oauth_start_api_oauth_google_start_get"];
+        /**
+         * Start
+         * @description Begin consent: a single-use CSRF state (10 minutes), offline access, the consent
+         *     prompt, the Calendar scope.
+         */
+        get: operations["start_api_oauth_google_start_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1507,10 +1526,11 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Oauth Status
-         * @description Always 200 (safe to poll): there is nothing to connect.
+         * Status
+         * @description Always 200 (safe to poll): app credentials stored, grant stored, and a refresh
+         *     probe against Google's token endpoint checking the Calendar scope.
          */
-        get: operations["oauth_status_api_oauth_status_get"];
+        get: operations["status_api_oauth_status_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1550,6 +1570,28 @@ export interface paths {
         get: operations["search_api_search_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/secrets/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate
+         * @description Re-seal every stored value with the first key of the current keyring: the shared
+         *     store here, each butler's through its `secrets_reencrypt` tool. Run it after putting
+         *     a new key first in the keyring; drop the old key once nothing failed.
+         */
+        post: operations["rotate_api_secrets_rotate_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1891,9 +1933,19 @@ export interface components {
             data: components["schemas"]["NotificationStats"];
             meta?: components["schemas"]["Meta"];
         };
+        /** ApiResponse[OAuthConnected] */
+        ApiResponse_OAuthConnected_: {
+            data: components["schemas"]["OAuthConnected"];
+            meta?: components["schemas"]["Meta"];
+        };
         /** ApiResponse[OAuthCredentials] */
         ApiResponse_OAuthCredentials_: {
             data: components["schemas"]["OAuthCredentials"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[OAuthStart] */
+        ApiResponse_OAuthStart_: {
+            data: components["schemas"]["OAuthStart"];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[OAuthStatus] */
@@ -1904,6 +1956,11 @@ export interface components {
         /** ApiResponse[Overview] */
         ApiResponse_Overview_: {
             data: components["schemas"]["Overview"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[RotationResult] */
+        ApiResponse_RotationResult_: {
+            data: components["schemas"]["RotationResult"];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[RuleSuggestion] */
@@ -1994,14 +2051,6 @@ export interface components {
         /** ApiResponse[TriggerResult] */
         ApiResponse_TriggerResult_: {
             data: components["schemas"]["TriggerResult"];
-            meta?: components["schemas"]["Meta"];
-        };
-        /** ApiResponse[dict[str, str]] */
-        ApiResponse_dict_str__str__: {
-            /** Data */
-            data: {
-                [key: string]: string;
-            };
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[list[ApprovalRule]] */
@@ -2111,6 +2160,13 @@ export interface components {
             /** Data */
             data: components["schemas"]["TriageRule"][];
             meta?: components["schemas"]["Meta"];
+        };
+        /** AppCredentials */
+        AppCredentials: {
+            /** Client Id */
+            client_id: string;
+            /** Client Secret */
+            client_secret: string;
         };
         /** ApprovalAction */
         ApprovalAction: {
@@ -3314,6 +3370,13 @@ export interface components {
             /** Total */
             total: number;
         };
+        /** OAuthConnected */
+        OAuthConnected: {
+            /** Connected */
+            connected: boolean;
+            /** Scopes */
+            scopes: string[];
+        };
         /** OAuthCredentials */
         OAuthCredentials: {
             /** Client Id Set */
@@ -3322,18 +3385,41 @@ export interface components {
             client_secret_set: boolean;
             /** Refresh Token Set */
             refresh_token_set: boolean;
+            /**
+             * Scopes
+             * @default []
+             */
+            scopes: string[];
+        };
+        /** OAuthStart */
+        OAuthStart: {
+            /** Expires In */
+            expires_in: number;
+            /** State */
+            state: string;
+            /** Url */
+            url: string;
         };
         /** OAuthStatus */
         OAuthStatus: {
             /** Connected */
             connected: boolean;
+            /** Detail */
+            detail?: string | null;
+            /** Redirect Uri */
+            redirect_uri: string;
             /** Remediation */
             remediation: string;
             /**
-             * State
-             * @constant
+             * Scopes
+             * @default []
              */
-            state: "not_configured";
+            scopes: string[];
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "connected" | "not_configured" | "expired" | "missing_scope" | "redirect_uri_mismatch" | "unapproved_tester" | "unknown_error";
         };
         /** Overview */
         Overview: {
@@ -3518,6 +3604,19 @@ export interface components {
             /** Url */
             url: string;
         };
+        /** RotationResult */
+        RotationResult: {
+            /** Failed */
+            failed: {
+                [key: string]: string;
+            };
+            /** Key Id */
+            key_id: string;
+            /** Reencrypted */
+            reencrypted: {
+                [key: string]: number;
+            };
+        };
         /** Route */
         Route: {
             /** Butler */
@@ -3676,6 +3775,8 @@ export interface components {
         SecretEntry: {
             /** Category */
             category: string;
+            /** Created At */
+            created_at?: string | null;
             /** Description */
             description: string;
             /** Is Sensitive */
@@ -3686,6 +3787,24 @@ export interface components {
             key: string;
             /** Source */
             source: string;
+            /** Updated At */
+            updated_at?: string | null;
+            /** Updated By */
+            updated_by?: string | null;
+        };
+        /** SecretWrite */
+        SecretWrite: {
+            /** Category */
+            category?: string | null;
+            /** Description */
+            description?: string | null;
+            /** Is Sensitive */
+            is_sensitive?: boolean | null;
+            /**
+             * Value
+             * @description Write-only; omit to keep it.
+             */
+            value?: string | null;
         };
         /** SessionApproval */
         SessionApproval: {
@@ -7656,7 +7775,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SecretWrite"];
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {
@@ -12772,9 +12895,13 @@ export interface operations {
             };
         };
     };
-    oauth_callback_api_oauth_google_callback_get: {
+    callback_api_oauth_google_callback_get: {
         parameters: {
-            query?: never;
+            query: {
+                state: string;
+                code?: string | null;
+                error?: string | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -12787,8 +12914,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiResponse_dict_str__str__"];
+                    "application/json": components["schemas"]["ApiResponse_OAuthConnected_"];
                 };
+            };
+            /** @description back to the dashboard's Secrets page */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -12873,108 +13007,7 @@ export interface operations {
             };
         };
     };
-    oauth_credentials_api_oauth_google_credentials_get: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiResponse_OAuthCredentials_"];
-                };
-            };
-            /** @description Bad Request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Forbidden */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Not Found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unprocessable Entity */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Internal Server Error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Not Implemented */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Bad Gateway */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Service Unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-        };
-    };
-    oauth_store_credentials_api_oauth_google_credentials_put: {
+    get_credentials_api_oauth_google_credentials_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -13075,7 +13108,112 @@ export interface operations {
             };
         };
     };
-    oauth_delete_credentials_api_oauth_google_credentials_delete: {
+    put_credentials_api_oauth_google_credentials_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppCredentials"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_OAuthCredentials_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    delete_credentials_api_oauth_google_credentials_delete: {
         parameters: {
             query?: never;
             header?: never;
@@ -13176,9 +13314,12 @@ export interface operations {
             };
         };
     };
-    oauth_start_api_oauth_google_start_get: {
+    start_api_oauth_google_start_get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description 302 to Google (true) or the URL as JSON */
+                redirect?: boolean;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -13191,8 +13332,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiResponse_dict_str__str__"];
+                    "application/json": components["schemas"]["ApiResponse_OAuthStart_"];
                 };
+            };
+            /** @description to Google's consent page (redirect=true) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Bad Request */
             400: {
@@ -13277,7 +13425,7 @@ export interface operations {
             };
         };
     };
-    oauth_status_api_oauth_status_get: {
+    status_api_oauth_status_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -13498,6 +13646,107 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiResponse_SearchResults_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    rotate_api_secrets_rotate_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_RotationResult_"];
                 };
             };
             /** @description Bad Request */

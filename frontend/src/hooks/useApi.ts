@@ -12,8 +12,10 @@ import {
   issueKeys,
   memoryKeys,
   notificationKeys,
+  oauthKeys,
   overviewKeys,
   scheduleKeys,
+  secretKeys,
   sessionKeys,
   stateKeys,
   timelineKeys,
@@ -41,10 +43,13 @@ import type {
   MemoryStats,
   Notification,
   NotificationStats,
+  OAuthCredentials,
+  OAuthStatus,
   Overview,
   Paginated,
   Schedule,
   ScheduleCost,
+  SecretEntry,
   SessionDetail,
   SessionSummary,
   StateEntry,
@@ -339,6 +344,21 @@ export function useMemoryStats() {
   return useQuery({
     queryKey: memoryKeys.stats(),
     queryFn: () => apiFetch<ApiResponse<MemoryStats>>("/memory/stats"),
+  });
+}
+
+/** A store's secrets (metadata only). For a butler, the shared store's secrets it does
+ * not override are listed too, with source "shared". */
+export function useSecrets(store: string) {
+  return useQuery({
+    queryKey: secretKeys.list(store),
+    queryFn: async () => {
+      const own = await apiFetch<ApiResponse<SecretEntry[]>>(`/butlers/${enc(store)}/secrets`);
+      if (store === "shared") return own.data;
+      const shared = await apiFetch<ApiResponse<SecretEntry[]>>("/butlers/shared/secrets");
+      const mine = new Set(own.data.map((s) => s.key));
+      return [...own.data, ...shared.data.filter((s) => !mine.has(s.key))];
+    },
     refetchInterval: 30 * SECONDS,
   });
 }
@@ -375,5 +395,21 @@ export function useConsolidations(params: Params) {
     queryFn: () =>
       apiFetch<Paginated<MemoryConsolidationRun>>("/memory/consolidations", { params }),
     refetchInterval: 30 * SECONDS,
+  });
+}
+
+export function useOAuthStatus() {
+  return useQuery({
+    queryKey: oauthKeys.status(),
+    queryFn: () => apiFetch<ApiResponse<OAuthStatus>>("/oauth/status"),
+    refetchInterval: 60 * SECONDS,
+  });
+}
+
+export function useOAuthCredentials() {
+  return useQuery({
+    queryKey: oauthKeys.credentials(),
+    queryFn: () => apiFetch<ApiResponse<OAuthCredentials>>("/oauth/google/credentials"),
+    ...NO_INTERVAL,
   });
 }

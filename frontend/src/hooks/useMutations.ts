@@ -10,16 +10,22 @@ import {
   overviewKeys,
   scheduleKeys,
   sessionKeys,
+  oauthKeys,
+  secretKeys,
   stateKeys,
 } from "../api/keys";
 import type {
   ApiResponse,
   ApprovalAction,
   MCPToolCallResponse,
+  OAuthCredentials,
+  RotationResult,
   Schedule,
   ScheduleCreate,
   ScheduleDeleted,
   ScheduleUpdate,
+  SecretEntry,
+  SecretWrite,
   SessionDetail,
   StateWritten,
   TickResult,
@@ -202,5 +208,60 @@ export function useCorrectMemory() {
       action: MemoryCorrection;
     }) => apiFetch<ApiResponse<unknown>>(`/memory/${kind}/${enc(id)}/${action}`, { method: "POST" }),
     onSuccess: () => client.invalidateQueries({ queryKey: memoryKeys.all }),
+  });
+}
+
+export function usePutSecret(store: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ key, body }: { key: string; body: SecretWrite }) =>
+      apiFetch<ApiResponse<SecretEntry>>(`/butlers/${enc(store)}/secrets/${enc(key)}`, {
+        method: "PUT",
+        body,
+      }),
+    onSuccess: () => client.invalidateQueries({ queryKey: secretKeys.all }),
+  });
+}
+
+export function useDeleteSecret(store: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (key: string) =>
+      apiFetch<ApiResponse<SecretEntry>>(`/butlers/${enc(store)}/secrets/${enc(key)}`, {
+        method: "DELETE",
+      }),
+    onSuccess: () => client.invalidateQueries({ queryKey: secretKeys.all }),
+  });
+}
+
+export function useRotateSecrets() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: () => apiFetch<ApiResponse<RotationResult>>("/secrets/rotate", { method: "POST" }),
+    onSuccess: () => client.invalidateQueries({ queryKey: secretKeys.all }),
+  });
+}
+
+export function usePutOAuthCredentials() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { client_id: string; client_secret: string }) =>
+      apiFetch<ApiResponse<OAuthCredentials>>("/oauth/google/credentials", { method: "PUT", body }),
+    onSuccess: () => {
+      client.invalidateQueries({ queryKey: oauthKeys.all });
+      client.invalidateQueries({ queryKey: secretKeys.all });
+    },
+  });
+}
+
+export function useDeleteOAuthCredentials() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: () =>
+      apiFetch<ApiResponse<OAuthCredentials>>("/oauth/google/credentials", { method: "DELETE" }),
+    onSuccess: () => {
+      client.invalidateQueries({ queryKey: oauthKeys.all });
+      client.invalidateQueries({ queryKey: secretKeys.all });
+    },
   });
 }

@@ -11,6 +11,8 @@ import asyncpg
 
 from butlers.auth.middleware import AccessMiddleware
 from butlers.auth.tokens import TokenBook
+from butlers.core.secrets import SecretResolver
+from butlers.settings import GOOGLE_TOKEN_URL
 from butlers.spec import ButlerResource
 
 
@@ -48,6 +50,10 @@ class ButlerContext:
     tokens: TokenBook = field(default_factory=TokenBook, repr=False)
     access: AccessMiddleware = field(default_factory=AccessMiddleware, repr=False)
     token: str | None = field(default=None, repr=False)
+    # Credentials: the secrets stores, then the environment (None: the environment only).
+    secrets: SecretResolver | None = field(default=None, repr=False)
+    # Google's token endpoint (BUTLERS_GOOGLE_TOKEN_URL), for modules using the OAuth grant.
+    google_token_url: str = GOOGLE_TOKEN_URL
 
     @property
     def name(self) -> str:

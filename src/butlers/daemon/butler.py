@@ -17,6 +17,7 @@ from fastmcp import FastMCP
 
 from butlers.auth.tokens import TokenBook
 from butlers.core.context import ButlerContext
+from butlers.core.secrets import SecretResolver
 from butlers.core.services import SessionServices, build_session_services
 from butlers.daemon.calls import SessionToolServer
 from butlers.daemon.recording import SessionCallRecorder
@@ -25,6 +26,7 @@ from butlers.daemon.server import build_server, finalize_server, register_sessio
 from butlers.modules.base import ModuleServices
 from butlers.modules.loader import ModuleSet, session_hidden_tools, start_modules
 from butlers.scheduling.jobs import JobRegistry
+from butlers.secretbox import KeySource
 from butlers.settings import ButlerSettings
 from butlers.spec import ButlerResource
 
@@ -86,7 +88,15 @@ async def build_butler(
             registration_key=auth.registration_key,
         ),
         token=auth.token,
+        google_token_url=settings.google.token_url,
     )
+    context.secrets = SecretResolver(
+        pool,
+        KeySource(settings.secrets_key, settings.secrets_key_file),
+        environ=settings.environ,
+        shared_schema=settings.shared_secrets_schema,
+    )
+    await context.secrets.load()
     server = build_server(context)
     services = build_session_services(
         SessionToolServer(server),
@@ -95,6 +105,7 @@ async def build_butler(
         mcp_url=mcp_url,
         jobs=jobs,
     )
+    services.redactor.update([*services.redactor.secrets, *context.secrets.values.values()])
     shared = ModuleServices(
         spawner=services.spawner,
         redactor=services.redactor,

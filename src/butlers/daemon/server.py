@@ -17,6 +17,7 @@ from butlers.stores.sessions import SessionStore
 from butlers.stores.state import StateStore
 from butlers.telemetry import ToolSpanMiddleware
 from butlers.tools.schedules import register_schedule_tools
+from butlers.tools.secrets import register_secret_tools
 from butlers.tools.sessions import register_session_tools
 from butlers.tools.spawn import RouteRefusal, register_spawn_tools
 from butlers.tools.state import register_state_tools
@@ -57,6 +58,8 @@ def build_server(butler: ButlerContext) -> FastMCP:
     register_status_tool(mcp, butler)
     register_state_tools(mcp, StateStore(butler.pool))
     register_session_tools(mcp, SessionStore(butler.pool))
+    if butler.secrets is not None:
+        register_secret_tools(mcp, butler.secrets)
     return mcp
 
 

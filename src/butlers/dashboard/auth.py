@@ -1,6 +1,7 @@
 """Who may use the API, and the headers every response carries.
 
-- Every `/api/*` route but `/api/health` and `/api/auth/status` needs
+- Every `/api/*` route but `/api/health`, `/api/auth/status` and the OAuth callback
+  (authenticated by its single-use state, see `routers/oauth.py`) needs
   `Authorization: Bearer <token>` or the HttpOnly, SameSite=Strict session cookie of
   a login (`logins.py`: a login form with the token, or a one-time login link). The
   token is `BUTLERS_DASHBOARD_TOKEN`, else the user's token of the ecosystem (a local
@@ -34,7 +35,9 @@ SESSION_COOKIE = "butlers_dashboard_session"
 CSRF_HEADER = "x-butlers-csrf"
 NO_LOGIN_ACTOR = "local (no login)"
 MUTATIONS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-OPEN_PATHS = frozenset({"/api/health", "/api/auth/status"})
+# The OAuth callback arrives from the provider's page, which a SameSite=Strict cookie
+# does not follow: its credential is the single-use `state` a signed-in user started.
+OPEN_PATHS = frozenset({"/api/health", "/api/auth/status", "/api/oauth/google/callback"})
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 SECURITY_HEADERS = [
     (

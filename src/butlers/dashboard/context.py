@@ -24,6 +24,8 @@ from butlers.dashboard.events import EventBroker
 from butlers.dashboard.feed import ChangeFeed
 from butlers.dashboard.mcp import ButlerClients, ToolOutcome
 from butlers.dashboard.monitor import ButlerMonitor
+from butlers.dashboard.oauth_flow import OAuthFlows
+from butlers.dashboard.shared_secrets import SharedSecrets
 from butlers.redaction import Redactor
 from butlers.settings import DashboardSettings
 
@@ -41,6 +43,8 @@ class Dashboard:
     monitor: ButlerMonitor
     feed: ChangeFeed
     redactor: Redactor
+    shared: SharedSecrets
+    oauth: OAuthFlows = field(default_factory=OAuthFlows)
     started_at: float = field(default_factory=time.time)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
@@ -91,8 +95,10 @@ class Dashboard:
         *,
         target: str | None = None,
         timeout: float | None = None,
+        audited: dict[str, Any] | None = None,
     ) -> ToolOutcome:
-        """Call the owning butler's tool for a write, and audit it whatever the outcome."""
+        """Call the owning butler's tool for a write, and audit it whatever the outcome
+        (with `audited` in place of the arguments when they hold a secret)."""
         started = time.monotonic()
         error: str | None = None
         try:
@@ -108,7 +114,7 @@ class Dashboard:
                 butler=butler.name,
                 operation=operation,
                 target=target,
-                request={"tool": tool, "arguments": arguments},
+                request={"tool": tool, "arguments": arguments if audited is None else audited},
                 ok=error is None,
                 error=error,
                 duration_ms=round((time.monotonic() - started) * 1000),

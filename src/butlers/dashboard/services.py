@@ -23,9 +23,11 @@ from butlers.dashboard.masking import build_redactor, secret_values
 from butlers.dashboard.mcp import ButlerClients
 from butlers.dashboard.monitor import ButlerMonitor
 from butlers.dashboard.schema import migrate as migrate_own_schema
+from butlers.dashboard.shared_secrets import SharedSecrets
 from butlers.db.readers import DASHBOARD_SCHEMA
 from butlers.errors import ButlersError
 from butlers.redaction import Redactor
+from butlers.secretbox import KeySource
 from butlers.settings import DashboardSettings
 
 log = logging.getLogger(__name__)
@@ -94,12 +96,16 @@ async def build_dashboard(
         monitor=ButlerMonitor(directory.butlers, clients, broker, interval=settings.probe_interval),
         feed=ChangeFeed(dsn, db, directory.butlers, broker, poll_interval=settings.poll_interval),
         redactor=redactor,
+        shared=SharedSecrets(
+            db, KeySource(settings.secrets_key, settings.secrets_key_file), schema
+        ),
     )
     dashboard.sync_pools()
     try:
         await db.own_pool()  # the audit log's schema at head before the first write
     except Exception as exc:
         log.warning("the dashboard's own schema is not ready yet: %s", exc)
+    await dashboard.shared.grant(b.schema for b in directory.butlers().values())
     loop = asyncio.get_running_loop()
     dashboard.tasks = [
         loop.create_task(dashboard.monitor.run(), name="dashboard monitor"),
@@ -122,5 +128,6 @@ async def _discover(dashboard: Dashboard, dsn: str) -> None:
             log.info("butlers changed: %s", ", ".join(sorted(dashboard.butlers())))
             refresh_secrets(dashboard.redactor, dashboard.settings, dashboard.directory, dsn)
             dashboard.sync_pools()
+            await dashboard.shared.grant(b.schema for b in dashboard.butlers().values())
             dashboard.monitor.poke()
             dashboard.feed.poke()  # each new butler's baseline, before LISTEN can drop

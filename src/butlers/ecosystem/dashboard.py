@@ -35,12 +35,22 @@ READY_TIMEOUT = 30.0
 # What the dashboard reads of its environment besides the OS basics.
 DASHBOARD_VARIABLE_PREFIXES = (
     "BUTLERS_DASHBOARD_",
+    "BUTLERS_GOOGLE_",
+    "BUTLERS_SECRETS_KEY_FILE",
     "BUTLERS_PRICES",
     "BUTLERS_LOG_",
     "BUTLERS_SPAN_DIR",
 )
-# The dashboard's own credentials (a login token for a cluster's dashboard).
-DASHBOARD_CREDENTIALS = frozenset({"BUTLERS_DASHBOARD_TOKEN", "BUTLERS_DASHBOARD_MCP_TOKEN"})
+# The dashboard's own credentials (a login token for a cluster's dashboard), and settings
+# whose names look like credentials but are not (the key's path, an endpoint).
+DASHBOARD_CREDENTIALS = frozenset(
+    {
+        "BUTLERS_DASHBOARD_TOKEN",
+        "BUTLERS_DASHBOARD_MCP_TOKEN",
+        "BUTLERS_SECRETS_KEY_FILE",
+        "BUTLERS_GOOGLE_TOKEN_URL",
+    }
+)
 
 
 @dataclass

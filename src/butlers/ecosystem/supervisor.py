@@ -23,14 +23,15 @@ import yaml
 
 from butlers import migrations
 from butlers.dashboard.schema import migrate as migrate_dashboard
+from butlers.dashboard.shared_secrets import grant_readers
 from butlers.db.embedded import free_port, port_held_only_by_closing_connections, port_is_free
-from butlers.db.provision import Credentials, ensure, quote_ident
+from butlers.db.provision import Credentials, connect, ensure, quote_ident
 from butlers.db.readers import dashboard_role, dashboard_schema
 from butlers.ecosystem.dashboard import DashboardProcess
 from butlers.ecosystem.database import CredentialFile, DatabaseServer, open_database
 from butlers.ecosystem.launcher import ButlerChild, ButlerPlan, plan_butlers, warm_up
 from butlers.ecosystem.state import ButlerInfo, EcosystemState, state_path
-from butlers.ecosystem.tokens import EcosystemTokens
+from butlers.ecosystem.tokens import EcosystemTokens, secrets_key_file
 from butlers.errors import ButlersError, EcosystemError, PortInUseError
 from butlers.roster import find_switchboard
 from butlers.secrets import secret_names
@@ -217,6 +218,7 @@ class Ecosystem:
         # dashboard's read grants.
         for b in self.butlers.values():
             await migrations.upgrade(b.dsn, b.schema, b.plan.chains, reader_role=reader)
+        await _grant_shared_secrets(self.dashboard.dsn, reader_credentials.schema, dsns)
         log.info("migrations at head in %.2f s", time.monotonic() - phase)
 
     async def _plan_ports(self) -> None:
@@ -262,6 +264,10 @@ class Ecosystem:
             },
             **routing,
             **self.tokens.butler_env(butler.name, switchboard.name if switchboard else None),
+            "BUTLERS_SECRETS_KEY_FILE": str(secrets_key_file(self.data_dir)),
+            "BUTLERS_SHARED_SECRETS_SCHEMA": self.dashboard.credentials.schema
+            if self.dashboard
+            else "",
             "BUTLERS_DSN": butler.dsn,
             "BUTLERS_SCHEMA": butler.schema,
             "BUTLERS_HOST": "127.0.0.1",
@@ -366,7 +372,7 @@ class Ecosystem:
         ]
         self.dashboard.spawn(
             self.data_dir,
-            self.extra_env,
+            {**self.extra_env, "BUTLERS_SECRETS_KEY_FILE": str(secrets_key_file(self.data_dir))},
             self.settings.log_level,
             secret_names=set().union(*(secret_names(r.spec) for r in self.resources)),
             secrets=[p for p in passwords if p],
@@ -496,6 +502,15 @@ def chains_for(resource: ButlerResource) -> list[migrations.Chain]:
     from butlers.modules.loader import butler_chains
 
     return butler_chains(resource.spec.modules)
+
+
+async def _grant_shared_secrets(dsn: str, schema: str, butler_dsns: dict[str, str]) -> None:
+    """Let every butler's role (named like its schema) read the shared secrets store."""
+    conn = await connect(dsn, "the dashboard's database role")
+    try:
+        await grant_readers(conn, schema, butler_dsns)
+    finally:
+        await conn.close()
 
 
 def _known_password(known: dict[str, Credentials], schema: str) -> str | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from butlers.auth.tokens import butler_token, digest, new_secret, new_user_token
 from butlers.errors import EcosystemError
+from butlers.secretbox import new_key
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,13 @@ def write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as file:
         file.write(text)
     tmp.replace(path)
+
+
+def secrets_key_file(data_dir: Path) -> Path:
+    """`<data-dir>/auth/secrets.key`: the keyring sealing the secrets stores, made once.
+    Butlers and the dashboard get its path (they re-read it when a rotation adds a key)."""
+    path = data_dir / "auth" / "secrets.key"
+    if not path.exists():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_private(path, new_key() + "\n")
+    return path

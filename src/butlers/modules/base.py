@@ -14,8 +14,10 @@ from butlers.core.context import ButlerContext
 from butlers.core.spawner import Spawner
 from butlers.migrations import Chain
 from butlers.modules.channels import Approver, Channel, Outbound
+from butlers.oauth.google import GoogleTokens
 from butlers.redaction import Redactor
 from butlers.scheduling.jobs import JobRegistry
+from butlers.secretbox import KeyringError
 
 ApprovalMode = Literal["always", "conditional", "never"]
 
@@ -90,15 +92,43 @@ class ModuleContext:
         return self.butler.environ
 
     def credential(self, env_name: str) -> str:
-        """The value of the environment variable `env_name`, or a "credentials" failure."""
-        value = self.butler.environ.get(env_name)
+        """The credential `env_name`: from the butler's secrets store, the shared store, or
+        the environment variable of that name (the first set wins); else a
+        "credentials" failure."""
+        resolver = self.butler.secrets
+        try:
+            value = resolver.cached(env_name) if resolver else self.butler.environ.get(env_name)
+        except KeyringError as exc:
+            raise ModuleError("credentials", f"module {self.name!r}: {exc}") from None
         if not value:
             raise ModuleError(
                 "credentials",
-                f"module {self.name!r}: environment variable {env_name} is not set "
-                f"(named in spec.modules.{self.name})",
+                f"module {self.name!r}: {env_name} is not set: neither in the secrets store "
+                f"(dashboard: Secrets) nor as an environment variable (named in "
+                f"spec.modules.{self.name})",
             )
         return value
+
+    def optional_credential(self, env_name: str) -> str | None:
+        """`env_name` as `credential` finds it (store, shared store, environment), or None."""
+        try:
+            return self.credential(env_name)
+        except ModuleError:
+            return None
+
+    async def fresh_credential(self, env_name: str) -> str | None:
+        """`env_name` as stored now (a value written while the butler runs, such as an
+        OAuth grant), else the environment's; None when nowhere."""
+        if self.butler.secrets is None:
+            return self.butler.environ.get(env_name) or None
+        return await self.butler.secrets.get(env_name)
+
+    def google_tokens(self) -> GoogleTokens:
+        """Access tokens from the Google grant the dashboard stored (shared secrets
+        `GOOGLE_OAUTH_*`): keep the object and `await tokens.access_token()` before each
+        call to Google; it refreshes a minute before expiry and raises
+        `butlers.oauth.google.OAuthError` ("not_configured", "invalid_grant", ...)."""
+        return GoogleTokens(self.fresh_credential, self.butler.google_token_url)
 
 
 def tool_meta(

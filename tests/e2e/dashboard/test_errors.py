@@ -50,7 +50,7 @@ async def test_a_tool_that_refuses_is_tool_error(dashboard: httpx.AsyncClient) -
 async def test_what_this_project_lacks_is_not_supported(dashboard: httpx.AsyncClient) -> None:
     error = error_of(await dashboard.get("/api/calendar/workspace"), 501, "NOT_SUPPORTED")
     assert "calendar" in str(error["message"])
-    error_of(await dashboard.put("/api/butlers/health/secrets/X", json={}), 501, "NOT_SUPPORTED")
+    error_of(await dashboard.get("/api/calendar/workspace/meta"), 501, "NOT_SUPPORTED")
 
 
 async def test_a_write_to_a_killed_butler_is_butler_unreachable_and_it_shows_down(

@@ -12,7 +12,9 @@ import httpx2 as httpx
 import pytest
 
 from butlers.dashboard.app import api_routes
+from butlers.dashboard.auth import OPEN_PATHS
 from butlers.dashboard.logins import login_code, login_url
+from butlers.dashboard.routers.oauth import CALLBACK_PATH
 
 from ..harness.ecosystem import EcosystemHandle
 from .conftest import CSRF, extra_dashboard
@@ -59,12 +61,15 @@ async def test_a_local_client_without_a_login_is_refused_what_the_attack_did(
         every_route = [
             route.path
             for route in api_routes()
-            if "GET" in route.methods and route.path not in ("/api/health", "/api/auth/status")
+            if "GET" in route.methods and route.path not in OPEN_PATHS
         ]
         for path in every_route:
             concrete = re.sub(r"\{[^}]+\}", "general", path)
             answer = await other_user.get(concrete)
             assert answer.status_code == 401, concrete
+        # The OAuth callback's credential is a state a signed-in user started: none, no entry.
+        forged = await other_user.get(f"{CALLBACK_PATH}?state=forged&code=stolen")
+        assert forged.status_code == 400 and "start again" in forged.text
     assert await butler_ecosystem.call("general", "state_get", {"key": "pwned"}) is None
 
 

@@ -45,6 +45,7 @@ PAGES = [
     ("/notifications", "Notifications"),
     ("/triage", "Triage"),
     ("/audit", "Audit log"),
+    ("/secrets", "Secrets"),
     ("/search", "Search"),
     ("/butlers/general", "general"),
     ("/butlers/general/state", "general"),
@@ -406,6 +407,30 @@ async def test_memory_search_history_and_retract_from_the_ui(
     await detail.get_by_role("button", name=f"Restore {subject} · locked_at · home").wait_for()
     chain = await butler_ecosystem.call("health", "memory_history", {"id": new["id"]})
     assert [f["validity"] for f in chain] == ["retracted", "superseded"]
+    assert watcher.problems == []
+
+
+async def test_a_secret_is_set_and_deleted_from_the_ui_without_its_value_shown(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle
+) -> None:
+    page, watcher = ui
+    key, value = f"UI_{uuid.uuid4().hex[:6].upper()}_TOKEN", f"ui-{uuid.uuid4().hex}"
+    await _open(page, "/secrets")
+    await page.get_by_label("Store").select_option("general")
+    form = page.get_by_role("form", name="Set a secret")
+    await form.get_by_label("Key").fill(key)
+    await form.get_by_label("Value (write-only; empty keeps it)").fill(value)
+    await form.get_by_role("button", name="Save").click()
+    row = page.locator(f"tr[data-key='{key}']")
+    await row.wait_for()
+    cells = await row.locator("td").all_text_contents()
+    assert cells[3] == "store" and cells[4].endswith("set") and "not" not in cells[4], cells
+    assert value not in await page.content()
+    pool = await butler_ecosystem.pool("general")
+    assert await pool.fetchval("SELECT value IS NOT NULL FROM secrets WHERE key = $1", key)
+    await row.get_by_role("button", name=f"Delete {key}").click()  # the confirm is accepted
+    await row.wait_for(state="detached")
+    assert await pool.fetchval("SELECT count(*) FROM secrets WHERE key = $1", key) == 0
     assert watcher.problems == []
 
 

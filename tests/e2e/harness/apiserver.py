@@ -25,7 +25,7 @@ from typing import Any
 from butlers.db.provision import deprovision
 from butlers.roster import is_switchboard
 from butlers.spec import schema_name
-from butlers_operator.auth import NAMESPACE_SECRET, USER_TOKEN_KEY
+from butlers_operator.auth import NAMESPACE_SECRET, SECRETS_KEY_KEY, USER_TOKEN_KEY
 from butlers_operator.target import build_schema_name
 from tests.kube.api import build_path
 from tests.kube.cluster import KubeCluster, kubelet_scratch, running_cluster
@@ -193,7 +193,10 @@ async def _ecosystem(
         schemas[:] = [e.schema for e in endpoints.values()]
         pods = ButlerPods(cluster, target.namespace)
         # The tokens the operator made: the namespace's user token, each butler's own.
-        user_token = (await userpath.read_secret(target, NAMESPACE_SECRET))[USER_TOKEN_KEY]
+        namespace_auth = await userpath.read_secret(target, NAMESPACE_SECRET)
+        user_token = namespace_auth[USER_TOKEN_KEY]
+        key_file = cluster.log_dir() / "secrets.key"
+        key_file.write_text(namespace_auth[SECRETS_KEY_KEY] + "\n")
         butler_tokens = {
             name: (await userpath.read_secret(target, f"{name}-auth"))["token"]
             for name in endpoints
@@ -212,6 +215,7 @@ async def _ecosystem(
             kill=pods.kill,
             restart=pods.restart,
             log_dir=cluster.log_dir(),
+            secrets_key_file=key_file,
             span_dir=span_dir,
             dashboard_url=f"http://{dashboard_address}/",
             dashboard_token=(await userpath.read_secret(target, DASHBOARD))["token"],

@@ -70,6 +70,8 @@ class EcosystemHandle:
     # has no cluster); the deletion also drops the Butler's schema.
     apply_butler: Callable[[dict[str, Any]], Awaitable[None]] | None = None
     delete_butler: Callable[[str], Awaitable[None]] | None = None
+    # The keyring file the butlers and the dashboard read (None: not on this machine).
+    secrets_key_file: Path | None = None
     # The cluster namespace the ecosystem runs in (None: it runs on this machine).
     namespace: str | None = None
     clients: ClientCache = field(init=False)

@@ -75,6 +75,7 @@ async def local_ecosystem(
                 else None
             ),
             log_dir=data_dir / "logs",
+            secrets_key_file=data_dir / "auth" / "secrets.key",
             schema_prefix=schema_prefix,
             span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])
             if extra_env and "BUTLERS_SPAN_DIR" in extra_env

@@ -27,7 +27,7 @@ from butlers.db.provision import deprovision
 from butlers.db.readers import dashboard_role, dashboard_schema
 from butlers.roster import is_switchboard, load_roster
 from butlers.waiting import wait_until
-from butlers_operator.auth import NAMESPACE_SECRET, USER_TOKEN_KEY
+from butlers_operator.auth import NAMESPACE_SECRET, SECRETS_KEY_KEY, USER_TOKEN_KEY
 from butlers_operator.handlers import build_kopf_settings, build_registry
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.target import build_schema_name
@@ -217,6 +217,12 @@ async def read_secret(cluster: FakeCluster, name: str) -> dict[str, str]:
 
 async def read_tokens(cluster: FakeCluster, names: list[str]) -> tuple[str, dict[str, str]]:
     """The user's token and each butler's own, from the Secrets the operator made."""
+    user, tokens, _key = await read_auth(cluster, names)
+    return user, tokens
+
+
+async def read_auth(cluster: FakeCluster, names: list[str]) -> tuple[str, dict[str, str], str]:
+    """`read_tokens`, and the keyring of the secrets stores."""
     secrets = {s["metadata"]["name"]: s for s in await cluster.items("v1", "secrets")}
 
     def value(secret: str, key: str) -> str:
@@ -226,7 +232,8 @@ async def read_tokens(cluster: FakeCluster, names: list[str]) -> tuple[str, dict
         return base64.b64decode(data[key]).decode()
 
     user = value(NAMESPACE_SECRET, USER_TOKEN_KEY)
-    return user, {name: value(f"{name}-auth", "token") for name in names}
+    tokens = {name: value(f"{name}-auth", "token") for name in names}
+    return user, tokens, value(NAMESPACE_SECRET, SECRETS_KEY_KEY)
 
 
 async def wait_registered(
@@ -327,7 +334,9 @@ async def operator_ecosystem(
                 await cluster.wait_condition({r.name for r in resources}, "DatabaseReady")
                 switchboards = [r.name for r in resources if is_switchboard(r)]
                 endpoints = await start_pods(cluster, pods)
-                user_token, butler_tokens = await read_tokens(cluster, list(endpoints))
+                user_token, butler_tokens, keyring = await read_auth(cluster, list(endpoints))
+                key_file = pods.log_dir / "secrets.key"
+                key_file.write_text(keyring + "\n")
                 dashboard = await start_dashboard(cluster, pods, chart.deployment)
                 database = await read_secret(cluster, chart.database_secret)
                 handle = EcosystemHandle(
@@ -340,6 +349,7 @@ async def operator_ecosystem(
                     restart=lambda name: pods.by_service[name].restart(),
                     pid=lambda name: pods.by_service[name].pid,
                     log_dir=pods.log_dir,
+                    secrets_key_file=key_file,
                     schema_prefix=schema_prefix,
                     # The pods are processes of this machine: their span files are here too.
                     span_dir=Path(extra_env["BUTLERS_SPAN_DIR"])

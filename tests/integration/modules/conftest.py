@@ -3,6 +3,7 @@
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -14,6 +15,8 @@ from butlers.daemon.butler import build_butler
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
 from butlers.modules.loader import butler_chains
+from butlers.secretbox import Keyring, new_key
+from butlers.stores.secrets import SecretStore
 from tests.support.butlers import UNUSED_MCP_URL, InProcessButler, make_resource, make_settings
 
 _counter = itertools.count()
@@ -34,9 +37,11 @@ async def module_butler(
             approvals: dict[str, Any] | None = None,
             approval_timeout: float | None = None,
             db_port: int | None = None,
+            stored: Mapping[str, str] | None = None,
         ) -> ModuleButler:
             """`db_port`: the butler's pool reaches PostgreSQL through this local port
-            (a proxy the test controls) instead of directly."""
+            (a proxy the test controls) instead of directly. `stored`: secrets put in
+            the butler's store (sealed with a fresh key the butler gets) before it starts."""
             schema = f"{session_tag}m{next(_counter)}"
             resource = make_resource(
                 "probe", description="test butler", modules=modules, approvals=approvals or {}
@@ -51,6 +56,11 @@ async def module_butler(
             pool = await create_pool(dsn, schema)
             stack.push_async_callback(pool.close)
             settings = make_settings(environ=environ, approval_timeout_seconds=approval_timeout)
+            if stored:
+                key = new_key()
+                for name, value in stored.items():
+                    await SecretStore(pool).put(name, keyring=Keyring.parse(key), value=value)
+                settings = replace(settings, secrets_key=key)
             built = await build_butler(
                 resource, pool, settings, schema=schema, mcp_url=UNUSED_MCP_URL
             )

@@ -38,6 +38,21 @@ async def test_telegram_with_wrong_token_fails_with_phase_credentials(
     )
 
 
+async def test_telegram_takes_its_token_from_the_secrets_store_over_the_environment(
+    module_butler: ButlerFactory,
+) -> None:
+    async with fake_telegram(TOKEN) as fake:
+        butler = await module_butler(
+            {"messenger": {}, "telegram": {"apiBase": fake.url}},
+            environ={"TELEGRAM_BOT_TOKEN": "999:stale-env-token", "TELEGRAM_CHAT_ID": "42"},
+            stored={"TELEGRAM_BOT_TOKEN": TOKEN, "TELEGRAM_CHAT_ID": "7"},
+        )
+        result = await butler.call("telegram_send", {"text": "from the store"})
+    assert butler.module("telegram")["status"] == "active"
+    assert result["message_id"] == "1"
+    assert fake.sent == [{"chat_id": "7", "text": "from the store"}]
+
+
 async def test_telegram_send_reaches_the_bot_api(module_butler: ButlerFactory) -> None:
     async with fake_telegram(TOKEN) as fake:
         butler = await module_butler(

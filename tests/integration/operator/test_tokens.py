@@ -7,6 +7,7 @@ import base64
 from typing import Any
 
 from butlers.auth.tokens import TokenBook, butler_token, digest
+from butlers.secretbox import Keyring
 
 from .conftest import NAMESPACE, Cluster, eventually, running_operator
 
@@ -48,6 +49,9 @@ async def test_every_butler_gets_a_token_the_switchboard_can_verify(
     assert health["user-token-sha256"] == f"user={digest(user)}"
     assert health["switchboard-token-sha256"] == digest(butler_token(key, "switchboard"))
     assert board["token"] == butler_token(key, "switchboard")
+    # One keyring seals every butler's secrets store in the namespace (and the dashboard's).
+    assert Keyring.parse(shared["secrets-key"]).keys
+    assert health["secrets-key"] == board["secrets-key"] == shared["secrets-key"]
 
 
 async def test_a_user_provided_token_is_kept_and_its_rotation_rolls_the_pods(

@@ -255,7 +255,9 @@ class EmailModule(Module):
         config: EmailConfig = ctx.config
         username = ctx.credential(config.username_env)
         password = ctx.credential(config.password_env)
-        default_to = ctx.environ.get(config.default_to_env) if config.default_to_env else None
+        default_to = (
+            ctx.optional_credential(config.default_to_env) if config.default_to_env else None
+        )
         self.mailbox = Mailbox(config, username, password, default_to or None)
         await self.mailbox.check_login()
         ctx.services.channels[NAME] = self.mailbox

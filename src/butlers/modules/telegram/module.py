@@ -111,7 +111,7 @@ class TelegramModule(Module):
     async def start(self, ctx: ModuleContext) -> None:
         config: TelegramConfig = ctx.config
         token = ctx.credential(config.token_env)
-        chat_id = ctx.environ.get(config.chat_id_env) if config.chat_id_env else None
+        chat_id = ctx.optional_credential(config.chat_id_env) if config.chat_id_env else None
         self.bot = TelegramBot(config, token, chat_id or None)
         try:
             me = await self.bot.call("getMe", {})
