@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -28,6 +29,7 @@ from butlers.dashboard.pagination import (
     encode_cursor,
 )
 from butlers.dashboard.sql import Where, parse_uuid
+from butlers.modules.approvals import store as approvals_store
 from butlers.stores.sessions import LLM_CALL_COLUMNS, SessionStatus
 
 router = APIRouter(tags=["sessions"])
@@ -291,13 +293,10 @@ async def read_session(dashboard: Dashboard, name: str, session_id: str) -> Sess
     )
     approvals: list[SessionApproval] = []
     if "approvals" in info.modules:
-        for approval in await dashboard.db.fetch(
-            name,
-            "SELECT id, tool_name, status, requested_at, decided_at, decided_by, reason "
-            "FROM approvals WHERE session_id = $1 ORDER BY requested_at",
-            str(key),
+        for approval in await dashboard.db.read(
+            name, lambda pool: approvals_store.session_approvals(pool, [str(key)])
         ):
-            approvals.append(SessionApproval(**{**dict(approval), "id": str(approval["id"])}))
+            approvals.append(SessionApproval(**{**asdict(approval), "id": str(approval.id)}))
     context = row["context"]
     request_id = context.get("request_id") if isinstance(context, dict) else None
     detail = SessionDetail(
