@@ -138,7 +138,7 @@ def test_pool_sizes_of_the_spec_reach_the_butler_container_only() -> None:
     env = {e["name"]: e.get("value") for e in _container(deployment)["env"]}
     assert env["BUTLERS_POOL_MIN_SIZE"] == "3"
     assert env["BUTLERS_POOL_MAX_SIZE"] == "7"
-    unset = _container(render.render_deployment(_target(), SETTINGS, "x"))
+    unset = _container(render.render_deployment(_target(database={}), SETTINGS, "x"))
     assert not {e["name"] for e in unset["env"]} & {
         "BUTLERS_POOL_MIN_SIZE",
         "BUTLERS_POOL_MAX_SIZE",
