@@ -7998,18 +7998,18 @@ export interface operations {
     butler_sessions_api_butlers__name__sessions_get: {
         parameters: {
             query?: {
-                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
-                trigger_source?: string | null;
-                since?: string | null;
-                until?: string | null;
-                trace_id?: string | null;
-                model?: string | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;
                 /** @description Items per page. */
                 limit?: number;
                 /** @description `meta.next_cursor` of the previous page (keyset). */
                 cursor?: string | null;
+                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
+                trigger_source?: string | null;
+                since?: string | null;
+                until?: string | null;
+                trace_id?: string | null;
+                model?: string | null;
             };
             header?: never;
             path: {
@@ -13854,18 +13854,18 @@ export interface operations {
             query?: {
                 /** @description Only these butlers. */
                 butler?: string[] | null;
-                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
-                trigger_source?: string | null;
-                since?: string | null;
-                until?: string | null;
-                trace_id?: string | null;
-                model?: string | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;
                 /** @description Items per page. */
                 limit?: number;
                 /** @description `meta.next_cursor` of the previous page (keyset). */
                 cursor?: string | null;
+                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
+                trigger_source?: string | null;
+                since?: string | null;
+                until?: string | null;
+                trace_id?: string | null;
+                model?: string | null;
             };
             header?: never;
             path?: never;

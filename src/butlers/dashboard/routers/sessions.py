@@ -13,7 +13,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 
 from butlers.dashboard.context import Ctx, Dashboard
@@ -130,18 +130,22 @@ def summary_of(butler: str, row: Any) -> SessionSummary:
     )
 
 
-def _filters(
-    status: str | None,
-    trigger_source: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    trace_id: str | None,
-    model: str | None,
+def session_filters(
+    status: SessionStatus | None = None,
+    trigger_source: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    trace_id: str | None = None,
+    model: str | None = None,
 ) -> Where:
+    """The filters both session listings take, as query parameters."""
     where = Where()
     where.when(status, "status = {}").when(trigger_source, "trigger_source = {}")
     where.when(since, "created_at >= {}").when(until, "created_at < {}")
     return where.when(trace_id, "trace_id = {}").when(model, "model = {}")
+
+
+Filters = Annotated[Where, Depends(session_filters)]
 
 
 async def list_sessions(
@@ -209,13 +213,9 @@ ButlerFilter = Annotated[list[str] | None, Query(description="Only these butlers
 @router.get("/api/sessions", response_model=PaginatedResponse[SessionSummary])
 async def sessions(
     dashboard: Ctx,
+    *,
     butler: ButlerFilter = None,
-    status: SessionStatus | None = None,
-    trigger_source: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    trace_id: str | None = None,
-    model: str | None = None,
+    where: Filters,
     offset: Offset = 0,
     limit: Limit = 50,
     cursor: Cursor = None,
@@ -226,7 +226,6 @@ async def sessions(
         for name in butler:
             dashboard.butler(name)
         names = sorted(set(butler))
-    where = _filters(status, trigger_source, since, until, trace_id, model)
     return await list_sessions(dashboard, names, where, offset, limit, cursor)
 
 
@@ -234,18 +233,12 @@ async def sessions(
 async def butler_sessions(
     name: str,
     dashboard: Ctx,
-    status: SessionStatus | None = None,
-    trigger_source: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    trace_id: str | None = None,
-    model: str | None = None,
+    where: Filters,
     offset: Offset = 0,
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> dict[str, Any]:
     dashboard.butler(name)
-    where = _filters(status, trigger_source, since, until, trace_id, model)
     return await list_sessions(dashboard, [name], where, offset, limit, cursor)
 
 
