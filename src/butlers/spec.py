@@ -36,6 +36,7 @@ HINTS_MAX = 32
 SCHEDULES_MAX = 32
 ENV_MAX = 64
 ENV_VALUE_MAX = 4096
+POOL_MAX = 100  # PostgreSQL's default max_connections
 # Label prefixes the operator owns on a butler's pod: its role label (which the
 # NetworkPolicies trust) and the app labels its selectors use. A spec may not set them.
 RESERVED_LABEL_PREFIXES = (f"{API_GROUP}/", "app.kubernetes.io/")
@@ -132,8 +133,36 @@ class RuntimeSpec(SpecModel):
     temperature: Annotated[float | None, Field(ge=0, le=2)] = 0.0
 
 
+class PoolSpec(SpecModel):
+    """Connections of the butler's database pool (BUTLERS_POOL_MIN_SIZE/MAX_SIZE in its
+    process, set from here by `butlers up` and the operator)."""
+
+    min_size: Annotated[int | None, Field(ge=1, le=POOL_MAX)] = None
+    max_size: Annotated[int | None, Field(ge=1, le=POOL_MAX)] = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PoolSpec:
+        low, high = self.min_size, self.max_size
+        if low is not None and high is not None and low > high:
+            raise ValueError(
+                f"minSize {low} is more than maxSize {high}: "
+                "the pool's fewest connections cannot exceed its most"
+            )
+        return self
+
+    def environment(self) -> dict[str, str]:
+        """The butler process's variables for the sizes set here."""
+        env = {}
+        if self.min_size is not None:
+            env["BUTLERS_POOL_MIN_SIZE"] = str(self.min_size)
+        if self.max_size is not None:
+            env["BUTLERS_POOL_MAX_SIZE"] = str(self.max_size)
+        return env
+
+
 class DatabaseSpec(SpecModel):
     reclaim_policy: Literal["Retain", "Delete"] = "Retain"
+    pool: PoolSpec = Field(default_factory=PoolSpec)
 
 
 class RoutingSpec(SpecModel):

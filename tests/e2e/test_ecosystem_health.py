@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 
+from butlers.settings import DEFAULT_POOL_SIZES
 from butlers.testing.script_server import ScriptServer
 
 from .conftest import ROOT
@@ -140,6 +141,20 @@ async def test_modules_report_the_status_their_credentials_allow(
     status = await butler_ecosystem.call(butler, "status")
     got = {m["name"]: (m["status"], m["phase"]) for m in status["modules"]}
     assert got == expected
+
+
+@pytest.mark.parametrize("butler", BUTLERS)
+async def test_each_pool_is_sized_as_its_spec_says(
+    butler_ecosystem: EcosystemHandle, butler: str
+) -> None:
+    """`spec.database.pool` reaches the butler's process on every backend (`butlers up`
+    and the operator pass it as BUTLERS_POOL_*); unset, the defaults."""
+    [resource] = [r for r in ROSTER if r.name == butler]
+    sizes = resource.spec.database.pool
+    low = sizes.min_size or DEFAULT_POOL_SIZES[0]
+    high = sizes.max_size or max(DEFAULT_POOL_SIZES[1], low)
+    pool = (await butler_ecosystem.call(butler, "status"))["pool"]
+    assert (pool["min_size"], pool["max_size"]) == (low, high)
 
 
 async def test_smoke_tests_made_no_model_call(llm_script_server: ScriptServer) -> None:

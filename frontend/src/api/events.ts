@@ -1,6 +1,7 @@
 // The dashboard's event stream (GET /api/events) and what each event makes stale.
 import type { QueryKey } from "@tanstack/react-query";
 
+import { membersOf } from "./enums";
 import {
   approvalKeys,
   butlerKeys,
@@ -13,24 +14,29 @@ import {
   timelineKeys,
   traceKeys,
 } from "./keys";
+import type { components } from "./schema";
 
-export const EVENT_TYPES = [
-  "connected",
-  "resync",
-  "butler_status",
-  "session_start",
-  "session_end",
-  "approval_requested",
-  "approval_decided",
-  "message_accepted",
-  "message_classified",
-  "message_done",
-  "schedule_changed",
-  "state_changed",
-  "feed_status",
-] as const;
+/** An event type of the stream, as the API's schema publishes it (`SseEvent.type`). */
+export type EventType = components["schemas"]["SseEvent"]["type"];
 
-export type EventType = (typeof EVENT_TYPES)[number];
+/** Every event type, each named once: one the schema adds (or drops) and this list does
+ * not is a type error, so the stream's listeners follow the API. */
+export const EVENT_TYPES = membersOf<EventType>({
+  connected: true,
+  resync: true,
+  butler_status: true,
+  session_start: true,
+  session_end: true,
+  approval_requested: true,
+  approval_decided: true,
+  message_accepted: true,
+  message_classified: true,
+  message_done: true,
+  schedule_changed: true,
+  state_changed: true,
+  feed_status: true,
+});
+
 export type EventData = Record<string, unknown>;
 
 export interface LiveEvent {

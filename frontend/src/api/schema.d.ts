@@ -3951,6 +3951,24 @@ export interface components {
             /** Name */
             name: string;
         };
+        /**
+         * SseEvent
+         * @description One event of the stream, as `id: <id>`, `event: <type>`, `data: <JSON object>`
+         *     lines (`connected` and `feed_status` may come without an id).
+         */
+        SseEvent: {
+            /** Data */
+            data: {
+                [key: string]: unknown;
+            };
+            /** Id */
+            id: number | null;
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "connected" | "resync" | "butler_status" | "session_start" | "session_end" | "approval_requested" | "approval_decided" | "message_accepted" | "message_classified" | "message_done" | "schedule_changed" | "state_changed" | "feed_status";
+        };
         /** StaleExpired */
         StaleExpired: {
             /** Expired */
@@ -7980,18 +7998,18 @@ export interface operations {
     butler_sessions_api_butlers__name__sessions_get: {
         parameters: {
             query?: {
-                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
-                trigger_source?: string | null;
-                since?: string | null;
-                until?: string | null;
-                trace_id?: string | null;
-                model?: string | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;
                 /** @description Items per page. */
                 limit?: number;
                 /** @description `meta.next_cursor` of the previous page (keyset). */
                 cursor?: string | null;
+                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
+                trigger_source?: string | null;
+                since?: string | null;
+                until?: string | null;
+                trace_id?: string | null;
+                model?: string | null;
             };
             header?: never;
             path: {
@@ -10406,8 +10424,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["SseEvent"];
                 };
             };
             /** @description Bad Request */
@@ -10416,7 +10433,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/event-stream": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Unauthorized */
@@ -10425,7 +10442,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/event-stream": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Forbidden */
@@ -10434,7 +10451,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/event-stream": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Not Found */
@@ -10443,7 +10460,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/event-stream": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Unprocessable Entity */
@@ -10452,7 +10469,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/event-stream": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Internal Server Error */
@@ -10461,7 +10478,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/event-stream": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Not Implemented */
@@ -10470,7 +10487,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/event-stream": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Bad Gateway */
@@ -10479,7 +10496,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/event-stream": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Service Unavailable */
@@ -10488,7 +10505,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
+                    "text/event-stream": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -13837,18 +13854,18 @@ export interface operations {
             query?: {
                 /** @description Only these butlers. */
                 butler?: string[] | null;
-                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
-                trigger_source?: string | null;
-                since?: string | null;
-                until?: string | null;
-                trace_id?: string | null;
-                model?: string | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;
                 /** @description Items per page. */
                 limit?: number;
                 /** @description `meta.next_cursor` of the previous page (keyset). */
                 cursor?: string | null;
+                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
+                trigger_source?: string | null;
+                since?: string | null;
+                until?: string | null;
+                trace_id?: string | null;
+                model?: string | null;
             };
             header?: never;
             path?: never;

@@ -61,8 +61,6 @@ export type TriggerRequest = S["TriggerRequest"];
 export type TriggerResult = S["TriggerResult"];
 export type JsonValue = S["JsonValue"];
 export type LlmCallInfo = S["LlmCallInfo"];
-// The API's one session status vocabulary (an enum in the schema).
-export type SessionStatus = S["SessionSummary"]["status"];
 export type TriageRule = S["TriageRule"];
 export type TriageRuleCreate = S["TriageRuleCreate"];
 export type TriageRuleUpdate = S["TriageRuleUpdate"];
@@ -73,3 +71,4 @@ export type ThreadAffinitySettings = S["ThreadAffinitySettings"];
 export type ThreadAffinityUpdate = S["ThreadAffinityUpdate"];
 export type ThreadOverride = S["ThreadOverride"];
 export type ThreadUnpinned = S["ThreadUnpinned"];
+export type { SessionStatus } from "./enums";

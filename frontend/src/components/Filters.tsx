@@ -2,21 +2,22 @@ import type { ChangeEvent } from "react";
 
 import { REFRESH_CHOICES, type RefreshSeconds } from "../hooks/useAutoRefresh";
 
-export function Select({
+/** A filter: "all" ("") or one of `options` (a value, or a value and its label). */
+export function Select<T extends string>({
   label,
   value,
   options,
   onChange,
 }: {
   label: string;
-  value: string;
-  options: (string | [string, string])[];
-  onChange: (value: string) => void;
+  value: T | "";
+  options: readonly (T | readonly [T, string])[];
+  onChange: (value: T | "") => void;
 }) {
   return (
     <label className="field">
       <span>{label}</span>
-      <select value={value} onChange={(e: ChangeEvent<HTMLSelectElement>) => onChange(e.target.value)}>
+      <select value={value} onChange={(e: ChangeEvent<HTMLSelectElement>) => onChange(e.target.value as T | "")}>
         <option value="">all</option>
         {options.map((o) => {
           const [v, text] = typeof o === "string" ? [o, o] : o;

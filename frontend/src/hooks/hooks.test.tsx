@@ -62,7 +62,7 @@ describe("useSearch", () => {
     await act(async () => vi.advanceTimersByTime(350));
     await waitFor(() => expect(fetchMock).toHaveBeenCalledTimes(1));
     expect(String((fetchMock.mock.calls[0] as unknown[])[0])).toContain("q=wei");
-    await waitFor(() => expect(result.current.data).toBeDefined());
+    await waitFor(() => expect(result.current.results.data).toBeDefined());
   });
 });
 

@@ -1,7 +1,8 @@
 // Read hooks over the dashboard API, with the seed's refetch intervals.
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 
-import { apiFetch } from "../api/client";
+import { api, apiFetch, type Query } from "../api/client";
+import type { CostPeriod } from "../api/enums";
 import {
   approvalKeys,
   auditKeys,
@@ -23,54 +24,28 @@ import {
 } from "../api/keys";
 import type {
   ApiResponse,
-  ApprovalAction,
-  ApprovalMetrics,
-  ApprovalRule,
-  AuditEntry,
-  AuthStatus,
-  ButlerConfig,
-  ButlerDetail,
-  ButlerSummary,
-  CostSummary,
-  DailyCost,
-  Health,
-  Issue,
-  LogTail,
   MemoryConsolidationRun,
   MemoryFact,
   MemoryFactDetail,
   MemoryRule,
   MemoryStats,
-  Notification,
-  NotificationStats,
   OAuthCredentials,
   OAuthStatus,
-  Overview,
   Paginated,
-  Schedule,
-  ScheduleCost,
   SecretEntry,
-  SessionDetail,
-  SessionSummary,
-  StateEntry,
-  TableInfo,
-  TimelineEvent,
-  ToolInfo,
-  TopSession,
-  TraceDetail,
-  TraceSummary,
 } from "../api/types";
 
 export const SECONDS = 1000;
 const NO_INTERVAL = { staleTime: 60 * SECONDS } as const;
 
 export type Interval = number | false;
+/** Query parameters of the hooks not yet typed by the schema (see `api` for the typed way). */
 export type Params = Record<string, string | number | boolean | null | undefined>;
 
 export function useAuthStatus() {
   return useQuery({
     queryKey: authKeys.status,
-    queryFn: () => apiFetch<ApiResponse<AuthStatus>>("/auth/status"),
+    queryFn: () => api.get("/api/auth/status"),
     staleTime: 60 * SECONDS,
   });
 }
@@ -78,7 +53,7 @@ export function useAuthStatus() {
 export function useHealth() {
   return useQuery({
     queryKey: healthKeys.all,
-    queryFn: () => apiFetch<ApiResponse<Health>>("/health"),
+    queryFn: () => api.get("/api/health"),
     refetchInterval: 30 * SECONDS,
   });
 }
@@ -86,7 +61,7 @@ export function useHealth() {
 export function useOverview() {
   return useQuery({
     queryKey: overviewKeys.all,
-    queryFn: () => apiFetch<ApiResponse<Overview>>("/overview"),
+    queryFn: () => api.get("/api/overview"),
     refetchInterval: 30 * SECONDS,
   });
 }
@@ -94,7 +69,7 @@ export function useOverview() {
 export function useButlers() {
   return useQuery({
     queryKey: butlerKeys.list(),
-    queryFn: () => apiFetch<ApiResponse<ButlerSummary[]>>("/butlers"),
+    queryFn: () => api.get("/api/butlers"),
     refetchInterval: 30 * SECONDS,
   });
 }
@@ -102,7 +77,7 @@ export function useButlers() {
 export function useButler(name: string | undefined) {
   return useQuery({
     queryKey: butlerKeys.detail(name ?? ""),
-    queryFn: () => apiFetch<ApiResponse<ButlerDetail>>(`/butlers/${enc(name)}`),
+    queryFn: () => api.get("/api/butlers/{name}", { path: { name: name ?? "" } }),
     enabled: !!name,
     refetchInterval: 30 * SECONDS,
   });
@@ -111,7 +86,7 @@ export function useButler(name: string | undefined) {
 export function useButlerConfig(name: string | undefined) {
   return useQuery({
     queryKey: butlerKeys.config(name ?? ""),
-    queryFn: () => apiFetch<ApiResponse<ButlerConfig>>(`/butlers/${enc(name)}/config`),
+    queryFn: () => api.get("/api/butlers/{name}/config", { path: { name: name ?? "" } }),
     enabled: !!name,
     ...NO_INTERVAL,
   });
@@ -120,7 +95,7 @@ export function useButlerConfig(name: string | undefined) {
 export function useButlerTools(name: string | undefined) {
   return useQuery({
     queryKey: butlerKeys.tools(name ?? ""),
-    queryFn: () => apiFetch<ApiResponse<ToolInfo[]>>(`/butlers/${enc(name)}/mcp/tools`),
+    queryFn: () => api.get("/api/butlers/{name}/mcp/tools", { path: { name: name ?? "" } }),
     enabled: !!name,
     ...NO_INTERVAL,
   });
@@ -129,7 +104,7 @@ export function useButlerTools(name: string | undefined) {
 export function useButlerTables(name: string | undefined) {
   return useQuery({
     queryKey: butlerKeys.tables(name ?? ""),
-    queryFn: () => apiFetch<ApiResponse<TableInfo[]>>(`/butlers/${enc(name)}/tables`),
+    queryFn: () => api.get("/api/butlers/{name}/tables", { path: { name: name ?? "" } }),
     enabled: !!name,
     ...NO_INTERVAL,
   });
@@ -140,10 +115,10 @@ export function useTableRows(name: string | undefined, table: string | null, off
   return useQuery({
     queryKey: butlerKeys.table(name ?? "", table ?? "", params),
     queryFn: () =>
-      apiFetch<Paginated<Record<string, unknown>>>(
-        `/butlers/${enc(name)}/tables/${enc(table ?? "")}`,
-        { params },
-      ),
+      api.get("/api/butlers/{name}/tables/{table}", {
+        path: { name: name ?? "", table: table ?? "" },
+        query: params,
+      }),
     enabled: !!name && !!table,
     placeholderData: keepPreviousData,
     ...NO_INTERVAL,
@@ -154,16 +129,16 @@ export function useButlerLogs(name: string | undefined, interval: Interval) {
   return useQuery({
     queryKey: butlerKeys.logs(name ?? ""),
     queryFn: () =>
-      apiFetch<ApiResponse<LogTail>>(`/butlers/${enc(name)}/logs`, { params: { lines: 200 } }),
+      api.get("/api/butlers/{name}/logs", { path: { name: name ?? "" }, query: { lines: 200 } }),
     enabled: !!name,
     refetchInterval: interval,
   });
 }
 
-export function useSessions(params: Params, interval: Interval = 30 * SECONDS) {
+export function useSessions(params: Query<"/api/sessions">, interval: Interval = 30 * SECONDS) {
   return useQuery({
     queryKey: sessionKeys.list(params),
-    queryFn: () => apiFetch<Paginated<SessionSummary>>("/sessions", { params }),
+    queryFn: () => api.get("/api/sessions", { query: params }),
     refetchInterval: interval,
     placeholderData: keepPreviousData,
   });
@@ -171,17 +146,19 @@ export function useSessions(params: Params, interval: Interval = 30 * SECONDS) {
 
 export function useButlerSessions(
   name: string | undefined,
-  params: Params,
+  params: Query<"/api/sessions">,
   interval: Interval = 30 * SECONDS,
 ) {
-  return useSessions({ ...params, butler: name }, interval);
+  return useSessions({ ...params, butler: name ? [name] : undefined }, interval);
 }
 
 export function useSession(butler: string | undefined, id: string | undefined) {
   return useQuery({
     queryKey: sessionKeys.detail(butler ?? "", id ?? ""),
     queryFn: () =>
-      apiFetch<ApiResponse<SessionDetail>>(`/butlers/${enc(butler)}/sessions/${enc(id)}`),
+      api.get("/api/butlers/{name}/sessions/{session_id}", {
+        path: { name: butler ?? "", session_id: id ?? "" },
+      }),
     enabled: !!butler && !!id,
     ...NO_INTERVAL,
     // A running session is followed until it ends.
@@ -189,10 +166,10 @@ export function useSession(butler: string | undefined, id: string | undefined) {
   });
 }
 
-export function useTraces(params: Params) {
+export function useTraces(params: Query<"/api/traces">) {
   return useQuery({
     queryKey: traceKeys.list(params),
-    queryFn: () => apiFetch<Paginated<TraceSummary>>("/traces", { params }),
+    queryFn: () => api.get("/api/traces", { query: params }),
     refetchInterval: 30 * SECONDS,
     placeholderData: keepPreviousData,
   });
@@ -201,24 +178,27 @@ export function useTraces(params: Params) {
 export function useTraceDetail(traceId: string | undefined) {
   return useQuery({
     queryKey: traceKeys.detail(traceId ?? ""),
-    queryFn: () => apiFetch<ApiResponse<TraceDetail>>(`/traces/${enc(traceId)}`),
+    queryFn: () => api.get("/api/traces/{trace_id}", { path: { trace_id: traceId ?? "" } }),
     enabled: !!traceId,
     ...NO_INTERVAL,
   });
 }
 
-export function useTimeline(params: Params, interval: Interval = 30 * SECONDS) {
+export function useTimeline(params: Query<"/api/timeline">, interval: Interval = 30 * SECONDS) {
   return useQuery({
     queryKey: timelineKeys.list(params),
-    queryFn: () => apiFetch<Paginated<TimelineEvent>>("/timeline", { params }),
+    queryFn: () => api.get("/api/timeline", { query: params }),
     refetchInterval: interval,
   });
 }
 
-export function useButlerState(name: string | undefined, params: Params) {
+export function useButlerState(
+  name: string | undefined,
+  params: Query<"/api/butlers/{name}/state">,
+) {
   return useQuery({
     queryKey: stateKeys.list(name ?? "", params),
-    queryFn: () => apiFetch<Paginated<StateEntry>>(`/butlers/${enc(name)}/state`, { params }),
+    queryFn: () => api.get("/api/butlers/{name}/state", { path: { name: name ?? "" }, query: params }),
     enabled: !!name,
     refetchInterval: 30 * SECONDS,
     placeholderData: keepPreviousData,
@@ -228,24 +208,24 @@ export function useButlerState(name: string | undefined, params: Params) {
 export function useSchedules(name: string | undefined) {
   return useQuery({
     queryKey: scheduleKeys.list(name ?? ""),
-    queryFn: () => apiFetch<ApiResponse<Schedule[]>>(`/butlers/${enc(name)}/schedules`),
+    queryFn: () => api.get("/api/butlers/{name}/schedules", { path: { name: name ?? "" } }),
     enabled: !!name,
     refetchInterval: 30 * SECONDS,
   });
 }
 
-export function useApprovalActions(params: Params) {
+export function useApprovalActions(params: Query<"/api/approvals/actions">) {
   return useQuery({
     queryKey: approvalKeys.actions(params),
-    queryFn: () => apiFetch<Paginated<ApprovalAction>>("/approvals/actions", { params }),
+    queryFn: () => api.get("/api/approvals/actions", { query: params }),
     ...NO_INTERVAL,
   });
 }
 
-export function useExecutedActions(params: Params) {
+export function useExecutedActions(params: Query<"/api/approvals/actions/executed">) {
   return useQuery({
     queryKey: approvalKeys.executed(params),
-    queryFn: () => apiFetch<Paginated<ApprovalAction>>("/approvals/actions/executed", { params }),
+    queryFn: () => api.get("/api/approvals/actions/executed", { query: params }),
     ...NO_INTERVAL,
   });
 }
@@ -253,7 +233,7 @@ export function useExecutedActions(params: Params) {
 export function useApprovalMetrics() {
   return useQuery({
     queryKey: approvalKeys.metrics(),
-    queryFn: () => apiFetch<ApiResponse<ApprovalMetrics>>("/approvals/metrics"),
+    queryFn: () => api.get("/api/approvals/metrics"),
     ...NO_INTERVAL,
   });
 }
@@ -261,15 +241,15 @@ export function useApprovalMetrics() {
 export function useApprovalRules() {
   return useQuery({
     queryKey: approvalKeys.rules(),
-    queryFn: () => apiFetch<ApiResponse<ApprovalRule[]>>("/approvals/rules"),
+    queryFn: () => api.get("/api/approvals/rules"),
     ...NO_INTERVAL,
   });
 }
 
-export function useCostSummary(period: string) {
+export function useCostSummary(period: CostPeriod) {
   return useQuery({
     queryKey: costKeys.summary({ period }),
-    queryFn: () => apiFetch<ApiResponse<CostSummary>>("/costs/summary", { params: { period } }),
+    queryFn: () => api.get("/api/costs/summary", { query: { period } }),
     refetchInterval: 60 * SECONDS,
   });
 }
@@ -277,27 +257,25 @@ export function useCostSummary(period: string) {
 export function useDailyCosts(days: number) {
   return useQuery({
     queryKey: costKeys.daily(days),
-    queryFn: () => apiFetch<ApiResponse<DailyCost[]>>("/costs/daily", { params: { days } }),
+    queryFn: () => api.get("/api/costs/daily", { query: { days } }),
     refetchInterval: 60 * SECONDS,
   });
 }
 
-export function useTopSessions(period: string) {
+export function useTopSessions(period: CostPeriod) {
   return useQuery({
     queryKey: costKeys.top({ period }),
     queryFn: () =>
-      apiFetch<ApiResponse<TopSession[]>>("/costs/top-sessions", {
-        params: { period, limit: 10 },
-      }),
+      api.get("/api/costs/top-sessions", { query: { period, limit: 10 } }),
     refetchInterval: 60 * SECONDS,
   });
 }
 
-export function useCostsBySchedule(period: string) {
+export function useCostsBySchedule(period: CostPeriod) {
   return useQuery({
     queryKey: costKeys.bySchedule({ period }),
     queryFn: () =>
-      apiFetch<ApiResponse<ScheduleCost[]>>("/costs/by-schedule", { params: { period } }),
+      api.get("/api/costs/by-schedule", { query: { period } }),
     refetchInterval: 60 * SECONDS,
   });
 }
@@ -305,24 +283,24 @@ export function useCostsBySchedule(period: string) {
 export function useIssues() {
   return useQuery({
     queryKey: issueKeys.all,
-    queryFn: () => apiFetch<ApiResponse<Issue[]>>("/issues"),
+    queryFn: () => api.get("/api/issues"),
     refetchInterval: 30 * SECONDS,
   });
 }
 
-export function useAuditLog(params: Params) {
+export function useAuditLog(params: Query<"/api/audit-log">) {
   return useQuery({
     queryKey: auditKeys.list(params),
-    queryFn: () => apiFetch<Paginated<AuditEntry>>("/audit-log", { params }),
+    queryFn: () => api.get("/api/audit-log", { query: params }),
     refetchInterval: 30 * SECONDS,
     placeholderData: keepPreviousData,
   });
 }
 
-export function useNotifications(params: Params) {
+export function useNotifications(params: Query<"/api/notifications">) {
   return useQuery({
     queryKey: notificationKeys.list(params),
-    queryFn: () => apiFetch<Paginated<Notification>>("/notifications", { params }),
+    queryFn: () => api.get("/api/notifications", { query: params }),
     placeholderData: keepPreviousData,
     ...NO_INTERVAL,
   });
@@ -331,7 +309,7 @@ export function useNotifications(params: Params) {
 export function useNotificationStats() {
   return useQuery({
     queryKey: notificationKeys.stats(),
-    queryFn: () => apiFetch<ApiResponse<NotificationStats>>("/notifications/stats"),
+    queryFn: () => api.get("/api/notifications/stats"),
     ...NO_INTERVAL,
   });
 }

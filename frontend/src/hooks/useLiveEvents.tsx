@@ -25,13 +25,13 @@ const LiveContext = createContext<Live>({ connection: "connecting", events: [] }
  */
 export function LiveEventsProvider({ children }: { children: ReactNode }) {
   const client = useQueryClient();
-  const [live, setLive] = useState<Live>({ connection: "connecting", events: [] });
+  const [live, setLive] = useState<Live>(() => ({
+    connection: typeof EventSource === "undefined" ? "unsupported" : "connecting",
+    events: [],
+  }));
 
   useEffect(() => {
-    if (typeof EventSource === "undefined") {
-      setLive((l) => ({ ...l, connection: "unsupported" }));
-      return;
-    }
+    if (typeof EventSource === "undefined") return;
     const source = new EventSource(`${API_BASE}/events`);
     let resumable = false; // an event with an id arrived: a reconnect replays from it
     source.onopen = () => setLive((l) => ({ ...l, connection: "live" }));

@@ -2,7 +2,7 @@
 // invalidates what it changed.
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 
-import { apiFetch } from "../api/client";
+import { api, apiFetch } from "../api/client";
 import {
   approvalKeys,
   butlerKeys,
@@ -16,21 +16,14 @@ import {
 } from "../api/keys";
 import type {
   ApiResponse,
-  ApprovalAction,
-  MCPToolCallResponse,
+  JsonValue,
   OAuthCredentials,
   RotationResult,
-  Schedule,
   ScheduleCreate,
-  ScheduleDeleted,
   ScheduleUpdate,
   SecretEntry,
   SecretWrite,
-  SessionDetail,
-  StateWritten,
-  TickResult,
   TriggerRequest,
-  TriggerResult,
 } from "../api/types";
 
 const enc = encodeURIComponent;
@@ -39,9 +32,9 @@ export function useSetState(butler: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: ({ key, value }: { key: string; value: unknown }) =>
-      apiFetch<ApiResponse<StateWritten>>(`/butlers/${enc(butler)}/state/${enc(key)}`, {
-        method: "PUT",
-        body: { value },
+      api.put("/api/butlers/{name}/state/{key}", {
+        path: { name: butler, key },
+        body: { value: value as JsonValue },
       }),
     onSuccess: () => client.invalidateQueries({ queryKey: stateKeys.list(butler).slice(0, 2) }),
   });
@@ -51,9 +44,7 @@ export function useDeleteState(butler: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (key: string) =>
-      apiFetch<ApiResponse<StateWritten>>(`/butlers/${enc(butler)}/state/${enc(key)}`, {
-        method: "DELETE",
-      }),
+      api.delete("/api/butlers/{name}/state/{key}", { path: { name: butler, key } }),
     onSuccess: () => client.invalidateQueries({ queryKey: stateKeys.list(butler).slice(0, 2) }),
   });
 }
@@ -62,10 +53,7 @@ export function useCreateSchedule(butler: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (body: ScheduleCreate) =>
-      apiFetch<ApiResponse<Schedule>>(`/butlers/${enc(butler)}/schedules`, {
-        method: "POST",
-        body,
-      }),
+      api.post("/api/butlers/{name}/schedules", { path: { name: butler }, body }),
     onSuccess: () => client.invalidateQueries({ queryKey: scheduleKeys.list(butler) }),
   });
 }
@@ -74,8 +62,8 @@ export function useUpdateSchedule(butler: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: ({ id, body }: { id: string; body: ScheduleUpdate }) =>
-      apiFetch<ApiResponse<Schedule>>(`/butlers/${enc(butler)}/schedules/${enc(id)}`, {
-        method: "PUT",
+      api.put("/api/butlers/{name}/schedules/{schedule_id}", {
+        path: { name: butler, schedule_id: id },
         body,
       }),
     onSuccess: () => client.invalidateQueries({ queryKey: scheduleKeys.list(butler) }),
@@ -86,8 +74,8 @@ export function useToggleSchedule(butler: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: ({ id, enabled }: { id: string; enabled: boolean }) =>
-      apiFetch<ApiResponse<Schedule>>(`/butlers/${enc(butler)}/schedules/${enc(id)}/toggle`, {
-        method: "PATCH",
+      api.patch("/api/butlers/{name}/schedules/{schedule_id}/toggle", {
+        path: { name: butler, schedule_id: id },
         body: { enabled },
       }),
     onSuccess: () => client.invalidateQueries({ queryKey: scheduleKeys.list(butler) }),
@@ -98,8 +86,8 @@ export function useDeleteSchedule(butler: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (id: string) =>
-      apiFetch<ApiResponse<ScheduleDeleted>>(`/butlers/${enc(butler)}/schedules/${enc(id)}`, {
-        method: "DELETE",
+      api.delete("/api/butlers/{name}/schedules/{schedule_id}", {
+        path: { name: butler, schedule_id: id },
       }),
     onSuccess: () => client.invalidateQueries({ queryKey: scheduleKeys.list(butler) }),
   });
@@ -117,10 +105,12 @@ export function useDecideApproval() {
       decision: "approve" | "reject";
       reason: string;
     }) =>
-      apiFetch<ApiResponse<ApprovalAction>>(`/approvals/actions/${enc(id)}/${decision}`, {
-        method: "POST",
-        body: { reason: reason || null },
-      }),
+      api.post(
+        decision === "approve"
+          ? "/api/approvals/actions/{action_id}/approve"
+          : "/api/approvals/actions/{action_id}/reject",
+        { path: { action_id: id }, body: { reason: reason || null } },
+      ),
     onSuccess: () => {
       client.invalidateQueries({ queryKey: approvalKeys.all });
       client.invalidateQueries({ queryKey: overviewKeys.all });
@@ -132,9 +122,7 @@ export function useExpireStale() {
   const client = useQueryClient();
   return useMutation({
     mutationFn: () =>
-      apiFetch<ApiResponse<{ expired: number }>>("/approvals/actions/expire-stale", {
-        method: "POST",
-      }),
+      api.post("/api/approvals/actions/expire-stale"),
     onSuccess: () => client.invalidateQueries({ queryKey: approvalKeys.all }),
   });
 }
@@ -143,10 +131,7 @@ export function useTrigger(butler: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (body: TriggerRequest) =>
-      apiFetch<ApiResponse<TriggerResult>>(`/butlers/${enc(butler)}/trigger`, {
-        method: "POST",
-        body,
-      }),
+      api.post("/api/butlers/{name}/trigger", { path: { name: butler }, body }),
     onSuccess: () => client.invalidateQueries({ queryKey: sessionKeys.all }),
   });
 }
@@ -155,8 +140,8 @@ export function useCancelSession(butler: string, id: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: () =>
-      apiFetch<ApiResponse<SessionDetail>>(`/butlers/${enc(butler)}/sessions/${enc(id)}/cancel`, {
-        method: "POST",
+      api.post("/api/butlers/{name}/sessions/{session_id}/cancel", {
+        path: { name: butler, session_id: id },
       }),
     onSuccess: (answer) => {
       client.setQueryData(sessionKeys.detail(butler, id), answer);
@@ -169,7 +154,7 @@ export function useTick(butler: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: () =>
-      apiFetch<ApiResponse<TickResult>>(`/butlers/${enc(butler)}/tick`, { method: "POST" }),
+      api.post("/api/butlers/{name}/tick", { path: { name: butler } }),
     onSuccess: () => {
       client.invalidateQueries({ queryKey: scheduleKeys.list(butler) });
       client.invalidateQueries({ queryKey: sessionKeys.all });
@@ -181,9 +166,9 @@ export function useCallTool(butler: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: ({ tool, args }: { tool: string; args: Record<string, unknown> }) =>
-      apiFetch<ApiResponse<MCPToolCallResponse>>(`/butlers/${enc(butler)}/mcp/call`, {
-        method: "POST",
-        body: { tool_name: tool, arguments: args },
+      api.post("/api/butlers/{name}/mcp/call", {
+        path: { name: butler },
+        body: { tool_name: tool, arguments: args as Record<string, JsonValue> },
       }),
     onSuccess: () => {
       client.invalidateQueries({ queryKey: butlerKeys.detail(butler) });

@@ -1,9 +1,8 @@
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 
-import { apiFetch } from "../api/client";
+import { api } from "../api/client";
 import { searchKeys } from "../api/keys";
-import type { ApiResponse, SearchResults } from "../api/types";
 
 export const SEARCH_DEBOUNCE_MS = 300;
 export const SEARCH_MIN_LENGTH = 2;
@@ -18,14 +17,14 @@ export function useDebounced<T>(value: T, delay: number): T {
 }
 
 /** Search sessions and state, 300 ms after the last keystroke, from 2 characters on. */
-export function useSearch(query: string) {
-  const settled = useDebounced(query.trim(), SEARCH_DEBOUNCE_MS);
-  const result = useQuery({
+export function useSearch(text: string) {
+  const settled = useDebounced(text.trim(), SEARCH_DEBOUNCE_MS);
+  const results = useQuery({
     queryKey: searchKeys.query(settled),
     queryFn: () =>
-      apiFetch<ApiResponse<SearchResults>>("/search", { params: { q: settled, limit: 20 } }),
+      api.get("/api/search", { query: { q: settled, limit: 20 } }),
     enabled: settled.length >= SEARCH_MIN_LENGTH,
     staleTime: 30_000,
   });
-  return { ...result, settled };
+  return { results, settled };
 }

@@ -2,31 +2,16 @@
 // reads kept 60 s, writes through the switchboard's tools, the dry run changes nothing.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 
-import { apiFetch } from "../api/client";
+import { api } from "../api/client";
 import { triageKeys } from "../api/keys";
-import type {
-  ApiResponse,
-  ThreadAffinitySettings,
-  ThreadAffinityUpdate,
-  ThreadOverride,
-  ThreadUnpinned,
-  TriageRule,
-  TriageRuleCreate,
-  TriageRuleDeleted,
-  TriageRuleUpdate,
-  TriageTest,
-  TriageTestResult,
-} from "../api/types";
+import type { ThreadAffinityUpdate, TriageRuleCreate, TriageRuleUpdate, TriageTest } from "../api/types";
 
-const RULES = "/switchboard/triage-rules";
-const AFFINITY = "/switchboard/thread-affinity";
 const STALE = { staleTime: 60_000 } as const;
-const enc = encodeURIComponent;
 
 export function useTriageRules() {
   return useQuery({
     queryKey: triageKeys.rules(),
-    queryFn: () => apiFetch<ApiResponse<TriageRule[]>>(RULES),
+    queryFn: () => api.get("/api/switchboard/triage-rules"),
     ...STALE,
   });
 }
@@ -41,33 +26,33 @@ function useRuleMutation<A, R>(fn: (arg: A) => Promise<R>) {
 
 export function useCreateTriageRule() {
   return useRuleMutation((body: TriageRuleCreate) =>
-    apiFetch<ApiResponse<TriageRule>>(RULES, { method: "POST", body }),
+    api.post("/api/switchboard/triage-rules", { body }),
   );
 }
 
 export function useUpdateTriageRule() {
   return useRuleMutation(({ id, body }: { id: string; body: TriageRuleUpdate }) =>
-    apiFetch<ApiResponse<TriageRule>>(`${RULES}/${enc(id)}`, { method: "PATCH", body }),
+    api.patch("/api/switchboard/triage-rules/{rule_id}", { path: { rule_id: id }, body }),
   );
 }
 
 export function useDeleteTriageRule() {
   return useRuleMutation((id: string) =>
-    apiFetch<ApiResponse<TriageRuleDeleted>>(`${RULES}/${enc(id)}`, { method: "DELETE" }),
+    api.delete("/api/switchboard/triage-rules/{rule_id}", { path: { rule_id: id } }),
   );
 }
 
 export function useTestTriageRule() {
   return useMutation({
     mutationFn: (body: TriageTest) =>
-      apiFetch<ApiResponse<TriageTestResult>>(`${RULES}/test`, { method: "POST", body }),
+      api.post("/api/switchboard/triage-rules/test", { body }),
   });
 }
 
 export function useThreadAffinitySettings() {
   return useQuery({
     queryKey: triageKeys.affinity(),
-    queryFn: () => apiFetch<ApiResponse<ThreadAffinitySettings>>(AFFINITY),
+    queryFn: () => api.get("/api/switchboard/thread-affinity"),
     ...STALE,
   });
 }
@@ -86,23 +71,23 @@ function useAffinityMutation<A, R>(fn: (arg: A) => Promise<R>) {
 
 export function useUpdateThreadAffinitySettings() {
   return useAffinityMutation((body: ThreadAffinityUpdate) =>
-    apiFetch<ApiResponse<ThreadAffinitySettings>>(AFFINITY, { method: "PATCH", body }),
+    api.patch("/api/switchboard/thread-affinity", { body }),
   );
 }
 
 export function useUpsertThreadAffinityOverride() {
   return useAffinityMutation(({ threadId, butler }: { threadId: string; butler: string }) =>
-    apiFetch<ApiResponse<ThreadOverride>>(`${AFFINITY}/overrides/${enc(threadId)}`, {
-      method: "PUT",
-      body: { butler },
+    api.put("/api/switchboard/thread-affinity/overrides/{thread_id}", {
+      path: { thread_id: threadId },
+      body: { butler, channel: "email" },
     }),
   );
 }
 
 export function useDeleteThreadAffinityOverride() {
   return useAffinityMutation((threadId: string) =>
-    apiFetch<ApiResponse<ThreadUnpinned>>(`${AFFINITY}/overrides/${enc(threadId)}`, {
-      method: "DELETE",
+    api.delete("/api/switchboard/thread-affinity/overrides/{thread_id}", {
+      path: { thread_id: threadId },
     }),
   );
 }

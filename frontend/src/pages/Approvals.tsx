@@ -174,7 +174,7 @@ export function ApprovalsPage() {
       <button type="button" onClick={() => expire.mutate()} disabled={expire.isPending}>
         Expire stale requests
       </button>
-      {expire.data ? <span role="status"> {expire.data.data.expired} expired.</span> : null}
+      {expire.data ? <span role="status"> {expiredCount(expire.data.data.expired)} expired.</span> : null}
       {expire.error ? <ErrorBox error={expire.error} /> : null}
       <h2>History</h2>
       <History />
@@ -182,4 +182,9 @@ export function ApprovalsPage() {
       <Rules />
     </section>
   );
+}
+
+/** How many requests an expire-stale pass expired, across butlers. */
+export function expiredCount(expired: Record<string, string[]>): number {
+  return Object.values(expired).reduce((n, ids) => n + ids.length, 0);
 }

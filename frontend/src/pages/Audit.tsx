@@ -1,5 +1,6 @@
 import { useState } from "react";
 
+import { AUDIT_OUTCOMES, type AuditOutcome } from "../api/enums";
 import { DataState } from "../components/DataState";
 import { Select } from "../components/Filters";
 import { Pager } from "../components/Pager";
@@ -11,17 +12,17 @@ const LIMIT = 50;
 
 export function AuditPage() {
   const [butler, setButler] = useState("");
-  const [status, setStatus] = useState("");
+  const [status, setStatus] = useState<AuditOutcome | "">("");
   const [offset, setOffset] = useState(0);
   const butlers = useButlers();
-  const audit = useAuditLog({ butler, status, offset, limit: LIMIT });
+  const audit = useAuditLog({ butler, status: status || undefined, offset, limit: LIMIT });
   return (
     <section>
       <h1>Audit log</h1>
       <p className="muted">Every write made through the dashboard, who made it and what came of it.</p>
       <div className="toolbar">
         <Select label="Butler" value={butler} options={(butlers.data?.data ?? []).map((b) => b.name)} onChange={(v) => { setButler(v); setOffset(0); }} />
-        <Select label="Outcome" value={status} options={["ok", "error"]} onChange={(v) => { setStatus(v); setOffset(0); }} />
+        <Select label="Outcome" value={status} options={AUDIT_OUTCOMES} onChange={(v) => { setStatus(v); setOffset(0); }} />
       </div>
       <DataState loading={audit.isLoading} error={audit.error} empty={audit.data?.data.length === 0} emptyText="No writes yet.">
         <table className="table" aria-label="Audit log">

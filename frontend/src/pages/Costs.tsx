@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { Link } from "react-router-dom";
 
+import { COST_PERIOD_NAMES, COST_PERIODS, type CostPeriod } from "../api/enums";
 import type { DailyCost } from "../api/types";
 import { type Bar, BarChart } from "../components/BarChart";
 import { DataState } from "../components/DataState";
@@ -8,15 +9,8 @@ import { sessionPath } from "../components/SessionTable";
 import { useCostSummary, useCostsBySchedule, useDailyCosts, useTopSessions } from "../hooks/useApi";
 import { ago, money, tokens } from "../lib/format";
 
-const PERIODS: [string, string][] = [
-  ["24h", "24 hours"],
-  ["7d", "7 days"],
-  ["30d", "30 days"],
-  ["90d", "90 days"],
-  ["all", "All time"],
-];
-
-const DAYS: Record<string, number> = { "24h": 1, "7d": 7, "30d": 30, "90d": 90, all: 90 };
+// Days of the daily chart for each period.
+const DAYS: Record<CostPeriod, number> = { "24h": 1, "7d": 7, "30d": 30, "90d": 90, all: 90 };
 
 export function dailyBars(days: DailyCost[]): Bar[] {
   return days.map((d) => ({
@@ -26,9 +20,9 @@ export function dailyBars(days: DailyCost[]): Bar[] {
 }
 
 export function CostsPage() {
-  const [period, setPeriod] = useState("7d");
+  const [period, setPeriod] = useState<CostPeriod>("7d");
   const summary = useCostSummary(period);
-  const daily = useDailyCosts(DAYS[period] ?? 30);
+  const daily = useDailyCosts(DAYS[period]);
   const top = useTopSessions(period);
   const bySchedule = useCostsBySchedule(period);
   const s = summary.data?.data;
@@ -36,9 +30,9 @@ export function CostsPage() {
     <section>
       <h1>Costs</h1>
       <div className="toolbar" role="group" aria-label="Period">
-        {PERIODS.map(([value, label]) => (
+        {COST_PERIODS.map((value) => (
           <button key={value} type="button" aria-pressed={period === value} onClick={() => setPeriod(value)}>
-            {label}
+            {COST_PERIOD_NAMES[value]}
           </button>
         ))}
       </div>

@@ -1,5 +1,6 @@
 import { useState } from "react";
 
+import { DELIVERY_STATUSES, type DeliveryStatus } from "../api/enums";
 import { DataState, FailedButlers } from "../components/DataState";
 import { Select } from "../components/Filters";
 import { Pager } from "../components/Pager";
@@ -10,11 +11,11 @@ import { ago, when } from "../lib/format";
 const LIMIT = 25;
 
 export function NotificationsPage() {
-  const [status, setStatus] = useState("");
+  const [status, setStatus] = useState<DeliveryStatus | "">("");
   const [channel, setChannel] = useState("");
   const [offset, setOffset] = useState(0);
   const stats = useNotificationStats();
-  const list = useNotifications({ status, channel, offset, limit: LIMIT });
+  const list = useNotifications({ status: status || undefined, channel, offset, limit: LIMIT });
   const st = stats.data?.data;
   return (
     <section>
@@ -35,7 +36,7 @@ export function NotificationsPage() {
         ) : null}
       </DataState>
       <div className="toolbar">
-        <Select label="Status" value={status} options={["sent", "failed", "held", "refused"]} onChange={(v) => { setStatus(v); setOffset(0); }} />
+        <Select label="Status" value={status} options={DELIVERY_STATUSES} onChange={(v) => { setStatus(v); setOffset(0); }} />
         <Select label="Channel" value={channel} options={Object.keys(st?.by_channel ?? {})} onChange={(v) => { setChannel(v); setOffset(0); }} />
       </div>
       <DataState loading={list.isLoading} error={list.error} empty={list.data?.data.length === 0} emptyText="No deliveries.">

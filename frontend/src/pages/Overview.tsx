@@ -138,7 +138,7 @@ export function OverviewPage() {
       <DataState loading={overview.isLoading} error={overview.error}>
         {data ? (
           <>
-            <FailedButlers names={overview.data?.meta.failed_butlers} />
+            <FailedButlers names={overview.data?.meta?.failed_butlers} />
             <Totals totals={data.totals} />
             <div className="cards">
               {data.butlers.map((card) => (

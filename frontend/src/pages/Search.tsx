@@ -10,7 +10,7 @@ import { ago, json } from "../lib/format";
 export function SearchPage() {
   const [query, setQuery] = useState("");
   const search = useSearch(query);
-  const results = search.data?.data;
+  const results = search.results.data?.data;
   return (
     <section>
       <h1>Search</h1>
@@ -21,7 +21,7 @@ export function SearchPage() {
       {search.settled.length < SEARCH_MIN_LENGTH ? (
         <p className="muted">Type at least {SEARCH_MIN_LENGTH} characters.</p>
       ) : (
-        <DataState loading={search.isLoading} error={search.error}>
+        <DataState loading={search.results.isLoading} error={search.results.error}>
           {results ? (
             <>
               <h2>Sessions ({results.sessions.length})</h2>

@@ -1,7 +1,6 @@
 import { useState } from "react";
 
-import type { SessionStatus } from "../api/types";
-
+import { SESSION_STATUSES, type SessionStatus } from "../api/enums";
 import { DataState, FailedButlers } from "../components/DataState";
 import { AutoRefreshControl, Select } from "../components/Filters";
 import { Pager } from "../components/Pager";
@@ -9,27 +8,23 @@ import { SessionTable } from "../components/SessionTable";
 import { useButlers, useSessions } from "../hooks/useApi";
 import { useAutoRefresh } from "../hooks/useAutoRefresh";
 
-// Exactly the API's statuses: a status added to (or removed from) the schema's enum and
-// not here is a type error.
-const STATUSES: Record<SessionStatus, true> = {
-  running: true,
-  completed: true,
-  error: true,
-  interrupted: true,
-  cancelled: true,
-};
-export const SESSION_STATUSES = Object.keys(STATUSES) as SessionStatus[];
 const LIMIT = 25;
 
 export function SessionsPage() {
   const [butler, setButler] = useState("");
-  const [status, setStatus] = useState("");
+  const [status, setStatus] = useState<SessionStatus | "">("");
   const [trigger, setTrigger] = useState("");
   const [offset, setOffset] = useState(0);
   const refresh = useAutoRefresh(30);
   const butlers = useButlers();
   const sessions = useSessions(
-    { butler, status, trigger_source: trigger, offset, limit: LIMIT },
+    {
+      butler: butler ? [butler] : undefined,
+      status: status || undefined,
+      trigger_source: trigger,
+      offset,
+      limit: LIMIT,
+    },
     refresh.interval,
   );
   const reset = <T,>(set: (v: T) => void) => (v: T) => {

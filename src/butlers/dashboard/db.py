@@ -24,6 +24,7 @@ from butlers.db.pool import create_pool
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+R = TypeVar("R")
 DEFAULT_TIMEOUT = 5.0
 STATEMENT_TIMEOUT_MS = 10_000
 APPLICATION_NAME = "butlers-dashboard"
@@ -52,25 +53,8 @@ def is_connection_failure(exc: BaseException) -> bool:
 
 
 @dataclass
-class FanOut:
-    """Rows per butler, and the butlers whose part is missing (name → reason)."""
-
-    results: dict[str, list[asyncpg.Record]] = field(default_factory=dict)
-    failed: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def failed_butlers(self) -> list[str]:
-        return sorted(self.failed)
-
-    def rows(self) -> Iterable[tuple[str, asyncpg.Record]]:
-        for name in sorted(self.results):
-            for row in self.results[name]:
-                yield name, row
-
-
-@dataclass
 class FanRead(Generic[T]):
-    """A store read's result per butler, and the butlers whose part is missing."""
+    """A read's result per butler, and the butlers whose part is missing (name → reason)."""
 
     results: dict[str, T] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
@@ -82,6 +66,16 @@ class FanRead(Generic[T]):
     def items(self) -> Iterable[tuple[str, T]]:
         for name in sorted(self.results):
             yield name, self.results[name]
+
+    def rows(self: FanRead[list[R]]) -> Iterable[tuple[str, R]]:
+        """Each row of a read that returns rows, with its butler, butlers in name order."""
+        for name in sorted(self.results):
+            for row in self.results[name]:
+                yield name, row
+
+
+# Rows of the same SQL per butler (a butler that failed has an empty list too).
+FanOut = FanRead[list[asyncpg.Record]]
 
 
 class DatabaseManager:
@@ -184,17 +178,7 @@ class DatabaseManager:
 
     async def fetch(self, name: str, sql: str, *args: Any) -> list[asyncpg.Record]:
         """Rows from one butler's schema; any database failure is DATABASE_UNAVAILABLE."""
-        try:
-            async with asyncio.timeout(self.timeout):
-                pool = await self.pool(name)
-                return list(await pool.fetch(sql, *args))
-        except ButlerNotFound:
-            raise
-        except (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS) as exc:
-            raise DatabaseUnavailable(
-                f"cannot read the schema of butler {name!r}: {describe_failure(exc)}",
-                butler=name,
-            ) from exc
+        return list(await self.read(name, lambda pool: pool.fetch(sql, *args)))
 
     async def read(self, name: str, read: Callable[[asyncpg.Pool], Awaitable[T]]) -> T:
         """`read(pool)` on one butler's pool (a store's read); failures as in `fetch`."""
@@ -210,17 +194,53 @@ class DatabaseManager:
             ) from exc
 
     async def fan_read(
-        self, read: Callable[[asyncpg.Pool], Awaitable[T]], butler_names: Sequence[str]
+        self,
+        read: Callable[[asyncpg.Pool], Awaitable[T]],
+        butler_names: Sequence[str],
+        *,
+        timeout: float | None = None,
     ) -> FanRead[T]:
         """`read(pool)` (a store's read) on every butler of `butler_names` concurrently,
-        each bounded by the timeout; failures as in `fan_out`."""
+        each bounded by the timeout: a butler that fails has no result and its reason in
+        `failed`; when every butler failed to connect, that is DATABASE_UNAVAILABLE."""
+        return await self._fan(lambda _name, pool: read(pool), butler_names, timeout)
+
+    async def fan_out(
+        self,
+        sql: str,
+        *args: Any,
+        butler_names: Sequence[str] | None = None,
+        per_butler_args: dict[str, Sequence[Any]] | None = None,
+        timeout: float | None = None,
+    ) -> FanOut:
+        """Run `sql` on every registered butler (or `butler_names`) concurrently; a butler
+        that failed has no rows. `per_butler_args` replaces `args` for the butlers it
+        names (keyset cursors)."""
+        chosen = per_butler_args or {}
+
+        async def rows(name: str, pool: asyncpg.Pool) -> list[asyncpg.Record]:
+            return list(await pool.fetch(sql, *chosen.get(name, args)))
+
+        names = self.names if butler_names is None else butler_names
+        outcome = await self._fan(rows, names, timeout)
+        for name in outcome.failed:
+            outcome.results.setdefault(name, [])
+        return outcome
+
+    async def _fan(
+        self,
+        read: Callable[[str, asyncpg.Pool], Awaitable[T]],
+        butler_names: Sequence[str],
+        timeout: float | None,
+    ) -> FanRead[T]:
+        limit = timeout or self.timeout
         outcome: FanRead[T] = FanRead()
         connection_failures: list[bool] = []
 
         async def one(name: str) -> None:
             try:
-                async with asyncio.timeout(self.timeout):
-                    outcome.results[name] = await read(await self.pool(name))
+                async with asyncio.timeout(limit):
+                    outcome.results[name] = await read(name, await self.pool(name))
             except ButlerNotFound:
                 outcome.failed[name] = "unknown butler"
             except (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS) as exc:
@@ -252,48 +272,6 @@ class DatabaseManager:
     async def fetchrow(self, name: str, sql: str, *args: Any) -> asyncpg.Record | None:
         rows = await self.fetch(name, sql, *args)
         return rows[0] if rows else None
-
-    async def fan_out(
-        self,
-        sql: str,
-        *args: Any,
-        butler_names: Sequence[str] | None = None,
-        per_butler_args: dict[str, Sequence[Any]] | None = None,
-        timeout: float | None = None,
-    ) -> FanOut:
-        """Run `sql` on every registered butler (or `butler_names`) concurrently.
-
-        `per_butler_args` replaces `args` for the butlers it names (keyset cursors).
-        """
-        names = list(self.names if butler_names is None else butler_names)
-        limit = timeout or self.timeout
-        outcome = FanOut()
-        if not names:
-            return outcome
-        connection_failures: list[bool] = []
-
-        async def one(name: str) -> None:
-            params = (per_butler_args or {}).get(name, args)
-            try:
-                async with asyncio.timeout(limit):
-                    pool = await self.pool(name)
-                    outcome.results[name] = list(await pool.fetch(sql, *params))
-            except ButlerNotFound:
-                outcome.failed[name] = "unknown butler"
-            except (TimeoutError, asyncpg.PostgresError, *CONNECTION_ERRORS) as exc:
-                reason = describe_failure(exc)
-                log.warning("fan-out: butler %s failed: %s", name, reason)
-                outcome.failed[name] = reason
-                connection_failures.append(is_connection_failure(exc))
-
-        await asyncio.gather(*(one(name) for name in names))
-        if not outcome.results and connection_failures and all(connection_failures):
-            raise DatabaseUnavailable(
-                "the database cannot be reached: " + "; ".join(sorted(set(outcome.failed.values())))
-            )
-        for name in outcome.failed:
-            outcome.results.setdefault(name, [])
-        return outcome
 
     async def close(self) -> None:
         pools = [*self._pools.values(), *([self._own] if self._own else [])]

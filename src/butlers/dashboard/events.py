@@ -17,14 +17,16 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import anyio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 log = logging.getLogger(__name__)
-EVENT_TYPES = (
+# Every event type the stream carries: published in the API's schema (`SseEvent.type`),
+# from which the web UI's list is derived.
+EventType = Literal[
     "connected",
     "resync",
     "butler_status",
@@ -38,7 +40,8 @@ EVENT_TYPES = (
     "schedule_changed",
     "state_changed",
     "feed_status",
-)
+]
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 SSE_HEADERS = {
     "Cache-Control": "no-cache",
     "Connection": "keep-alive",

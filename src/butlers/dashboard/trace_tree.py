@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from butlers.dashboard.db import FanOut
+from butlers.dashboard.db import FanOut, FanRead
+from butlers.modules.approvals.store import SessionApproval
+from butlers.modules.switchboard.store import TraceMessage, TraceRoute
 
 LATEST = datetime.max.replace(tzinfo=UTC)
 SpanKind = Literal["message", "classification", "route", "session", "tool_call", "approval"]
@@ -49,7 +51,9 @@ def _ms(start: datetime | None, end: datetime | None) -> float | None:
     return round((end - start).total_seconds() * 1000, 3)
 
 
-def _tool_calls(session_id: str, butler: str, row: Any, approvals: list[Any]) -> list[TraceSpan]:
+def _tool_calls(
+    session_id: str, butler: str, row: Any, approvals: list[SessionApproval]
+) -> list[TraceSpan]:
     pending = list(approvals)
     spans = []
     for index, call in enumerate(row["tool_calls"] or []):
@@ -59,7 +63,7 @@ def _tool_calls(session_id: str, butler: str, row: Any, approvals: list[Any]) ->
         duration = call.get("duration_ms")
         ended = started + timedelta(milliseconds=duration) if started and duration else None
         children = []
-        match = next((a for a in pending if a["tool_name"] == call.get("name")), None)
+        match = next((a for a in pending if a.tool_name == call.get("name")), None)
         if match is not None:
             pending.remove(match)
             children.append(_approval(butler, match))
@@ -91,21 +95,21 @@ def _time(value: Any) -> datetime | None:
     return None
 
 
-def _approval(butler: str, row: Any) -> TraceSpan:
+def _approval(butler: str, row: SessionApproval) -> TraceSpan:
     return TraceSpan(
-        id=f"approval:{row['id']}",
+        id=f"approval:{row.id}",
         kind="approval",
         butler=butler,
-        name=f"approval of {row['tool_name']}",
-        status=row["status"],
-        started_at=row["requested_at"],
-        ended_at=row["decided_at"],
-        duration_ms=_ms(row["requested_at"], row["decided_at"]),
-        attributes={"decided_by": row["decided_by"], "reason": row["reason"]},
+        name=f"approval of {row.tool_name}",
+        status=row.status,
+        started_at=row.requested_at,
+        ended_at=row.decided_at,
+        duration_ms=_ms(row.requested_at, row.decided_at),
+        attributes={"decided_by": row.decided_by, "reason": row.reason},
     )
 
 
-def _session(butler: str, row: Any, approvals: list[Any], kind: SpanKind) -> TraceSpan:
+def _session(butler: str, row: Any, approvals: list[SessionApproval], kind: SpanKind) -> TraceSpan:
     session_id = str(row["session_id"])
     cost = row["cost_usd"]
     return TraceSpan(
@@ -133,21 +137,21 @@ def _session(butler: str, row: Any, approvals: list[Any], kind: SpanKind) -> Tra
 
 def build_trace(
     trace_id: str,
-    messages: FanOut,
-    routes: FanOut,
+    messages: FanRead[list[TraceMessage]],
+    routes: FanRead[list[TraceRoute]],
     sessions: FanOut,
-    approvals: FanOut,
+    approvals: FanRead[list[SessionApproval]],
     failed: list[str],
 ) -> TraceDetail:
-    by_session: dict[str, list[Any]] = {}
-    for _name, row in approvals.rows():
-        by_session.setdefault(str(row["session_id"]), []).append(row)
+    by_session: dict[str, list[SessionApproval]] = {}
+    for _name, approval in approvals.rows():
+        by_session.setdefault(str(approval.session_id), []).append(approval)
     session_rows = {str(row["session_id"]): (name, row) for name, row in sessions.rows()}
     used: set[str] = set()
     roots: list[TraceSpan] = []
     request_ids: list[str] = []
     for board, message in messages.rows():
-        request_id = str(message["request_id"])
+        request_id = str(message.request_id)
         request_ids.append(request_id)
         children: list[TraceSpan] = []
         for session_id, (name, row) in session_rows.items():
@@ -157,27 +161,27 @@ def build_trace(
                     _session(name, row, by_session.get(session_id, []), "classification")
                 )
         for route_board, route in routes.rows():
-            if route_board != board or str(route["request_id"]) != request_id:
+            if route_board != board or str(route.request_id) != request_id:
                 continue
-            target = str(route["session_id"]) if route["session_id"] else None
+            target = str(route.session_id) if route.session_id else None
             route_children = []
             if target and target in session_rows:
                 used.add(target)
                 name, row = session_rows[target]
                 route_children.append(_session(name, row, by_session.get(target, []), "session"))
-            ended = route["created_at"]
-            started = ended - timedelta(milliseconds=route["duration_ms"])
+            route_end = route.created_at
+            route_start = route_end - timedelta(milliseconds=route.duration_ms)
             children.append(
                 TraceSpan(
-                    id=f"route:{route['route_id']}",
+                    id=f"route:{route.route_id}",
                     kind="route",
-                    butler=route["butler"],
-                    name=f"route to {route['butler']}",
-                    status=route["status"],
-                    started_at=started,
-                    ended_at=ended,
-                    duration_ms=route["duration_ms"],
-                    attributes={"segment": route["segment"], "error": route["error"]},
+                    butler=route.butler,
+                    name=f"route to {route.butler}",
+                    status=route.status,
+                    started_at=route_start,
+                    ended_at=route_end,
+                    duration_ms=route.duration_ms,
+                    attributes={"segment": route.segment, "error": route.error},
                     children=route_children,
                 )
             )
@@ -187,17 +191,17 @@ def build_trace(
                 id=f"message:{request_id}",
                 kind="message",
                 butler=board,
-                name=f"message from {message['channel']}",
-                status=message["status"],
-                started_at=message["received_at"],
-                ended_at=message["completed_at"],
-                duration_ms=_ms(message["received_at"], message["completed_at"]),
+                name=f"message from {message.channel}",
+                status=message.status,
+                started_at=message.received_at,
+                ended_at=message.completed_at,
+                duration_ms=_ms(message.received_at, message.completed_at),
                 attributes={
                     "request_id": request_id,
-                    "channel": message["channel"],
-                    "sender": message["sender"],
-                    "text": message["text"],
-                    "classification": message["classification"],
+                    "channel": message.channel,
+                    "sender": message.sender,
+                    "text": message.text,
+                    "classification": message.classification,
                 },
                 children=children,
             )
@@ -210,7 +214,7 @@ def build_trace(
     starts = [s.started_at for s in roots if s.started_at]
     ends = [s.ended_at for s in roots if s.ended_at]
     running = any(r["status"] == "running" for r in rows) or any(
-        m["completed_at"] is None for _b, m in messages.rows()
+        m.completed_at is None for _b, m in messages.rows()
     )
     ended = None if running or not ends else max(ends)
     started = min(starts) if starts else None

@@ -263,6 +263,7 @@ class Ecosystem:
                 if name in butler.plan.variables
             },
             **routing,
+            **butler.resource.spec.database.pool.environment(),
             **self.tokens.butler_env(butler.name, switchboard.name if switchboard else None),
             "BUTLERS_SECRETS_KEY_FILE": str(secrets_key_file(self.data_dir)),
             "BUTLERS_SHARED_SECRETS_SCHEMA": self.dashboard.credentials.schema

@@ -79,6 +79,79 @@ async def test_a_message_is_evented_when_accepted_and_done(
     assert kinds == [("message_accepted", "switchboard"), ("message_done", "switchboard")]
 
 
+async def test_one_message_publishes_its_whole_event_sequence_once(
+    butler_ecosystem: EcosystemHandle, dashboard: httpx.AsyncClient, llm_script: Script
+) -> None:
+    """Everything the stream says about one message routed to one butler: the message
+    accepted, classified and done, the classifier's session and the target's session
+    started and ended; each exactly once, in the order of its own life, all on the
+    message's trace. (Re-reads of different tables run side by side, so only events of
+    one row, or of batches apart, have a fixed order across rows.)"""
+    llm_script.route(
+        "switchboard", step('[{"butler": "general", "prompt": "note it", "segment": "note"}]')
+    )
+    llm_script.route("general", step("Noted.", delay=0.2))
+    envelope = build_envelope(
+        "note that the plants need water", channel="telegram", provider="telegram"
+    )
+    async with sse(dashboard) as events:
+        mark = len(events.events)
+        accepted = await butler_ecosystem.call(
+            "switchboard", "ingest_v1", {"envelope": envelope.model_dump(mode="json"), "wait": True}
+        )
+        request_id = accepted["request_id"]
+        done = await events.wait_for(
+            lambda e: e.type == "message_done" and e.data["request_id"] == request_id, after=mark
+        )
+        trace_id = done.data["trace_id"]
+        await events.wait_for(
+            lambda e: (
+                e.type == "session_end"
+                and e.data["butler"] == "general"
+                and e.data["trace_id"] == trace_id
+            ),
+            after=mark,
+        )
+        await asyncio.sleep(1.0)  # anything published twice, or late, is in by now
+        ours = [
+            e
+            for e in events.events[mark:]
+            if e.data.get("trace_id") == trace_id or e.data.get("request_id") == request_id
+        ]
+    ids = [int(e.id or 0) for e in ours]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids), ids
+
+    def life(butler: str, types: tuple[str, ...], **fields: str) -> list[str]:
+        return [
+            e.type
+            for e in ours
+            if e.type in types
+            and e.data["butler"] == butler
+            and all(e.data.get(k) == v for k, v in fields.items())
+        ]
+
+    message = ("message_accepted", "message_classified", "message_done")
+    sessions = ("session_start", "session_end")
+    classify = f"classify:{request_id}"
+    assert life("switchboard", message, request_id=request_id) == list(message)
+    assert life("switchboard", sessions, trigger_source=classify) == list(sessions)
+    assert life("general", sessions) == list(sessions)
+    assert sorted((e.type, e.data["butler"]) for e in ours) == sorted(
+        [
+            ("message_accepted", "switchboard"),
+            ("message_classified", "switchboard"),
+            ("message_done", "switchboard"),
+            ("session_start", "switchboard"),
+            ("session_end", "switchboard"),
+            ("session_start", "general"),
+            ("session_end", "general"),
+        ]
+    ), [(e.type, e.data) for e in ours]
+    target_end = next(e for e in ours if e.type == "session_end" and e.data["butler"] == "general")
+    assert target_end.data["status"] == "completed" and done.data["status"] == "dispatched"
+    assert all(e.data["trace_id"] == trace_id for e in ours)
+
+
 async def test_a_reconnect_replays_what_was_missed(dashboard: httpx.AsyncClient) -> None:
     first, second = f"replay-a-{uuid.uuid4().hex[:6]}", f"replay-b-{uuid.uuid4().hex[:6]}"
     async with sse(dashboard) as events:

@@ -57,6 +57,29 @@ def test_camel_case_fields_load_into_the_model() -> None:
     assert butler.spec.schedules[0].cron == "0 8 * * *"
 
 
+def test_pool_sizes_become_the_butlers_pool_variables() -> None:
+    butler = parse_butler(_butler(database={"pool": {"minSize": 2, "maxSize": 4}}), "x.yaml")
+    assert butler.spec.database.pool.environment() == {
+        "BUTLERS_POOL_MIN_SIZE": "2",
+        "BUTLERS_POOL_MAX_SIZE": "4",
+    }
+    assert parse_butler(_butler(), "x.yaml").spec.database.pool.environment() == {}
+
+
+@pytest.mark.parametrize(
+    ("pool", "match"),
+    [
+        ({"minSize": 5, "maxSize": 2}, r"spec\.database\.pool: .*minSize 5 is more than maxSize 2"),
+        ({"maxSize": 0}, r"spec\.database\.pool\.maxSize"),
+        ({"minSize": 101}, r"spec\.database\.pool\.minSize"),
+        ({"size": 3}, r"spec\.database\.pool\.size"),
+    ],
+)
+def test_bad_pool_sizes_name_the_field(pool: dict[str, int], match: str) -> None:
+    with pytest.raises(RosterError, match=match):
+        parse_butler(_butler(database={"pool": pool}), "x.yaml")
+
+
 def test_unknown_key_is_rejected_with_file_and_field_path() -> None:
     with pytest.raises(RosterError) as info:
         parse_butler(_butler(runtime={"adaptor": "openai"}), "roster/health.yaml")

@@ -14,6 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 FRONTEND = ROOT / "frontend"
 TIMEOUT = 300
+# Each test runs a Node tool (tsc, Vitest): seconds on an idle machine, more on a busy
+# one; the unit tier's 30 s would fail them for the machine's load, not for a hang.
+pytestmark = pytest.mark.timeout(TIMEOUT + 30)
 
 
 def _dev():  # dev.py knows where Node comes from (the system's or the wheel's)

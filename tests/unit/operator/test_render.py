@@ -132,6 +132,21 @@ def test_spec_env_and_credentials_secret_reach_the_container() -> None:
     assert butler["envFrom"] == [{"secretRef": {"name": "llm-keys"}}]
 
 
+def test_pool_sizes_of_the_spec_reach_the_butler_container_only() -> None:
+    target = _target(database={"pool": {"minSize": 3, "maxSize": 7}})
+    deployment = render.render_deployment(target, SETTINGS, "x")
+    env = {e["name"]: e.get("value") for e in _container(deployment)["env"]}
+    assert env["BUTLERS_POOL_MIN_SIZE"] == "3"
+    assert env["BUTLERS_POOL_MAX_SIZE"] == "7"
+    unset = _container(render.render_deployment(_target(database={}), SETTINGS, "x"))
+    assert not {e["name"] for e in unset["env"]} & {
+        "BUTLERS_POOL_MIN_SIZE",
+        "BUTLERS_POOL_MAX_SIZE",
+    }
+    migrate = deployment["spec"]["template"]["spec"]["initContainers"][0]
+    assert "BUTLERS_POOL_MIN_SIZE" not in {e["name"] for e in migrate["env"]}
+
+
 def test_the_butler_env_secret_reaches_the_container_but_not_the_spec() -> None:
     settings = OperatorSettings(butler_env_secret="site-env")
     target = _target(runtime={"adapter": "openai", "credentialsSecret": "llm-keys"})

@@ -15,7 +15,7 @@ export function parseValue(text: string): { value: unknown } | { error: string }
   try {
     return { value: JSON.parse(trimmed) };
   } catch (e) {
-    if (/^[\[{"]/.test(trimmed) || /^-?\d/.test(trimmed)) {
+    if (/^[[{"]/.test(trimmed) || /^-?\d/.test(trimmed)) {
       return { error: `not valid JSON: ${(e as Error).message}` };
     }
     return { value: text };

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -18,6 +20,7 @@ from pydantic import BaseModel
 
 from butlers.dashboard.context import Ctx, Dashboard
 from butlers.dashboard.envelopes import ApiResponse, ok
+from butlers.modules.switchboard import store as switchboard
 
 router = APIRouter(tags=["issues"])
 WINDOW = timedelta(days=7)
@@ -107,12 +110,9 @@ async def issues(dashboard: Ctx) -> dict[str, Any]:
             "FROM sessions WHERE status = 'error' AND created_at >= $1 GROUP BY error",
             since,
         ),
-        dashboard.db.fan_out(
-            "SELECT butler, status, error, count(*) AS n, min(created_at) AS first, "
-            "max(created_at) AS last FROM routing_log WHERE status <> 'success' "
-            "AND created_at >= $1 GROUP BY butler, status, error",
-            since,
-            butler_names=dashboard.with_module("switchboard"),
+        dashboard.db.fan_read(
+            lambda pool: switchboard.route_failures(pool, since),
+            dashboard.with_module("switchboard"),
         ),
     )
     found = _live(dashboard)
@@ -130,9 +130,11 @@ async def issues(dashboard: Ctx) -> dict[str, Any]:
                 last_seen_at=row["last_run_at"] or row["updated_at"],
             )
         )
-    found += _grouped(errors, "session_errors", "warning", lambda n, r: f"session errors on {n}")
     found += _grouped(
-        routes,
+        errors.rows(), "session_errors", "warning", lambda n, r: f"session errors on {n}"
+    )
+    found += _grouped(
+        ((name, asdict(route)) for name, route in routes.rows()),
         "route_failed",
         "warning",
         lambda n, r: f"routes from {n} to {r['butler']}: {r['status']}",
@@ -143,9 +145,11 @@ async def issues(dashboard: Ctx) -> dict[str, Any]:
     return ok(found, failed_butlers=failed)
 
 
-def _grouped(fan: Any, kind: str, severity: str, title: Any) -> list[Issue]:
+def _grouped(
+    rows: Iterable[tuple[str, Mapping[str, Any]]], kind: str, severity: str, title: Any
+) -> list[Issue]:
     groups: dict[tuple[str, str], dict[str, Any]] = {}
-    for name, row in fan.rows():
+    for name, row in rows:
         text = normalize_error(row["error"] or "(no message)")
         key = (name, title(name, row) + "\0" + text)
         group = groups.setdefault(

@@ -13,6 +13,8 @@ from pydantic import BaseModel
 from butlers.dashboard.context import Ctx
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.views import ButlerSummary, summary
+from butlers.modules.approvals import store as approvals_store
+from butlers.modules.switchboard import store as switchboard
 
 router = APIRouter(tags=["butlers"])
 STATS = (
@@ -68,16 +70,10 @@ async def overview(dashboard: Ctx) -> dict[str, Any]:
     butlers = dashboard.butlers()
     stats, approvals, registry = await asyncio.gather(
         dashboard.db.fan_out(STATS),
-        dashboard.db.fan_out(
-            "SELECT count(*) AS n FROM approvals WHERE status = 'pending'",
-            butler_names=dashboard.with_module("approvals"),
-        ),
-        dashboard.db.fan_out(
-            "SELECT name, last_seen_at FROM butler_registry",
-            butler_names=dashboard.with_module("switchboard"),
-        ),
+        dashboard.db.fan_read(approvals_store.pending_count, dashboard.with_module("approvals")),
+        dashboard.db.fan_read(switchboard.heartbeats, dashboard.with_module("switchboard")),
     )
-    heartbeats = {row["name"]: row["last_seen_at"] for _n, row in registry.rows()}
+    heartbeats = {beat.name: beat.last_seen_at for _n, beat in registry.rows()}
     cards = []
     for name in sorted(butlers):
         rows = stats.results.get(name) or [None]
@@ -93,7 +89,7 @@ async def overview(dashboard: Ctx) -> dict[str, Any]:
                 cost_24h_usd=round(float(cost), 6) if cost is not None else (0.0 if row else None),
                 unpriced_sessions_24h=row["unpriced"] if row else None,
                 last_session_at=row["last_session_at"] if row else None,
-                pending_approvals=int(pending[0]["n"]) if pending else None,
+                pending_approvals=pending,
                 next_schedule=NextSchedule(name=row["next_schedule"], due_at=row["next_due_at"])
                 if row and row["next_schedule"]
                 else None,

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 
 from butlers.dashboard.context import Ctx, Dashboard
@@ -28,6 +29,7 @@ from butlers.dashboard.pagination import (
     encode_cursor,
 )
 from butlers.dashboard.sql import Where, parse_uuid
+from butlers.modules.approvals import store as approvals_store
 from butlers.stores.sessions import LLM_CALL_COLUMNS, SessionStatus
 
 router = APIRouter(tags=["sessions"])
@@ -128,18 +130,22 @@ def summary_of(butler: str, row: Any) -> SessionSummary:
     )
 
 
-def _filters(
-    status: str | None,
-    trigger_source: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    trace_id: str | None,
-    model: str | None,
+def session_filters(
+    status: SessionStatus | None = None,
+    trigger_source: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    trace_id: str | None = None,
+    model: str | None = None,
 ) -> Where:
+    """The filters both session listings take, as query parameters."""
     where = Where()
     where.when(status, "status = {}").when(trigger_source, "trigger_source = {}")
     where.when(since, "created_at >= {}").when(until, "created_at < {}")
     return where.when(trace_id, "trace_id = {}").when(model, "model = {}")
+
+
+Filters = Annotated[Where, Depends(session_filters)]
 
 
 async def list_sessions(
@@ -207,13 +213,9 @@ ButlerFilter = Annotated[list[str] | None, Query(description="Only these butlers
 @router.get("/api/sessions", response_model=PaginatedResponse[SessionSummary])
 async def sessions(
     dashboard: Ctx,
+    *,
     butler: ButlerFilter = None,
-    status: SessionStatus | None = None,
-    trigger_source: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    trace_id: str | None = None,
-    model: str | None = None,
+    where: Filters,
     offset: Offset = 0,
     limit: Limit = 50,
     cursor: Cursor = None,
@@ -224,7 +226,6 @@ async def sessions(
         for name in butler:
             dashboard.butler(name)
         names = sorted(set(butler))
-    where = _filters(status, trigger_source, since, until, trace_id, model)
     return await list_sessions(dashboard, names, where, offset, limit, cursor)
 
 
@@ -232,18 +233,12 @@ async def sessions(
 async def butler_sessions(
     name: str,
     dashboard: Ctx,
-    status: SessionStatus | None = None,
-    trigger_source: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    trace_id: str | None = None,
-    model: str | None = None,
+    where: Filters,
     offset: Offset = 0,
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> dict[str, Any]:
     dashboard.butler(name)
-    where = _filters(status, trigger_source, since, until, trace_id, model)
     return await list_sessions(dashboard, [name], where, offset, limit, cursor)
 
 
@@ -291,13 +286,10 @@ async def read_session(dashboard: Dashboard, name: str, session_id: str) -> Sess
     )
     approvals: list[SessionApproval] = []
     if "approvals" in info.modules:
-        for approval in await dashboard.db.fetch(
-            name,
-            "SELECT id, tool_name, status, requested_at, decided_at, decided_by, reason "
-            "FROM approvals WHERE session_id = $1 ORDER BY requested_at",
-            str(key),
+        for approval in await dashboard.db.read(
+            name, lambda pool: approvals_store.session_approvals(pool, [str(key)])
         ):
-            approvals.append(SessionApproval(**{**dict(approval), "id": str(approval["id"])}))
+            approvals.append(SessionApproval(**{**asdict(approval), "id": str(approval.id)}))
     context = row["context"]
     request_id = context.get("request_id") if isinstance(context, dict) else None
     detail = SessionDetail(

@@ -4,6 +4,7 @@ deliveries) merged newest first, paged with a keyset cursor."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -13,6 +14,9 @@ from pydantic import BaseModel
 from butlers.dashboard.context import Ctx
 from butlers.dashboard.envelopes import PaginatedResponse, page
 from butlers.dashboard.pagination import Cursor, Limit, cursor_time, decode_cursor, encode_cursor
+from butlers.modules.approvals import store as approvals
+from butlers.modules.messenger import store as messenger
+from butlers.modules.switchboard import store as switchboard
 
 router = APIRouter(tags=["timeline"])
 Kind = Literal[
@@ -24,27 +28,19 @@ Kind = Literal[
     "route",
     "delivery",
 ]
-BRANCHES: dict[str | None, list[str]] = {
-    None: [
+# Each source's events as (at, kind, ref, summary, status) rows: the sessions here, a
+# module's tables in its store.
+BRANCHES: dict[str | None, Sequence[str]] = {
+    None: (
         "SELECT created_at AS at, 'session_start' AS kind, session_id::text AS ref, "
         "trigger_source AS summary, status FROM sessions",
         "SELECT completed_at, 'session_end', session_id::text, "
         "coalesce(left(error, 200), 'completed'), status FROM sessions "
         "WHERE completed_at IS NOT NULL",
-    ],
-    "approvals": [
-        "SELECT requested_at, 'approval_requested', id::text, tool_name, status FROM approvals",
-        "SELECT decided_at, 'approval_decided', id::text, tool_name || ' ' || status, status "
-        "FROM approvals WHERE decided_at IS NOT NULL",
-    ],
-    "switchboard": [
-        "SELECT received_at, 'message_received', request_id::text, channel, status "
-        "FROM message_inbox",
-        "SELECT created_at, 'route', route_id::text, 'to ' || butler, status FROM routing_log",
-    ],
-    "messenger": [
-        "SELECT created_at, 'delivery', id::text, channel, status FROM deliveries",
-    ],
+    ),
+    "approvals": approvals.TIMELINE,
+    "switchboard": switchboard.TIMELINE,
+    "messenger": messenger.TIMELINE,
 }
 
 

@@ -9,6 +9,7 @@ trigger, a schedule) are roots of their own. Cost is the sum of the sessions'.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -21,6 +22,8 @@ from butlers.dashboard.errors import NotFound
 from butlers.dashboard.pagination import Limit, Offset
 from butlers.dashboard.routers.sessions import SUMMARY
 from butlers.dashboard.trace_tree import TraceDetail, build_trace
+from butlers.modules.approvals import store as approvals_store
+from butlers.modules.switchboard import store as switchboard
 
 router = APIRouter(tags=["traces"])
 MAX_TRACES_PER_BUTLER = 20_000
@@ -41,50 +44,32 @@ class TraceSummary(BaseModel):
     unpriced_sessions: int
 
 
-async def _trace_ids_for_request(dashboard: Dashboard, request_id: str) -> str | None:
-    import uuid
-
+async def _trace_of_request(dashboard: Dashboard, request_id: str) -> str | None:
     try:
         key = uuid.UUID(request_id)
     except ValueError:
         return None
-    fan = await dashboard.db.fan_out(
-        "SELECT trace_id FROM message_inbox WHERE request_id = $1",
-        key,
-        butler_names=dashboard.with_module(SWITCHBOARD),
+    fan = await dashboard.db.fan_read(
+        lambda pool: switchboard.trace_of_request(pool, key), dashboard.with_module(SWITCHBOARD)
     )
-    for _name, row in fan.rows():
-        return str(row["trace_id"]) if row["trace_id"] else None
-    return None
+    return next((found for _name, found in fan.items() if found), None)
 
 
 async def load_trace(dashboard: Dashboard, trace_ref: str) -> TraceDetail:
-    trace_id = await _trace_ids_for_request(dashboard, trace_ref) or trace_ref
+    trace_id = await _trace_of_request(dashboard, trace_ref) or trace_ref
     boards = dashboard.with_module(SWITCHBOARD)
     messages, routes, sessions = await asyncio.gather(
-        dashboard.db.fan_out(
-            "SELECT request_id, channel, sender, left(text, 500) AS text, status, "
-            "classification, received_at, completed_at FROM message_inbox WHERE trace_id = $1",
-            trace_id,
-            butler_names=boards,
-        ),
-        dashboard.db.fan_out(
-            "SELECT route_id, request_id, butler, segment, status, session_id, error, "
-            "duration_ms, created_at FROM routing_log WHERE trace_id = $1",
-            trace_id,
-            butler_names=boards,
-        ),
+        dashboard.db.fan_read(lambda pool: switchboard.trace_messages(pool, trace_id), boards),
+        dashboard.db.fan_read(lambda pool: switchboard.trace_routes(pool, trace_id), boards),
         dashboard.db.fan_out(
             f"SELECT {SUMMARY}, tool_calls FROM sessions WHERE trace_id = $1",
             trace_id,
         ),
     )
     session_ids = [str(row["session_id"]) for _n, row in sessions.rows()]
-    approvals = await dashboard.db.fan_out(
-        "SELECT id, tool_name, session_id, status, requested_at, decided_at, decided_by, reason "
-        "FROM approvals WHERE session_id = ANY($1::text[]) ORDER BY requested_at",
-        session_ids,
-        butler_names=[n for n in dashboard.with_module("approvals") if n in sessions.results],
+    approvals = await dashboard.db.fan_read(
+        lambda pool: approvals_store.session_approvals(pool, session_ids),
+        [n for n in dashboard.with_module("approvals") if n in sessions.results],
     )
     if not any(sessions.results.values()) and not any(messages.results.values()):
         raise NotFound(f"no trace {trace_ref!r} (a trace id, or a message's request id)")
@@ -137,13 +122,12 @@ async def list_traces(
         entry["running"] |= row["running"]
     ordered = sorted(traces.items(), key=lambda kv: (kv[1]["started_at"], kv[0]), reverse=True)
     chosen = ordered[offset : offset + limit]
-    messages = await dashboard.db.fan_out(
-        "SELECT trace_id, request_id, left(text, 120) AS preview FROM message_inbox "
-        "WHERE trace_id = ANY($1::text[])",
-        [trace_id for trace_id, _e in chosen],
-        butler_names=dashboard.with_module(SWITCHBOARD),
+    chosen_ids = [trace_id for trace_id, _e in chosen]
+    messages = await dashboard.db.fan_read(
+        lambda pool: switchboard.trace_previews(pool, chosen_ids),
+        dashboard.with_module(SWITCHBOARD),
     )
-    by_trace = {row["trace_id"]: row for _n, row in messages.rows()}
+    by_trace = {preview.trace_id: preview for _n, preview in messages.rows()}
     items = []
     for trace_id, entry in chosen:
         message = by_trace.get(trace_id)
@@ -151,8 +135,8 @@ async def list_traces(
         items.append(
             TraceSummary(
                 trace_id=trace_id,
-                request_id=str(message["request_id"]) if message else None,
-                message_preview=message["preview"] if message else None,
+                request_id=str(message.request_id) if message else None,
+                message_preview=message.preview if message else None,
                 started_at=entry["started_at"],
                 ended_at=ended,
                 duration_ms=(ended - entry["started_at"]).total_seconds() * 1000 if ended else None,

@@ -92,6 +92,43 @@ async def approval_counts(db: Reader) -> list[ApprovalCount]:
     return [ApprovalCount.from_row(r) for r in rows]
 
 
+@dataclass(frozen=True, slots=True)
+class SessionApproval(Record):
+    """A request as a session's detail and its trace show it."""
+
+    id: uuid.UUID
+    tool_name: str
+    session_id: str | None
+    status: str
+    requested_at: datetime
+    decided_at: datetime | None
+    decided_by: str | None
+    reason: str | None
+
+
+async def session_approvals(db: Reader, session_ids: list[str]) -> list[SessionApproval]:
+    """The requests of these sessions, oldest first."""
+    rows = await db.fetch(
+        f"SELECT {SessionApproval.columns()} FROM approvals "
+        "WHERE session_id = ANY($1::text[]) ORDER BY requested_at",
+        session_ids,
+    )
+    return [SessionApproval.from_row(r) for r in rows]
+
+
+async def pending_count(db: Reader) -> int:
+    rows = await db.fetch("SELECT count(*) AS n FROM approvals WHERE status = 'pending'")
+    return int(rows[0]["n"])
+
+
+# The timeline's events of this table: (at, kind, ref, summary, status) rows.
+TIMELINE = (
+    "SELECT requested_at, 'approval_requested', id::text, tool_name, status FROM approvals",
+    "SELECT decided_at, 'approval_decided', id::text, tool_name || ' ' || status, status "
+    "FROM approvals WHERE decided_at IS NOT NULL",
+)
+
+
 ORPHANED = "the butler restarted while the call was held; the call did not run"
 
 

@@ -114,6 +114,10 @@ async def last_failure(db: Reader) -> Failure | None:
     return Failure.from_row(rows[0]) if rows else None
 
 
+# The timeline's events of this table: (at, kind, ref, summary, status) rows.
+TIMELINE = ("SELECT created_at, 'delivery', id::text, channel, status FROM deliveries",)
+
+
 class MessengerStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool

@@ -169,6 +169,111 @@ ROUTES = Listing(
 )
 
 
+# Traces, issues, the overview and the timeline --------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TraceMessage(Record):
+    """An inbox message as a trace's root shows it."""
+
+    request_id: uuid.UUID
+    channel: str
+    sender: str
+    text: str = field(metadata=expression("left(text, 500)"))
+    status: str
+    classification: JsonValue
+    received_at: datetime
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRoute(Record):
+    route_id: uuid.UUID
+    request_id: uuid.UUID | None
+    butler: str
+    segment: str | None
+    status: str
+    session_id: uuid.UUID | None
+    error: str | None
+    duration_ms: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TracePreview(Record):
+    trace_id: str
+    request_id: uuid.UUID
+    preview: str = field(metadata=expression("left(text, 120)"))
+
+
+@dataclass(frozen=True, slots=True)
+class RouteFailures(Record):
+    """Routes to one butler that ended in one status with one error, since a time."""
+
+    butler: str
+    status: str
+    error: str | None
+    n: int = field(metadata=expression("count(*)"))
+    first: datetime = field(metadata=expression("min(created_at)"))
+    last: datetime = field(metadata=expression("max(created_at)"))
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat(Record):
+    name: str
+    last_seen_at: datetime
+
+
+async def trace_of_request(db: Reader, request_id: uuid.UUID) -> str | None:
+    """The trace id of the message with this request id (None: no such message)."""
+    rows = await db.fetch("SELECT trace_id FROM message_inbox WHERE request_id = $1", request_id)
+    return str(rows[0]["trace_id"]) if rows and rows[0]["trace_id"] else None
+
+
+async def trace_messages(db: Reader, trace_id: str) -> list[TraceMessage]:
+    rows = await db.fetch(
+        f"SELECT {TraceMessage.columns()} FROM message_inbox WHERE trace_id = $1", trace_id
+    )
+    return [TraceMessage.from_row(r) for r in rows]
+
+
+async def trace_routes(db: Reader, trace_id: str) -> list[TraceRoute]:
+    rows = await db.fetch(
+        f"SELECT {TraceRoute.columns()} FROM routing_log WHERE trace_id = $1", trace_id
+    )
+    return [TraceRoute.from_row(r) for r in rows]
+
+
+async def trace_previews(db: Reader, trace_ids: list[str]) -> list[TracePreview]:
+    """The message (request id, start of its text) behind each of these traces."""
+    rows = await db.fetch(
+        f"SELECT {TracePreview.columns()} FROM message_inbox WHERE trace_id = ANY($1::text[])",
+        trace_ids,
+    )
+    return [TracePreview.from_row(r) for r in rows]
+
+
+async def route_failures(db: Reader, since: datetime) -> list[RouteFailures]:
+    rows = await db.fetch(
+        f"SELECT {RouteFailures.columns()} FROM routing_log WHERE status <> 'success' "
+        "AND created_at >= $1 GROUP BY butler, status, error",
+        since,
+    )
+    return [RouteFailures.from_row(r) for r in rows]
+
+
+async def heartbeats(db: Reader) -> list[Heartbeat]:
+    rows = await db.fetch(f"SELECT {Heartbeat.columns()} FROM butler_registry")
+    return [Heartbeat.from_row(r) for r in rows]
+
+
+# The timeline's events of these tables: (at, kind, ref, summary, status) rows.
+TIMELINE = (
+    "SELECT received_at, 'message_received', request_id::text, channel, status FROM message_inbox",
+    "SELECT created_at, 'route', route_id::text, 'to ' || butler, status FROM routing_log",
+)
+
+
 class SwitchboardStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool

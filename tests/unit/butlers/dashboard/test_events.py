@@ -39,3 +39,21 @@ def test_events_are_masked_and_encoded_as_sse() -> None:
     text = event.encode().decode()
     assert text.startswith(f"id: {event.id}\nevent: state_changed\ndata: ")
     assert text.endswith("\n\n") and "s3cr3t" not in text
+
+
+def test_the_schema_publishes_every_event_type_of_the_stream() -> None:
+    """`SseEvent.type` in the OpenAPI schema (from which the web UI derives its list) is
+    the stream's vocabulary, and every module's change source publishes only its words."""
+    from butlers.dashboard.app import create_app
+    from butlers.dashboard.events import EVENT_TYPES
+    from butlers.modules.views import all_module_views
+
+    schema = create_app().openapi()
+    published = schema["components"]["schemas"]["SseEvent"]["properties"]["type"]["enum"]
+    assert tuple(published) == EVENT_TYPES
+    events = schema["paths"]["/api/events"]["get"]["responses"]["200"]["content"]
+    assert events["text/event-stream"]["schema"]["$ref"] == "#/components/schemas/SseEvent"
+    for module in all_module_views():
+        for source in module.changes:
+            used = {*source.events.values(), source.default, source.start[0]}
+            assert used <= set(EVENT_TYPES), f"{module.module}: {used - set(EVENT_TYPES)}"

@@ -4,6 +4,7 @@ contracts themselves run in `dev.py lint`)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -59,3 +60,35 @@ def test_a_store_imports_alone() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+_CREATE_TABLE = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?\"?(\w+)\"?", re.I)
+
+
+def _module_tables() -> dict[str, str]:
+    """Every table a module's migration chain creates → the module."""
+    return {
+        match.group(1): script.parents[2].name
+        for script in sorted(MODULES.glob("*/migrations/versions/*.py"))
+        for match in _CREATE_TABLE.finditer(script.read_text())
+    }
+
+
+def test_the_dashboard_reads_module_tables_through_the_stores_only() -> None:
+    """No dashboard file names a module's table in SQL: its reads of them are the module
+    store's (`modules/<name>/store.py`), so a table's SQL has one home. (SQL keywords
+    are written in capitals here, as everywhere in the code.)"""
+    tables = _module_tables()
+    assert {"approvals", "message_inbox", "routing_log", "deliveries"} <= set(tables)
+    dashboard = MODULES.parent / "dashboard"
+    named = [
+        f"{path.relative_to(dashboard)}: {match.group(0)!r} (a table of {tables[table]})"
+        for path in sorted(dashboard.rglob("*.py"))
+        for table in tables
+        for match in re.finditer(
+            rf"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+\"?{table}\b", path.read_text()
+        )
+    ]
+    assert not named, "SQL of module tables in the dashboard (move it into the store):\n" + (
+        "\n".join(named)
+    )

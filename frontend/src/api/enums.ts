@@ -1,0 +1,42 @@
+// The API's enums as lists the UI can show. Each list is written as a record over the
+// schema's union, so a value the API adds (or drops) and this file does not is a type
+// error: the UI offers exactly what the API accepts.
+import type { Query } from "./client";
+import type { components } from "./schema";
+
+type S = components["schemas"];
+
+/** The members of a union of strings, from a record that must name each exactly once. */
+export function membersOf<T extends string>(members: Record<T, unknown>): T[] {
+  return Object.keys(members) as T[];
+}
+
+export type SessionStatus = S["SessionSummary"]["status"];
+export const SESSION_STATUSES = membersOf<SessionStatus>({
+  running: true,
+  completed: true,
+  error: true,
+  interrupted: true,
+  cancelled: true,
+});
+
+export type AuditOutcome = NonNullable<Query<"/api/audit-log">["status"]>;
+export const AUDIT_OUTCOMES = membersOf<AuditOutcome>({ ok: true, error: true });
+
+export type DeliveryStatus = NonNullable<Query<"/api/notifications">["status"]>;
+export const DELIVERY_STATUSES = membersOf<DeliveryStatus>({
+  sent: true,
+  failed: true,
+  held: true,
+  refused: true,
+});
+
+export type CostPeriod = NonNullable<Query<"/api/costs/summary">["period"]>;
+export const COST_PERIOD_NAMES: Record<CostPeriod, string> = {
+  "24h": "24 hours",
+  "7d": "7 days",
+  "30d": "30 days",
+  "90d": "90 days",
+  all: "All time",
+};
+export const COST_PERIODS = membersOf(COST_PERIOD_NAMES);
