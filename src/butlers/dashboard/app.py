@@ -101,9 +101,9 @@ def create_app(
     app.state.login_secret = login_secret
     app.state.login_required = settings.login
     app.state.identity = settings.identity()
+    app.include_router(login_router)  # first, like every core route: no module shadows it
     for _origin, router in api_routers():
         app.include_router(router, responses=ERROR_RESPONSES)
-    app.include_router(login_router)
     app.mount("/", SpaFiles(static_dir or settings.static_dir))
 
     install_error_handlers(app)

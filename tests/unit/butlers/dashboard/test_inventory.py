@@ -52,7 +52,7 @@ def test_the_dashboard_never_loads_the_mcp_server_stack() -> None:
 def test_a_module_route_cannot_shadow_a_core_path(monkeypatch: pytest.MonkeyPatch) -> None:
     intruder = APIRouter()
 
-    @intruder.get("/api/memory/stats")
+    @intruder.get("/api/auth/status")
     async def shadow() -> dict[str, bool]:
         return {"shadowed": True}
 
@@ -60,7 +60,7 @@ def test_a_module_route_cannot_shadow_a_core_path(monkeypatch: pytest.MonkeyPatc
     token = "t" * 32
     app = app_module.create_app(DashboardSettings(token=token))
     client = TestClient(app, base_url="http://127.0.0.1")
-    body = client.get("/api/memory/stats", headers={"Authorization": f"Bearer {token}"}).json()
-    assert body["error"]["code"] == "NOT_SUPPORTED" and "shadowed" not in body
+    body = client.get("/api/auth/status", headers={"Authorization": f"Bearer {token}"}).json()
+    assert body["data"]["authenticated"] is True and "shadowed" not in body
     origins = [origin for origin, _router in app_module.api_routers()]
     assert origins[-1] == "intruder" and set(origins[:-1]) == {"core"}
