@@ -2208,6 +2208,10 @@ export interface components {
         };
         /** CostBreakdown */
         CostBreakdown: {
+            /** Cache Write Tokens */
+            cache_write_tokens: number;
+            /** Cached Tokens */
+            cached_tokens: number;
             /** Cost Usd */
             cost_usd: number;
             /** Input Tokens */
@@ -2227,6 +2231,12 @@ export interface components {
             by_butler: components["schemas"]["CostBreakdown"][];
             /** By Model */
             by_model: components["schemas"]["ModelCost"][];
+            /** Cache Savings Usd */
+            cache_savings_usd: number;
+            /** Cache Write Tokens */
+            cache_write_tokens: number;
+            /** Cached Tokens */
+            cached_tokens: number;
             /** Input Tokens */
             input_tokens: number;
             /** Output Tokens */
@@ -2399,8 +2409,12 @@ export interface components {
          *     and timing (request and response redacted, and truncated past 32,000 characters).
          */
         LlmCallInfo: {
+            /** Cache Write Tokens */
+            cache_write_tokens: number | null;
             /** Cached Tokens */
             cached_tokens: number | null;
+            /** Cost Usd */
+            cost_usd?: number | null;
             /** Duration Ms */
             duration_ms: number;
             /** Error */
@@ -2540,6 +2554,12 @@ export interface components {
         };
         /** ModelCost */
         ModelCost: {
+            /** Cache Savings Usd */
+            cache_savings_usd: number | null;
+            /** Cache Write Tokens */
+            cache_write_tokens: number;
+            /** Cached Tokens */
+            cached_tokens: number;
             /** Cost Usd */
             cost_usd: number;
             /** Input Tokens */
@@ -2823,6 +2843,10 @@ export interface components {
         };
         /** Price */
         Price: {
+            /** Cache Read Per Mtok */
+            cache_read_per_mtok: number | null;
+            /** Cache Write Per Mtok */
+            cache_write_per_mtok: number | null;
             /** Input Per Mtok */
             input_per_mtok: number;
             /** Output Per Mtok */
@@ -3050,6 +3074,10 @@ export interface components {
             approvals: components["schemas"]["SessionApproval"][];
             /** Butler */
             butler: string;
+            /** Cache Write Tokens */
+            cache_write_tokens: number | null;
+            /** Cached Tokens */
+            cached_tokens: number | null;
             /** Completed At */
             completed_at: string | null;
             /** Context */
@@ -3123,6 +3151,10 @@ export interface components {
         SessionSummary: {
             /** Butler */
             butler: string;
+            /** Cache Write Tokens */
+            cache_write_tokens: number | null;
+            /** Cached Tokens */
+            cached_tokens: number | null;
             /** Completed At */
             completed_at: string | null;
             /** Cost Usd */
