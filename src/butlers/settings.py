@@ -148,8 +148,9 @@ class ButlerSettings:
     # Tracing: OTLP/HTTP endpoint, and/or a directory of JSON-lines span files.
     otlp_endpoint: str | None = None
     span_dir: Path | None = None
-    # Model prices on top of the built-in table: model → (input, output) USD per Mtok.
-    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    # Model prices on top of the built-in table: model → (input, output, cache read,
+    # cache write) USD per Mtok (the cache rates None when not given).
+    prices: Mapping[str, PriceEntry] = field(default_factory=dict)
     auth: AuthSettings = field(default_factory=lambda: AuthSettings())
     # Sessions running or waiting per butler; beyond it `trigger` answers "busy".
     max_queued_sessions: int = DEFAULT_MAX_QUEUED_SESSIONS
@@ -368,11 +369,15 @@ class RuntimeOverrides:
 
 
 PRICE_FIELDS = ("input_per_mtok", "output_per_mtok")
+CACHE_PRICE_FIELDS = ("cache_read_per_mtok", "cache_write_per_mtok")
+PriceEntry = tuple[float, float, float | None, float | None]
 
 
-def parse_prices(text: str, name: str = "BUTLERS_PRICES") -> dict[str, tuple[float, float]]:
+def parse_prices(text: str, name: str = "BUTLERS_PRICES") -> dict[str, PriceEntry]:
     """`{"model": {"input_per_mtok": 3, "output_per_mtok": 15}, ...}` (USD per million
-    tokens) as model → (input, output); errors name the variable, model and field."""
+    tokens, optionally with `cache_read_per_mtok` and `cache_write_per_mtok`) as
+    model → (input, output, cache read, cache write); errors name the variable, model
+    and field."""
     if not text.strip():
         return {}
     try:
@@ -381,15 +386,19 @@ def parse_prices(text: str, name: str = "BUTLERS_PRICES") -> dict[str, tuple[flo
         raise ButlersError(f"{name} is not JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise ButlersError(f"{name} must be a JSON object of model → prices")
-    prices: dict[str, tuple[float, float]] = {}
+    prices: dict[str, PriceEntry] = {}
     for model, entry in raw.items():
-        if not isinstance(entry, dict) or set(entry) != set(PRICE_FIELDS):
+        if (
+            not isinstance(entry, dict)
+            or not set(PRICE_FIELDS) <= set(entry)
+            or not set(entry) <= set(PRICE_FIELDS + CACHE_PRICE_FIELDS)
+        ):
             raise ButlersError(
-                f"{name}[{model!r}] must be an object with exactly {' and '.join(PRICE_FIELDS)}"
+                f"{name}[{model!r}] must be an object with {' and '.join(PRICE_FIELDS)}, "
+                f"and optionally {' and '.join(CACHE_PRICE_FIELDS)}"
             )
-        values = []
-        for key in PRICE_FIELDS:
-            value = entry[key]
+        values: dict[str, float] = {}
+        for key, value in entry.items():
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
@@ -400,8 +409,13 @@ def parse_prices(text: str, name: str = "BUTLERS_PRICES") -> dict[str, tuple[flo
                     f"{name}[{model!r}].{key}={value!r} must be a non-negative number "
                     "(USD per million tokens)"
                 )
-            values.append(float(value))
-        prices[model] = (values[0], values[1])
+            values[key] = float(value)
+        prices[model] = (
+            values["input_per_mtok"],
+            values["output_per_mtok"],
+            values.get("cache_read_per_mtok"),
+            values.get("cache_write_per_mtok"),
+        )
     return prices
 
 

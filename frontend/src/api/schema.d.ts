@@ -2598,6 +2598,10 @@ export interface components {
         };
         /** CostBreakdown */
         CostBreakdown: {
+            /** Cache Write Tokens */
+            cache_write_tokens: number;
+            /** Cached Tokens */
+            cached_tokens: number;
             /** Cost Usd */
             cost_usd: number;
             /** Input Tokens */
@@ -2617,6 +2621,12 @@ export interface components {
             by_butler: components["schemas"]["CostBreakdown"][];
             /** By Model */
             by_model: components["schemas"]["ModelCost"][];
+            /** Cache Savings Usd */
+            cache_savings_usd: number;
+            /** Cache Write Tokens */
+            cache_write_tokens: number;
+            /** Cached Tokens */
+            cached_tokens: number;
             /** Input Tokens */
             input_tokens: number;
             /** Output Tokens */
@@ -2844,8 +2854,12 @@ export interface components {
          *     and timing (request and response redacted, and truncated past 32,000 characters).
          */
         LlmCallInfo: {
+            /** Cache Write Tokens */
+            cache_write_tokens: number | null;
             /** Cached Tokens */
             cached_tokens: number | null;
+            /** Cost Usd */
+            cost_usd?: number | null;
             /** Duration Ms */
             duration_ms: number;
             /** Error */
@@ -3235,6 +3249,12 @@ export interface components {
         };
         /** ModelCost */
         ModelCost: {
+            /** Cache Savings Usd */
+            cache_savings_usd: number | null;
+            /** Cache Write Tokens */
+            cache_write_tokens: number;
+            /** Cached Tokens */
+            cached_tokens: number;
             /** Cost Usd */
             cost_usd: number;
             /** Input Tokens */
@@ -3572,6 +3592,10 @@ export interface components {
         };
         /** Price */
         Price: {
+            /** Cache Read Per Mtok */
+            cache_read_per_mtok: number | null;
+            /** Cache Write Per Mtok */
+            cache_write_per_mtok: number | null;
             /** Input Per Mtok */
             input_per_mtok: number;
             /** Output Per Mtok */
@@ -3832,6 +3856,10 @@ export interface components {
             approvals: components["schemas"]["SessionApproval"][];
             /** Butler */
             butler: string;
+            /** Cache Write Tokens */
+            cache_write_tokens: number | null;
+            /** Cached Tokens */
+            cached_tokens: number | null;
             /** Completed At */
             completed_at: string | null;
             /** Context */
@@ -3905,6 +3933,10 @@ export interface components {
         SessionSummary: {
             /** Butler */
             butler: string;
+            /** Cache Write Tokens */
+            cache_write_tokens: number | null;
+            /** Cached Tokens */
+            cached_tokens: number | null;
             /** Completed At */
             completed_at: string | null;
             /** Cost Usd */

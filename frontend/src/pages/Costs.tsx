@@ -44,6 +44,8 @@ export function CostsPage() {
             <div><dt>Unpriced sessions</dt><dd>{s.unpriced_sessions}</dd></div>
             <div><dt>Input tokens</dt><dd>{tokens(s.input_tokens)}</dd></div>
             <div><dt>Output tokens</dt><dd>{tokens(s.output_tokens)}</dd></div>
+            <div><dt>Cached input tokens</dt><dd>{tokens(s.cached_tokens)}</dd></div>
+            <div><dt>Cache savings</dt><dd>{money(s.cache_savings_usd)}</dd></div>
           </dl>
         ) : null}
       </DataState>

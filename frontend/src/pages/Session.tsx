@@ -38,6 +38,12 @@ function ToolTimeline({ session }: { session: SessionDetail }) {
   );
 }
 
+/** " (N cached, M written to the cache)": what of the input the provider's prompt cache served. */
+function cacheNote(read: number | null, written: number | null): string {
+  const parts = [read ? `${tokens(read)} cached` : "", written ? `${tokens(written)} written to the cache` : ""].filter(Boolean);
+  return parts.length ? ` (${parts.join(", ")})` : "";
+}
+
 function LlmCalls({ session }: { session: SessionDetail }) {
   const calls = session.llm_calls;
   if (!calls.length) {
@@ -52,7 +58,8 @@ function LlmCalls({ session }: { session: SessionDetail }) {
             <strong>Call {call.seq + 1}</strong> <span className="mono">{call.model ?? "—"}</span>{" "}
             <span className="muted">
               at {when(call.started_at)}, took {duration(call.duration_ms)}; {tokens(call.input_tokens)} in
-              {call.cached_tokens != null ? ` (${tokens(call.cached_tokens)} cached)` : ""} / {tokens(call.output_tokens)} out
+              {cacheNote(call.cached_tokens, call.cache_write_tokens)} / {tokens(call.output_tokens)} out
+              {call.cost_usd != null ? `, ${money(call.cost_usd)}` : ""}
             </span>
           </header>
           {call.error ? <pre className="error-box">{call.error}</pre> : null}
@@ -109,7 +116,7 @@ export function SessionPage() {
               <div><dt>Started</dt><dd>{when(s.started_at)}</dd></div>
               <div><dt>Duration</dt><dd>{duration(s.duration_ms)}</dd></div>
               <div><dt>Model</dt><dd>{s.model ?? "—"}</dd></div>
-              <div><dt>Tokens</dt><dd>{tokens(s.input_tokens)} in / {tokens(s.output_tokens)} out</dd></div>
+              <div><dt>Tokens</dt><dd>{tokens(s.input_tokens)} in{cacheNote(s.cached_tokens, s.cache_write_tokens)} / {tokens(s.output_tokens)} out</dd></div>
               <div><dt>Model calls</dt><dd>{s.llm_call_count ?? "—"}</dd></div>
               <div><dt>Cost</dt><dd>{s.priced ? money(s.cost_usd) : "unpriced (no price for this model)"}</dd></div>
               <div>

@@ -51,6 +51,7 @@ def stored_llm_calls(
             "input_tokens": call.input_tokens,
             "output_tokens": call.output_tokens,
             "cached_tokens": call.cached_tokens,
+            "cache_write_tokens": call.cache_write_tokens,
             "request": bounded(_redact_exchange(call.request, redactor)),
             "response": None
             if call.response is None

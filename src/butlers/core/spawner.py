@@ -39,7 +39,7 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -65,6 +65,12 @@ INTERRUPTED = "interrupted: the butler process stopped while the session ran"
 COMPLETE_RETRY_SECONDS = 60.0  # how long the final write waits out a database outage
 CANCEL_WAIT_SECONDS = 30.0  # how long `cancel` waits for the stopped session's row
 MAX_SERVER_RECORDED_CALLS = 1000  # tool calls the butler records for one session
+
+
+def _total(counts: Iterable[int | None]) -> int | None:
+    """The sum of the counts given, None when none was."""
+    known = [c for c in counts if c is not None]
+    return sum(known) if known else None
 
 
 class NoRuntimeConfigured(Exception):
@@ -95,6 +101,9 @@ class SpawnerResult:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     input_tokens: int | None = None
     output_tokens: int | None = None
+    # Of the input, what the provider read from / wrote to its prompt cache.
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
     model: str | None = None
     trigger_source: str = "trigger"
     cost_usd: float | None = None
@@ -138,6 +147,8 @@ class SpawnerResult:
             tool_calls=list(row["tool_calls"] or []),
             input_tokens=row["input_tokens"],
             output_tokens=row["output_tokens"],
+            cached_tokens=row.get("cached_tokens"),
+            cache_write_tokens=row.get("cache_write_tokens"),
             model=row["model"],
             trigger_source=row["trigger_source"],
             cost_usd=None if cost is None else float(cost),
@@ -607,13 +618,20 @@ class Spawner:
             tool_calls=self._redactor.tool_calls(session.tool_calls),
             input_tokens=session.input_tokens,
             output_tokens=session.output_tokens,
+            cached_tokens=_total(c.cached_tokens for c in session.llm_calls),
+            cache_write_tokens=_total(c.cache_write_tokens for c in session.llm_calls),
             model=runtime.model_name,
             trigger_source=trigger_source,
             llm_call_count=len(session.llm_calls),
             llm_calls=stored_llm_calls(session.llm_calls, self._redactor, runtime.model_name),
         )
         result.cost_usd = cost_usd(
-            result.model, result.input_tokens, result.output_tokens, self._prices
+            result.model,
+            result.input_tokens,
+            result.output_tokens,
+            self._prices,
+            cached_tokens=result.cached_tokens,
+            cache_write_tokens=result.cache_write_tokens,
         )
         return result
 
@@ -637,6 +655,8 @@ class Spawner:
                     error=result.error,
                     cost_usd=result.cost_usd,
                     llm_calls=result.llm_calls,
+                    cached_tokens=result.cached_tokens,
+                    cache_write_tokens=result.cache_write_tokens,
                 )
                 return
             except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as exc:

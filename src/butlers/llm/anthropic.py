@@ -6,6 +6,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from butlers.llm.compact import compact_tools
 from butlers.llm.types import (
     ModelError,
     ModelTurn,
@@ -59,16 +60,51 @@ def parse_anthropic_response(body: dict[str, Any]) -> ModelTurn:
         for b in body["content"]
         if b.get("type") == "tool_use"
     )
-    usage = body.get("usage") or {}
     stop = body.get("stop_reason")
+    total, read, written = anthropic_usage(body.get("usage"))
     return ModelTurn(
         text="".join(texts),
         tool_calls=calls,
-        input_tokens=usage.get("input_tokens"),
-        output_tokens=usage.get("output_tokens"),
-        cached_tokens=usage.get("cache_read_input_tokens"),
+        input_tokens=total,
+        output_tokens=(body.get("usage") or {}).get("output_tokens"),
+        cached_tokens=read,
+        cache_write_tokens=written,
         truncated=f"stop_reason={stop}" if stop == "max_tokens" else None,
     )
+
+
+def anthropic_usage(usage: Any) -> tuple[int | None, int | None, int | None]:
+    """(input, read from the cache, written to it) of an Anthropic `usage` object.
+
+    The API counts input in three parts: after the last cache breakpoint
+    (`input_tokens`), read from the cache and written to it. A call's input is their
+    sum, as OpenAI counts it (`prompt_tokens` includes its cached tokens)."""
+    usage = usage if isinstance(usage, dict) else {}
+    uncached = usage.get("input_tokens")
+    read = usage.get("cache_read_input_tokens")
+    written = usage.get("cache_creation_input_tokens")
+    total = None if uncached is None else uncached + (read or 0) + (written or 0)
+    return total, read, written
+
+
+CACHE_BREAKPOINT = {"type": "ephemeral"}
+
+
+def anthropic_prefix(system: str, tools: list[ToolSpec]) -> dict[str, Any]:
+    """`system` and `tools` as the request's stable prefix, compacted (`llm.compact`)
+    and marked for the prompt cache: the API caches tools, then system, up to the
+    last block carrying `cache_control`, so one mark at the end covers both."""
+    prefix: dict[str, Any] = {}
+    if tools:
+        prefix["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in compact_tools(tools)
+        ]
+    if system:
+        prefix["system"] = [{"type": "text", "text": system, "cache_control": CACHE_BREAKPOINT}]
+    elif tools:
+        prefix["tools"][-1]["cache_control"] = CACHE_BREAKPOINT
+    return prefix
 
 
 class AnthropicChatModel:
@@ -101,13 +137,7 @@ class AnthropicChatModel:
         }
         if self._temperature is not None:
             payload["temperature"] = min(self._temperature, 1.0)  # the API's range is 0..1
-        if request.system:
-            payload["system"] = request.system
-        if tools:
-            payload["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-                for t in tools
-            ]
+        payload |= anthropic_prefix(request.system, tools)
         return parse_anthropic_response(await post_model_request(self._client, self._url, payload))
 
     async def aclose(self) -> None:

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from butlers.auth.tokens import TokenBook
+from butlers.llm.anthropic import anthropic_usage
 from butlers.llm.claude_stream import StreamLine, read_stream
 from butlers.llm.types import ModelError, SessionRequest, SessionTrace, first_user_text
 
@@ -177,7 +178,7 @@ def _write_private(path: str, text: str) -> None:
 def parse_result(body: dict[str, Any], code: int | None, trace: SessionTrace) -> str:
     """The session's answer from the CLI's result event; its totals into `trace`."""
     usage = body.get("usage") or {}
-    trace.add_usage(usage.get("input_tokens"), usage.get("output_tokens"))
+    trace.add_usage(anthropic_usage(usage)[0], usage.get("output_tokens"))
     if body.get("is_error") or code:
         raise ModelError(f"claude failed ({body.get('subtype') or code}): {body.get('result')}")
     return str(body.get("result") or "")

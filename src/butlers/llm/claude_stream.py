@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from butlers.llm.anthropic import anthropic_usage
 from butlers.llm.types import LlmCallRecord, ModelError, SessionTrace
 
 
@@ -120,15 +121,17 @@ def read_stream(
             result = event
         last_at, last = line.at, line.monotonic
     for call in calls.values():
+        total, read, written = anthropic_usage(call.usage)
         trace.add_llm_call(
             LlmCallRecord(
                 started_at=call.started_at,
                 duration_ms=round(max(0.0, call.ended - call.started) * 1000, 3),
                 request=call.request,
                 response=_response(call, butler),
-                input_tokens=call.usage.get("input_tokens"),
+                input_tokens=total,
                 output_tokens=call.usage.get("output_tokens"),
-                cached_tokens=call.usage.get("cache_read_input_tokens"),
+                cached_tokens=read,
+                cache_write_tokens=written,
                 model=call.model,
             )
         )

@@ -139,6 +139,7 @@ async def _complete(
                 input_tokens=reply.input_tokens,
                 output_tokens=reply.output_tokens,
                 cached_tokens=reply.cached_tokens,
+                cache_write_tokens=reply.cache_write_tokens,
             )
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from butlers.llm.compact import compact_tools
 from butlers.llm.types import (
     ModelError,
     ModelTurn,
@@ -83,7 +84,8 @@ def to_openai_messages(system: str, messages: list[dict[str, Any]]) -> list[dict
     return wire
 
 
-def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+def to_openai_tools(tools: list[ToolSpec], *, compact: bool = True) -> list[dict[str, Any]]:
+    """The tools as function definitions; `compact` (the default) as `llm.compact` says."""
     return [
         {
             "type": "function",
@@ -93,7 +95,7 @@ def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
                 "parameters": server_schema(t.input_schema),
             },
         }
-        for t in tools
+        for t in (compact_tools(tools) if compact else tools)
     ]
 
 

@@ -3,7 +3,7 @@ next step, posting the whole request so the server records it.
 
 A step is JSON: `{"text": str}` or `{"tool_calls": [{"name", "arguments"}]}` or
 `{"error": str}`, each optionally with `"delay"` (seconds, to test timeouts) and
-`"usage": {"input_tokens", "output_tokens", "cached_tokens"}`.
+`"usage": {"input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens"}`.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ class ScriptedChatModel:
             input_tokens=usage.get("input_tokens"),
             output_tokens=usage.get("output_tokens"),
             cached_tokens=usage.get("cached_tokens"),
+            cache_write_tokens=usage.get("cache_write_tokens"),
         )
 
     async def aclose(self) -> None:

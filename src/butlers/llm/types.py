@@ -72,6 +72,7 @@ class ModelTurn:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None  # input tokens the provider read from its prompt cache
+    cache_write_tokens: int | None = None  # input tokens written to it (Anthropic bills more)
     # Set when the reply stopped at the output limit (OpenAI `finish_reason: "length"`,
     # Anthropic `stop_reason: "max_tokens"`): the reason, as the model server gave it.
     truncated: str | None = None
@@ -109,6 +110,7 @@ class LlmCallRecord:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
     model: str | None = None
     error: str | None = None
 

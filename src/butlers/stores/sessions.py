@@ -37,6 +37,8 @@ class SessionSummary(Record):
     duration_ms: int | None
     input_tokens: int | None
     output_tokens: int | None
+    cached_tokens: int | None
+    cache_write_tokens: int | None
     cost_usd: Decimal | None
     trace_id: str | None
     error: str | None
@@ -58,6 +60,8 @@ class Session(Record):
     output: str | None
     input_tokens: int | None
     output_tokens: int | None
+    cached_tokens: int | None
+    cache_write_tokens: int | None
     cost_usd: Decimal | None
     trace_id: str | None
     error: str | None
@@ -78,6 +82,7 @@ class LlmCall(Record):
     input_tokens: int | None
     output_tokens: int | None
     cached_tokens: int | None
+    cache_write_tokens: int | None
     request: JsonValue
     response: JsonValue
     error: str | None
@@ -194,6 +199,8 @@ class SessionStore:
         error: str | None,
         cost_usd: float | None = None,
         llm_calls: Sequence[dict[str, Any]] = (),
+        cached_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
     ) -> None:
         """Second write: the final status and everything the session produced, its
         model calls (`llm_calls` rows, keys as `LlmCall`'s fields) in the same transaction."""
@@ -202,7 +209,8 @@ class SessionStore:
                 "UPDATE sessions SET status = $2, completed_at = clock_timestamp(), "
                 "duration_ms = $3, tool_calls = $4::text::jsonb, output = $5, "
                 "input_tokens = $6, output_tokens = $7, error = $8, cost_usd = $9, "
-                "llm_call_count = $10 WHERE session_id = $1",
+                "llm_call_count = $10, cached_tokens = $11, cache_write_tokens = $12 "
+                "WHERE session_id = $1",
                 session_id,
                 status,
                 duration_ms,
@@ -213,13 +221,16 @@ class SessionStore:
                 error,
                 cost_usd,
                 len(llm_calls),
+                cached_tokens,
+                cache_write_tokens,
             )
             if llm_calls:
                 await connection.executemany(
                     "INSERT INTO llm_calls (session_id, seq, model, started_at, duration_ms, "
-                    "input_tokens, output_tokens, cached_tokens, request, response, error) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::jsonb, "
-                    "$10::text::jsonb, $11) ON CONFLICT (session_id, seq) DO NOTHING",
+                    "input_tokens, output_tokens, cached_tokens, cache_write_tokens, "
+                    "request, response, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+                    "$10::text::jsonb, $11::text::jsonb, $12) "
+                    "ON CONFLICT (session_id, seq) DO NOTHING",
                     [
                         (
                             session_id,
@@ -230,6 +241,7 @@ class SessionStore:
                             call.get("input_tokens"),
                             call.get("output_tokens"),
                             call.get("cached_tokens"),
+                            call.get("cache_write_tokens"),
                             dumps(call.get("request")),
                             dumps(call.get("response")),
                             call.get("error"),

@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 import uuid
+from dataclasses import replace
 
 from butlers.testing.script_server import Script, call, step
 from butlers.waiting import wait_until
@@ -21,8 +22,15 @@ async def test_each_model_call_is_recorded_with_its_tokens_timing_and_exchange(
         env=[{"name": "HEALTH_TOKEN", "secretKeyRef": {"name": "s", "key": "k"}}]
     )
     settings = make_settings(adapter="scripted", environ={"HEALTH_TOKEN": secret})
+    # Priced per million tokens: input 1, output 2, cache reads 0.1, cache writes 1.25.
+    settings = replace(settings, prices={"scripted": (1e6, 2e6, 1e5, 1.25e6)})
     first = step(tool_calls=[call("state_set", key="goal", value=75)])
-    first["usage"] = {"input_tokens": 40, "output_tokens": 6, "cached_tokens": 32}
+    first["usage"] = {
+        "input_tokens": 40,
+        "output_tokens": 6,
+        "cached_tokens": 32,
+        "cache_write_tokens": 4,
+    }
     llm_script.add(first, step("Stored your goal.", usage=(55, 4)))
     app = await make_app(resource=resource, settings=settings)
     result = await app.call("trigger", {"prompt": f"Remember 75 (key {secret})"})
@@ -46,6 +54,10 @@ async def test_each_model_call_is_recorded_with_its_tokens_timing_and_exchange(
     assert secret not in json.dumps(row["llm_calls"]) and "[REDACTED]" in json.dumps(one)
     # The session's totals are the sum of its calls.
     assert (row["input_tokens"], row["output_tokens"]) == (95, 10)
+    assert one["cache_write_tokens"] == 4 and two["cache_write_tokens"] is None
+    assert (row["cached_tokens"], row["cache_write_tokens"]) == (32, 4)
+    # Priced at the cache rates: 59 plain + 32 read x 0.1 + 4 written x 1.25, 10 out x 2.
+    assert float(row["cost_usd"]) == result["cost_usd"] == 59 + 3.2 + 5 + 20
 
 
 async def test_a_failed_model_call_is_recorded_with_its_error(make_app, llm_script: Script):

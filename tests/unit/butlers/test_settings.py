@@ -48,7 +48,10 @@ def test_butler_prices_come_from_the_environment() -> None:
         "BUTLERS_PRICES": '{"llama3.1": {"input_per_mtok": 0.5, "output_per_mtok": 1}}',
     }
     settings = ButlerSettings.from_env(env, spec_path=Path("x.yaml"))
-    assert settings.prices == {"llama3.1": (0.5, 1.0)}
+    assert settings.prices == {"llama3.1": (0.5, 1.0, None, None)}
+    cached = '{"m": {"input_per_mtok": 3, "output_per_mtok": 15, "cache_read_per_mtok": 0.3}}'
+    settings = ButlerSettings.from_env(env | {"BUTLERS_PRICES": cached}, spec_path=Path("x"))
+    assert settings.prices == {"m": (3.0, 15.0, 0.3, None)}
 
 
 @pytest.mark.parametrize(
@@ -59,6 +62,11 @@ def test_butler_prices_come_from_the_environment() -> None:
         ('{"m": {"input_per_mtok": 1}}', r"BUTLERS_PRICES\['m'\] must be an object"),
         ('{"m": {"input_per_mtok": -1, "output_per_mtok": 1}}', r"\['m'\]\.input_per_mtok=-1"),
         ('{"m": {"input_per_mtok": 1, "output_per_mtok": "2"}}', r"output_per_mtok='2'"),
+        ('{"m": {"input_per_mtok": 1, "output_per_mtok": 2, "cache": 1}}', "optionally"),
+        (
+            '{"m": {"input_per_mtok": 1, "output_per_mtok": 2, "cache_read_per_mtok": -1}}',
+            r"cache_read_per_mtok=-1",
+        ),
     ],
 )
 def test_bad_prices_name_the_model_and_field(text: str, names: str) -> None:

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from butlers.dashboard.context import Ctx, Dashboard
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import ValidationFailed
-from butlers.pricing import price_for
+from butlers.pricing import cache_savings_usd, price_for
 
 router = APIRouter(tags=["costs"])
 Period = Literal["24h", "7d", "30d", "90d", "all"]
@@ -29,6 +29,8 @@ FINISHED = "status <> 'running' AND created_at >= $1 AND created_at < $2"
 class Price(BaseModel):
     input_per_mtok: float
     output_per_mtok: float
+    cache_read_per_mtok: float | None  # None: cached input is billed as input
+    cache_write_per_mtok: float | None
 
 
 class CostBreakdown(BaseModel):
@@ -38,9 +40,15 @@ class CostBreakdown(BaseModel):
     unpriced_sessions: int
     input_tokens: int
     output_tokens: int
+    # Of the input, read from / written to the provider's prompt cache.
+    cached_tokens: int
+    cache_write_tokens: int
 
 
 class ModelCost(CostBreakdown):
+    # What reading from the cache saved against sending that input uncached
+    # (None: no known price for this model).
+    cache_savings_usd: float | None
     price: Price | None  # None: no known price for this model
 
 
@@ -52,6 +60,9 @@ class CostSummary(BaseModel):
     unpriced_sessions: int
     input_tokens: int
     output_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    cache_savings_usd: float
     by_butler: list[CostBreakdown]
     by_model: list[ModelCost]
 
@@ -124,8 +135,10 @@ async def cost_summary(
         dashboard,
         "SELECT model, count(*) AS sessions, count(cost_usd) AS priced, sum(cost_usd) AS cost, "
         "coalesce(sum(input_tokens), 0) AS input_tokens, "
-        f"coalesce(sum(output_tokens), 0) AS output_tokens FROM sessions WHERE {FINISHED} "
-        "GROUP BY model",
+        "coalesce(sum(output_tokens), 0) AS output_tokens, "
+        "coalesce(sum(cached_tokens), 0) AS cached_tokens, "
+        "coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens "
+        f"FROM sessions WHERE {FINISHED} GROUP BY model",
         start,
         end,
     )
@@ -138,6 +151,8 @@ async def cost_summary(
             bucket["unpriced"] += row["sessions"] - row["priced"]
             bucket["input"] += row["input_tokens"]
             bucket["output"] += row["output_tokens"]
+            bucket["cached"] += row["cached_tokens"]
+            bucket["written"] += row["cache_write_tokens"]
 
     def breakdown(key: str, b: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -147,6 +162,8 @@ async def cost_summary(
             "unpriced_sessions": int(b["unpriced"]),
             "input_tokens": int(b["input"]),
             "output_tokens": int(b["output"]),
+            "cached_tokens": int(b["cached"]),
+            "cache_write_tokens": int(b["written"]),
         }
 
     models = []
@@ -156,10 +173,14 @@ async def cost_summary(
             ModelCost(
                 **breakdown(key, bucket),
                 price=Price(
-                    input_per_mtok=price.input_per_mtok, output_per_mtok=price.output_per_mtok
+                    input_per_mtok=price.input_per_mtok,
+                    output_per_mtok=price.output_per_mtok,
+                    cache_read_per_mtok=price.cache_read_per_mtok,
+                    cache_write_per_mtok=price.cache_write_per_mtok,
                 )
                 if price
                 else None,
+                cache_savings_usd=cache_savings_usd(key, int(bucket["cached"])),
             )
         )
     butlers = [CostBreakdown(**breakdown(k, b)) for k, b in sorted(by_butler.items())]
@@ -171,6 +192,9 @@ async def cost_summary(
         unpriced_sessions=sum(b.unpriced_sessions for b in butlers),
         input_tokens=sum(b.input_tokens for b in butlers),
         output_tokens=sum(b.output_tokens for b in butlers),
+        cached_tokens=sum(b.cached_tokens for b in butlers),
+        cache_write_tokens=sum(b.cache_write_tokens for b in butlers),
+        cache_savings_usd=usd(sum(m.cache_savings_usd or 0 for m in models)),
         by_butler=butlers,
         by_model=models,
     )

@@ -30,6 +30,7 @@ from butlers.dashboard.pagination import (
 )
 from butlers.dashboard.sql import Where, parse_uuid
 from butlers.modules.approvals import store as approvals_store
+from butlers.pricing import cost_usd
 from butlers.stores.sessions import LLM_CALL_COLUMNS, SessionStatus
 
 router = APIRouter(tags=["sessions"])
@@ -37,7 +38,8 @@ MIN_UUID = "00000000-0000-0000-0000-000000000000"
 MAX_UUID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 SUMMARY = (
     "session_id, trigger_source, status, model, created_at, completed_at, duration_ms, "
-    "input_tokens, output_tokens, cost_usd, trace_id, error, left(prompt, 200) AS prompt_preview, "
+    "input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_usd, trace_id, error, "
+    "left(prompt, 200) AS prompt_preview, "
     "jsonb_array_length(tool_calls) AS tool_call_count, llm_call_count"
 )
 
@@ -53,6 +55,8 @@ class SessionSummary(BaseModel):
     duration_ms: int | None
     input_tokens: int | None
     output_tokens: int | None
+    cached_tokens: int | None  # of the input, read from the provider's prompt cache
+    cache_write_tokens: int | None  # of the input, written to it
     cost_usd: float | None
     priced: bool  # False: cost unknown (no price for the model, no token counts, running)
     trace_id: str | None
@@ -82,6 +86,9 @@ class LlmCallInfo(BaseModel):
     input_tokens: int | None
     output_tokens: int | None
     cached_tokens: int | None
+    cache_write_tokens: int | None
+    # From the built-in price table (None: unknown model or token counts).
+    cost_usd: float | None = None
     request: Any
     response: Any
     error: str | None
@@ -120,6 +127,8 @@ def summary_of(butler: str, row: Any) -> SessionSummary:
         duration_ms=row["duration_ms"],
         input_tokens=row["input_tokens"],
         output_tokens=row["output_tokens"],
+        cached_tokens=row["cached_tokens"],
+        cache_write_tokens=row["cache_write_tokens"],
         cost_usd=float(cost) if cost is not None else None,
         priced=cost is not None,
         trace_id=row["trace_id"],
@@ -297,9 +306,20 @@ async def read_session(dashboard: Dashboard, name: str, session_id: str) -> Sess
         prompt=row["prompt"],
         output=row["output"],
         tool_calls=[ToolCallRecord.model_validate(c) for c in row["tool_calls"] or []],
-        llm_calls=[LlmCallInfo.model_validate(dict(call)) for call in calls],
+        llm_calls=[_llm_call(dict(call)) for call in calls],
         context=context,
         request_id=request_id,
         approvals=approvals,
     )
     return detail
+
+
+def _llm_call(row: dict[str, Any]) -> LlmCallInfo:
+    cost = cost_usd(
+        row["model"],
+        row["input_tokens"],
+        row["output_tokens"],
+        cached_tokens=row["cached_tokens"],
+        cache_write_tokens=row["cache_write_tokens"],
+    )
+    return LlmCallInfo.model_validate(row | {"cost_usd": cost})

@@ -175,7 +175,8 @@ tool = {{"type": "tool_use", "id": "toolu_1", "name": "mcp__health__state_set",
 say({{"type": "assistant", "message": dict(message, content=[tool])}})
 result = {{"type": "tool_result", "tool_use_id": "toolu_1", "content": "stored", "is_error": False}}
 say({{"type": "user", "message": {{"role": "user", "content": [result]}}}})
-usage = {{"input_tokens": 45, "cache_read_input_tokens": 1200, "output_tokens": 4}}
+usage = {{"input_tokens": 45, "cache_read_input_tokens": 1200, "output_tokens": 4,
+    "cache_creation_input_tokens": 100}}
 say({{"type": "assistant", "message": {{"id": "msg_2", "model": "claude-haiku-4-5",
     "usage": usage, "content": [{{"type": "text", "text": "Done."}}]}}}})
 say({{"type": "result", "subtype": "success", "is_error": False, "result": "Done.",
@@ -193,7 +194,13 @@ async def test_each_model_call_of_the_stream_is_recorded(tmp_path: Path):
     assert (trace.input_tokens, trace.output_tokens) == (75, 13)
     first, second = trace.llm_calls
     assert first.model == "claude-haiku-4-5"
-    assert (first.input_tokens, first.cached_tokens, first.output_tokens) == (30, 1200, 9)
+    # Input counts every part: after the cache breakpoint, read from the cache, written to it.
+    assert (first.input_tokens, first.cached_tokens, first.output_tokens) == (1230, 1200, 9)
+    assert (second.input_tokens, second.cached_tokens, second.cache_write_tokens) == (
+        1345,
+        1200,
+        100,
+    )
     assert first.response == {
         "text": "Saving.",
         "tool_calls": [

@@ -113,7 +113,12 @@ async def test_anthropic_adapter_runs_a_tool_use_then_answers(fake_endpoint, tin
     headers = fake_endpoint.requests[0]["headers"]
     assert fake_endpoint.requests[0]["path"] == "/v1/messages"
     assert headers["x-api-key"] == "ak" and headers["anthropic-version"]
-    assert first["system"] == "You are health." and first["tools"][0]["name"] == "remember"
+    # The stable prefix (tools, then system) is marked for the prompt cache at its end.
+    assert first["system"] == [
+        {"type": "text", "text": "You are health.", "cache_control": {"type": "ephemeral"}}
+    ]
+    assert first["tools"][0]["name"] == "remember"
+    assert second["system"] == first["system"] and second["tools"] == first["tools"]
     result_block = second["messages"][-1]["content"][0]
     assert (result_block["type"], result_block["tool_use_id"]) == ("tool_result", "tu1")
     assert second["messages"][-2]["content"][1]["type"] == "tool_use"
