@@ -33,8 +33,6 @@ class CalendarMeta(BaseModel):
     writable: list[str]
 
 
-
-
 @router.get(
     "/api/calendar/workspace",
     response_model=ApiResponse[list[CalendarEntry]],
