@@ -15,6 +15,7 @@ import yaml
 TOKEN = "5550000:e2e-stand-in"
 OWNER = 5550001  # the owner's Telegram user id, in the roster copy's switchboard
 STRANGER = 5550666
+OWNER_EMAIL = "owner@example.org"  # the owner's address (test_email_channel writes from it)
 
 
 def telegram_env(api_url: str) -> dict[str, str]:
@@ -26,8 +27,8 @@ def telegram_env(api_url: str) -> dict[str, str]:
 
 
 def owned_roster(source: Path, target: Path) -> Path:
-    """A copy of the roster in `source` whose switchboard names OWNER as the Telegram
-    owner (a user writes their own id there)."""
+    """A copy of the roster in `source` whose switchboard names OWNER and OWNER_EMAIL as
+    the owner (a user writes their own id and address there)."""
     target.mkdir(parents=True, exist_ok=True)
     for path in sorted(source.glob("*.yaml")):
         documents = list(yaml.safe_load_all(path.read_text()))
@@ -35,6 +36,6 @@ def owned_roster(source: Path, target: Path) -> Path:
             modules = document.get("spec", {}).get("modules", {}) if document else {}
             if "switchboard" in modules:
                 board = modules["switchboard"] = modules["switchboard"] or {}
-                board.setdefault("owner", {})["telegram"] = [OWNER]
+                board["owner"] = {"telegram": [OWNER], "email": [OWNER_EMAIL]}
         (target / path.name).write_text(yaml.safe_dump_all(documents, sort_keys=False))
     return target
