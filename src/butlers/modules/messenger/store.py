@@ -63,6 +63,8 @@ class DeliveryShown(Record):
     provider_message_id: str | None
     tool: str | None
     created_at: datetime
+    request_id: uuid.UUID | None
+    attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +75,6 @@ class AllowedContact(Record):
     address: str
     name: str | None
     created_at: datetime
-    request_id: uuid.UUID | None
-    attempts: int
 
 
 @dataclass(frozen=True, slots=True)

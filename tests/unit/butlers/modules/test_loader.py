@@ -63,12 +63,13 @@ def test_optional_channels_precede_the_messenger() -> None:
     assert order.index("email") < order.index("messenger")
 
 
-def test_chains_follow_dependency_order_and_skip_chainless_modules() -> None:
-    chains = module_chains({"contacts": {}, "approvals": {}, "email": {}})
-    assert [c.name for c in chains] == ["approvals", "contacts"]
+def test_chains_follow_dependency_order() -> None:
+    chains = module_chains({"contacts": {}, "approvals": {}, "telegram": {}})
+    assert [c.name for c in chains] == ["approvals", "contacts", "telegram"]
     assert [c.version_table for c in chains] == [
         "alembic_version_approvals",
         "alembic_version_contacts",
+        "alembic_version_telegram",
     ]
 
 

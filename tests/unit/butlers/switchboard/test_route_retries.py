@@ -51,6 +51,7 @@ def _pipeline(target: Target, budget: float) -> Pipeline:
         classification_timeout=1,
         route_timeout=30,
         stale_after=60,
+        triage=None,  # type: ignore[arg-type]
         retry_budget=budget,
     )
 
