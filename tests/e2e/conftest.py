@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from butlers.testing.script_server import Script, ScriptServer
+from tests.support.telegram_api import TelegramApi, telegram_api
 
 from .harness.apiserver import apiserver_ecosystem
 from .harness.apiserver import unavailable_reason as apiserver_unavailable_reason
@@ -45,6 +46,7 @@ from .harness.operator import operator_ecosystem
 from .harness.ordering import smoke_first
 from .harness.psql import database_lines
 from .harness.runtime import live_runtime_env, live_runtime_problem, scripted_runtime_env
+from .harness.telegram import owned_roster, telegram_env
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = ROOT / ".tmp" / "e2e-logs"
@@ -224,12 +226,22 @@ def ecosystem_admin_dsn(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
+async def telegram_stand_in() -> AsyncIterator[TelegramApi]:
+    """The Bot API stand-in the ecosystem's messenger talks to (harness/telegram.py)."""
+    from .harness.telegram import TOKEN
+
+    async with telegram_api(TOKEN) as api:
+        yield api
+
+
+@pytest.fixture(scope="session")
 async def butler_ecosystem(
     request: pytest.FixtureRequest,
     session_tag: str,
     tmp_path_factory: pytest.TempPathFactory,
     llm_script_server: ScriptServer,
     ecosystem_admin_dsn: str,
+    telegram_stand_in: TelegramApi,
 ) -> AsyncIterator[EcosystemHandle]:
     backend = _backend(request.config)
     options: dict[str, Any] = {}
@@ -262,6 +274,7 @@ async def butler_ecosystem(
         runtime_env = live_runtime_env(os.environ)
     else:
         runtime_env = scripted_runtime_env(llm_script_server.url)
+    roster_dir = owned_roster(roster_dir, tmp_path_factory.mktemp("owned-roster"))
     data_dir = tmp_path_factory.mktemp("ecosystem")
     start = BACKENDS[backend]
     name, secret = SUPERVISOR_SECRET
@@ -272,7 +285,12 @@ async def butler_ecosystem(
         data_dir=data_dir,
         schema_prefix=f"e2e_{session_tag}",
         keep_schemas=request.config.getoption("--keep-schemas"),
-        extra_env={**runtime_env, **E2E_ENV, "BUTLERS_SPAN_DIR": str(data_dir / "spans")},
+        extra_env={
+            **runtime_env,
+            **E2E_ENV,
+            **telegram_env(telegram_stand_in.url),
+            "BUTLERS_SPAN_DIR": str(data_dir / "spans"),
+        },
         **options,
     ) as handle:
         relay = LogRelay(handle.log_dir).start() if handle.log_dir is not None else None

@@ -17,6 +17,7 @@ from .conftest import ROOT
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import E2E_ENV
 from .harness.roster_expect import domain_tables, expected_modules, roster
+from .harness.telegram import telegram_env
 
 ROSTER = roster(Path(os.environ.get("BUTLERS_E2E_ROSTER", ROOT / "roster")))
 BUTLERS = [r.name for r in ROSTER]
@@ -137,7 +138,7 @@ async def test_modules_report_the_status_their_credentials_allow(
     butler_ecosystem: EcosystemHandle, butler: str
 ) -> None:
     [resource] = [r for r in ROSTER if r.name == butler]
-    expected = expected_modules(resource, {**os.environ, **E2E_ENV})
+    expected = expected_modules(resource, {**os.environ, **E2E_ENV, **telegram_env("http://bot")})
     status = await butler_ecosystem.call(butler, "status")
     got = {m["name"]: (m["status"], m["phase"]) for m in status["modules"]}
     assert got == expected

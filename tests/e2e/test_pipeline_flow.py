@@ -154,7 +154,7 @@ async def _kill_relationship_mid_request(
     handle: EcosystemHandle, script: Script, text: str
 ) -> dict[str, Any]:
     """Send `text` (one part to `relationship`, one to `health`), SIGKILL `relationship`
-    while its session waits for the model, restart it; the `ingest_v1` answer."""
+    while its session waits for the model, restart it at once; the `ingest_v1` answer."""
     script.route(
         "switchboard",
         classify_as(
@@ -173,6 +173,7 @@ async def _kill_relationship_mid_request(
         step("Logged."),
     )
     message = asyncio.create_task(ingest(handle, text, route_timeout_seconds=60))
+    restarted = False
     try:
         await wait_until(
             lambda: script.held("killed") == 1,
@@ -180,19 +181,23 @@ async def _kill_relationship_mid_request(
             message="relationship's session never reached its second model request",
         )
         await handle.kill("relationship")
-        # Well within the 60 s route timeout: the dropped connection ends the route.
-        return await asyncio.wait_for(message, 30)
+        # The switchboard asks the restarted butler again under the same route key; it
+        # answers with the interrupted session (run once), well within the route timeout.
+        await handle.restart("relationship")
+        restarted = True
+        return await asyncio.wait_for(message, 45)
     finally:
         script.release("killed")
-        await handle.restart("relationship")
+        if not restarted:
+            await handle.restart("relationship")
 
 
 async def test_butler_killed_during_a_request_is_unavailable_and_others_unaffected(
     butler_ecosystem: EcosystemHandle, llm_script: Script
 ) -> None:
-    """`relationship` is SIGKILLed while its session waits for the model: its route ends
-    (unavailable or error) well within the route timeout, `health` in the same message
-    succeeds, and once `relationship` is back the next message to it goes through."""
+    """`relationship` is SIGKILLed while its session waits for the model and restarted:
+    its route ends (error: the session was interrupted) well within the route timeout,
+    `health` in the same message succeeds, and the next message to it goes through."""
     answer = await _kill_relationship_mid_request(
         butler_ecosystem, llm_script, "Add Tomasz Wrona, and log my weight 76.1kg"
     )

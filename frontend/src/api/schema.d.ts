@@ -1639,6 +1639,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/switchboard/messages/{request_id}/drop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drop
+         * @description Drop a quarantined message (kept as `dropped`, never processed).
+         */
+        post: operations["drop_api_switchboard_messages__request_id__drop_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/switchboard/messages/{request_id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release
+         * @description Let a quarantined message in: it is classified, routed and answered like the
+         *     owner's own. A message not quarantined is TOOL_ERROR.
+         */
+        post: operations["release_api_switchboard_messages__request_id__release_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/switchboard/registry": {
         parameters: {
             query?: never;
@@ -1956,6 +1997,11 @@ export interface components {
         /** ApiResponse[Overview] */
         ApiResponse_Overview_: {
             data: components["schemas"]["Overview"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[QuarantineDecision] */
+        ApiResponse_QuarantineDecision_: {
+            data: components["schemas"]["QuarantineDecision"];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[RotationResult] */
@@ -2777,11 +2823,17 @@ export interface components {
             id: string;
             /** Provider */
             provider: string;
+            /** Quarantine Reason */
+            quarantine_reason: string | null;
             /**
              * Received At
              * Format: date-time
              */
             received_at: string;
+            /** Reply Error */
+            reply_error: string | null;
+            /** Reply State */
+            reply_state: string | null;
             /** Sender */
             sender: string;
             /** Status */
@@ -3600,6 +3652,25 @@ export interface components {
             input_per_mtok: number;
             /** Output Per Mtok */
             output_per_mtok: number;
+        };
+        /** QuarantineDecision */
+        QuarantineDecision: {
+            /** Butler */
+            butler: string;
+            /** Channel */
+            channel: string;
+            /** Completed At */
+            completed_at: string | null;
+            /** Quarantine Reason */
+            quarantine_reason: string | null;
+            /** Received At */
+            received_at: string | null;
+            /** Request Id */
+            request_id: string;
+            /** Sender */
+            sender: string;
+            /** Status */
+            status: string;
         };
         /** RegistryEntry */
         RegistryEntry: {
@@ -14000,7 +14071,7 @@ export interface operations {
     messages_api_switchboard_messages_get: {
         parameters: {
             query?: {
-                status?: ("accepted" | "classified" | "dispatched" | "partial" | "failed" | "ignored") | null;
+                status?: ("accepted" | "classified" | "dispatched" | "partial" | "failed" | "ignored" | "quarantined" | "dropped") | null;
                 fallback?: boolean | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;
@@ -14020,6 +14091,212 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaginatedResponse_InboxMessage_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    drop_api_switchboard_messages__request_id__drop_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                request_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_QuarantineDecision_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    release_api_switchboard_messages__request_id__release_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                request_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_QuarantineDecision_"];
                 };
             };
             /** @description Bad Request */

@@ -1,6 +1,8 @@
 """The ASGI gate in front of a butler's MCP endpoints (`/mcp`, `/sse`, `/messages/`).
 
-In order, for every request but the probes (`/health`, `/ready`):
+In order, for every request but the probes (`/health`, `/ready`) and a module's
+webhooks (a provider's pushes, which their handler authenticates with the provider's
+own secret, compared in constant time):
 
 1. `Host` must name this butler: a loopback name, an IP literal (a DNS-rebinding page
    always sends its own host name), or a configured name (the advertised URL's host,
@@ -123,14 +125,23 @@ def _gate_headers(scope: Scope) -> tuple[str | None, str | None, str | None]:
 class AuthGate:
     """ASGI middleware: Host and Origin checks, then the bearer token."""
 
-    def __init__(self, app: ASGIApp, *, book: TokenBook, hosts: HostPolicy, butler: str) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        book: TokenBook,
+        hosts: HostPolicy,
+        butler: str,
+        webhooks: Iterable[str] = (),
+    ) -> None:
         self.app = app
         self.book = book
         self.hosts = hosts
         self.butler = butler
+        self.open_paths = OPEN_PATHS | frozenset(webhooks)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in self.open_paths:
             await self.app(scope, receive, send)
             return
         host, origin, authorization = _gate_headers(scope)

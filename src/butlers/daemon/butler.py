@@ -23,7 +23,7 @@ from butlers.daemon.calls import SessionToolServer
 from butlers.daemon.recording import SessionCallRecorder
 from butlers.daemon.routes import RouteCheck
 from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
-from butlers.modules.base import ModuleServices
+from butlers.modules.base import ModuleServices, Webhook
 from butlers.modules.loader import ModuleSet, session_hidden_tools, start_modules
 from butlers.scheduling.jobs import JobRegistry
 from butlers.secretbox import KeySource
@@ -40,6 +40,8 @@ class Butler:
     services: SessionServices
     modules: ModuleSet
     routes: RouteCheck
+    # Modules' push endpoints (path → handler), served beside /mcp.
+    webhooks: dict[str, Webhook]
 
     @property
     def name(self) -> str:
@@ -115,7 +117,12 @@ async def build_butler(
     modules = await start_modules(server, context, shared)
     routes = RouteCheck(context, settings.switchboard_url)
     butler = Butler(
-        context=context, server=server, services=services, modules=modules, routes=routes
+        context=context,
+        server=server,
+        services=services,
+        modules=modules,
+        routes=routes,
+        webhooks=shared.webhooks,
     )
     try:
         register_session_service_tools(server, services, routes.refusal)

@@ -3,13 +3,13 @@ behind the auth gate (Host, Origin, bearer token; the probes stay open)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from fastmcp import FastMCP
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from butlers.auth.http import AuthGate, HostPolicy
@@ -29,8 +29,11 @@ def build_http_app(
     hosts: HostPolicy,
     session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
     direct_calls: bool = True,
+    webhooks: Mapping[str, Callable[[Request], Awaitable[Response]]] | None = None,
 ) -> Starlette:
-    """`direct_calls=False` leaves every request to the SDK (tests compare the two)."""
+    """`direct_calls=False` leaves every request to the SDK (tests compare the two);
+    `webhooks` are modules' push endpoints (POST), authenticated by their handlers."""
+    webhooks = webhooks or {}
     streamable = mcp.http_app(path="/mcp", session_idle_timeout=session_idle_timeout)
     endpoint = next(
         r.endpoint for r in streamable.routes if isinstance(r, Route) and r.path == "/mcp"
@@ -50,10 +53,11 @@ def build_http_app(
         Route("/ready", ready, methods=["GET"]),
         *streamable.routes,
         *sse.routes,
+        *(Route(path, handler, methods=["POST"]) for path, handler in webhooks.items()),
     ]
     # Outermost first: who is calling (Host, Origin, token) before any body is read,
     # the body within its size and deadline, then plain `tools/call`s answered directly.
-    gate = Middleware(AuthGate, book=book, hosts=hosts, butler=name)
+    gate = Middleware(AuthGate, book=book, hosts=hosts, butler=name, webhooks=list(webhooks))
     middleware = [gate, Middleware(BodyLimit)]
     if direct_calls:
         sessions = lambda: getattr(endpoint, "session_manager", None)  # noqa: E731

@@ -176,6 +176,7 @@ async def _serve_http(
         book=butler.context.tokens,
         hosts=hosts,
         direct_calls=settings.mcp_fast_path,
+        webhooks=butler.webhooks,
     )
     config = http_config(app)
     server = _GracefulServer(config)

@@ -1,6 +1,6 @@
 """The contract every module fulfils, and what a module sees of its butler."""
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -9,6 +9,8 @@ import asyncpg
 from fastmcp import FastMCP
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+from starlette.requests import Request
+from starlette.responses import Response
 
 from butlers.core.context import ButlerContext
 from butlers.core.spawner import Spawner
@@ -20,6 +22,7 @@ from butlers.scheduling.jobs import JobRegistry
 from butlers.secretbox import KeyringError
 
 ApprovalMode = Literal["always", "conditional", "never"]
+Webhook = Callable[[Request], Awaitable[Response]]
 
 
 class ModuleError(Exception):
@@ -63,6 +66,9 @@ class ModuleServices:
     messenger's send path when that module is active (the channel modules' own send
     tools go through it, so no send skips its checks); `jobs` is the registry `job`
     schedules name (a module registers its own jobs there when it starts).
+    `webhooks` are the HTTP endpoints a module receives a provider's pushes on
+    (path → handler), served outside the bearer-token gate: each handler
+    authenticates the provider itself.
     """
 
     spawner: Spawner
@@ -72,6 +78,7 @@ class ModuleServices:
     switchboard_url: str | None = None
     approver: Approver | None = None
     outbound: Outbound | None = None
+    webhooks: dict[str, Webhook] = field(default_factory=dict)
 
 
 @dataclass

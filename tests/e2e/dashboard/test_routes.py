@@ -30,6 +30,7 @@ VALUES = {
     "butler": "relationship",
     "contact_id": str(uuid.uuid4()),
     "thread_id": "<route-walk@mail.example>",
+    "request_id": str(uuid.uuid4()),
 }
 ERROR_CODES = {
     "VALIDATION_ERROR",

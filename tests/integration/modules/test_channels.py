@@ -1,10 +1,6 @@
 """Channel modules against local fakes, and the messenger's delivery log through them."""
 
-import logging
-
 import pytest
-
-from butlers.waiting import wait_until
 
 from .conftest import ButlerFactory
 from .fakes.imap import fake_imap
@@ -158,45 +154,3 @@ async def test_email_inbox_reads_messages_over_imap(module_butler: ButlerFactory
         inbox = await butler.call("email_inbox", {"limit": 5})
     assert [(m["from"], m["subject"]) for m in inbox] == [("friend@example.org", "Lunch?")]
     assert inbox[0]["body"].strip() == "Tomorrow at noon."
-
-
-async def test_telegram_polling_collects_updates(module_butler: ButlerFactory) -> None:
-    async with fake_telegram(TOKEN) as fake:
-        fake.pending_updates = [{"update_id": 7, "message": {"text": "hi bot"}}]
-        butler = await module_butler(
-            {"telegram": {"apiBase": fake.url, "poll": True, "pollTimeoutSeconds": 0}},
-            environ={"TELEGRAM_BOT_TOKEN": TOKEN},
-        )
-        updates = await wait_until(
-            lambda: butler.call("telegram_updates", {}),
-            timeout=10,
-            interval=0.02,
-            message="no update polled within 10 s",
-        )
-        await butler.built.modules.stop()
-    assert updates == [{"update_id": 7, "message": {"text": "hi bot"}}]
-
-
-async def test_telegram_polling_survives_a_broken_answer_and_logs_it(
-    module_butler: ButlerFactory, caplog: pytest.LogCaptureFixture
-) -> None:
-    async with fake_telegram(TOKEN) as fake:
-        # Not a list of updates: the poller must not die (silently) on it.
-        fake.next_result = {"unexpected": "shape"}
-        with caplog.at_level(logging.WARNING, logger="butlers.modules.telegram"):
-            butler = await module_butler(
-                {"telegram": {"apiBase": fake.url, "poll": True, "pollTimeoutSeconds": 0}},
-                environ={"TELEGRAM_BOT_TOKEN": TOKEN},
-            )
-            await wait_until(lambda: fake.polls >= 2, timeout=10, message="the poller died")
-            fake.pending_updates = [{"update_id": 9, "message": {"text": "still here"}}]
-            updates = await wait_until(
-                lambda: butler.call("telegram_updates", {}),
-                timeout=10,
-                interval=0.02,
-                message="no update polled after the broken answer",
-            )
-        await butler.built.modules.stop()
-    assert updates == [{"update_id": 9, "message": {"text": "still here"}}]
-    logged = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert logged and logged[0].exc_info is not None

@@ -34,7 +34,9 @@ def test_module_status_follows_the_credentials_in_the_environment(tmp_path: Path
         tmp_path,
         {"messenger": {}, "telegram": {"tokenEnv": "T_TOKEN", "chatIdEnv": "T_CHAT"}},
     )
-    assert expected_modules(butler, {"T_TOKEN": "x", "T_CHAT": "y"}) == {
+    # TELEGRAM_API_BASE: the module reads it when set (a self-hosted Bot API server).
+    environ = {"T_TOKEN": "x", "T_CHAT": "y", "TELEGRAM_API_BASE": "http://127.0.0.1:1"}
+    assert expected_modules(butler, environ) == {
         "messenger": ("active", None),
         "telegram": ("active", None),
     }

@@ -1,5 +1,7 @@
 """The `messenger` module's MCP-facing class: its config, tools and lifecycle."""
 
+import asyncio
+import uuid
 from typing import Annotated, Literal
 
 from fastmcp import FastMCP
@@ -9,7 +11,13 @@ from pydantic import Field
 from butlers.auth.access import access_meta
 from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
-from butlers.modules.messenger.outbound import OutboundGuard, OwnerDestinations, normalize
+from butlers.modules.channels import ChannelError
+from butlers.modules.messenger.outbound import (
+    SEND_TIMEOUT,
+    OutboundGuard,
+    OwnerDestinations,
+    normalize,
+)
 from butlers.modules.messenger.store import MessengerStore
 from butlers.tooling import tool
 
@@ -29,8 +37,9 @@ class MessengerModule(Module):
     config_model = MessengerConfig
     chain = migration_chain(NAME, __file__)
     optional_dependencies = (*CHANNEL_MODULES, "approvals")
-    # Who may receive without approval is the owner's to change, never a session's.
-    session_hidden_tools = ("contact_allow", "contact_disallow")
+    # Who may receive without approval is the owner's to change, never a session's;
+    # replies go only to the thread a message came from, asked by the switchboard.
+    session_hidden_tools = ("contact_allow", "contact_disallow", "reply")
 
     async def start(self, ctx: ModuleContext) -> None:
         config: MessengerConfig = ctx.config
@@ -69,6 +78,39 @@ class MessengerModule(Module):
             `deliveries`."""
             name: str = channel or config.default_channel or next(iter(channels), "telegram")
             return to_json(await guard.send(name, recipient, subject, message, tool="notify"))
+
+        @tool(mcp, meta=meta | access_meta(sessions=False, router=True))
+        async def reply(
+            channel: Literal["telegram", "email"],
+            thread: dict[str, AnyJson],
+            text: Annotated[str, Field(min_length=1, max_length=20000)],
+            request_id: uuid.UUID,
+        ) -> AnyJson:
+            """Answer a message on the thread it came from (`thread`: the channel's
+            references from its envelope) and record the delivery: one row per
+            message (`request_id`), updated by each retry; a reply already sent is
+            returned as it is, never sent twice. Called by the switchboard."""
+            sent = await store.reply_row(request_id)
+            if sent is not None and sent.status == "sent":
+                return to_json(sent)
+            recipient = thread.get("chat_id") if channel == "telegram" else thread.get("to")
+            recipient = str(recipient) if recipient is not None else None
+            provider_id, error = None, None
+            target = channels.get(channel)
+            if target is None:
+                error = unavailable(channel)
+            elif not recipient:
+                error = f"the thread names no {channel} recipient: {thread!r}"[:500]
+            else:
+                try:
+                    async with asyncio.timeout(SEND_TIMEOUT):
+                        provider_id = await target.send(recipient, None, text, thread=thread)
+                except (ChannelError, TimeoutError) as exc:
+                    error = str(exc) or f"no answer within {SEND_TIMEOUT:g} s"
+            row = await store.record_reply(
+                request_id, channel, recipient, thread, text, error, provider_id
+            )
+            return to_json(row)
 
         @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def deliveries_list(

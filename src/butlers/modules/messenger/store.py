@@ -5,9 +5,11 @@ the owner allowed besides their own destinations)."""
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 
+from butlers.db.pool import dumps
 from butlers.modules.view import Clause, Listing, Reader
 from butlers.stores.records import Record, expression
 
@@ -26,6 +28,8 @@ class Delivered(Record):
     tool: str | None
     approval_id: uuid.UUID | None
     created_at: datetime
+    request_id: uuid.UUID | None = None
+    attempts: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,8 @@ class Delivery(Record):
     tool: str | None
     approval_id: uuid.UUID | None
     created_at: datetime
+    request_id: uuid.UUID | None
+    attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,8 @@ class DeliveryShown(Record):
     provider_message_id: str | None
     tool: str | None
     created_at: datetime
+    request_id: uuid.UUID | None
+    attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +213,45 @@ class MessengerStore:
             limit,
         )
         return [AllowedContact.from_row(r) for r in rows]
+
+    async def reply_row(self, request_id: uuid.UUID) -> Delivered | None:
+        """The reply already recorded for a switchboard message, if any."""
+        row = await self._pool.fetchrow(
+            f"SELECT {Delivered.columns()} FROM deliveries WHERE request_id = $1", request_id
+        )
+        return None if row is None else Delivered.from_row(row)
+
+    async def record_reply(
+        self,
+        request_id: uuid.UUID,
+        channel: str,
+        recipient: str | None,
+        thread: dict[str, Any],
+        body: str,
+        error: str | None,
+        provider_message_id: str | None,
+    ) -> Delivered:
+        """The reply's one row: inserted on the first attempt, updated by each retry
+        (its `attempts` counting them)."""
+        row = await self._pool.fetchrow(
+            "INSERT INTO deliveries (request_id, channel, recipient, subject, body, status, "
+            "error, provider_message_id, thread) "
+            "VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8::text::jsonb) "
+            "ON CONFLICT (request_id) WHERE request_id IS NOT NULL DO UPDATE SET "
+            "status = EXCLUDED.status, error = EXCLUDED.error, body = EXCLUDED.body, "
+            "provider_message_id = EXCLUDED.provider_message_id, "
+            "attempts = deliveries.attempts + 1, created_at = clock_timestamp() "
+            f"RETURNING {Delivered.columns()}",
+            request_id,
+            channel,
+            recipient,
+            body,
+            "failed" if error else "sent",
+            error,
+            provider_message_id,
+            dumps(thread),
+        )
+        return Delivered.from_row(row)
 
     async def deliveries(
         self, channel: str | None, status: str | None, limit: int

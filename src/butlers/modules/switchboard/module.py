@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
 
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
@@ -21,12 +21,28 @@ from butlers.modules.switchboard.store import IdempotencyConflict, SwitchboardSt
 from butlers.modules.switchboard.triage_tools import TRIAGE_WRITE_TOOLS, register_triage_tools
 from butlers.spec import SWITCHBOARD_MODULE
 from butlers.switchboard.classification import RouteEntry
-from butlers.switchboard.envelope import parse_envelope
+from butlers.switchboard.envelope import IngestEnvelopeV1, parse_envelope
+from butlers.switchboard.owners import Owners, channels_of
 from butlers.tooling import tool
 from butlers.validation import describe
 
 NAME = SWITCHBOARD_MODULE
 Seconds = Annotated[float, Field(gt=0, le=3600)]
+# A Telegram user id (YAML may write it as a number).
+TelegramId = Annotated[
+    str,
+    BeforeValidator(lambda v: str(v) if isinstance(v, int) else v),
+    Field(pattern=r"^[0-9]{1,20}$"),
+]
+Address = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+$", max_length=320)]
+
+
+class OwnerConfig(ModuleConfig):
+    """Who the owner is on each channel: only their messages start work; anyone
+    else's are quarantined until the owner releases or drops them."""
+
+    telegram: Annotated[list[TelegramId], Field(max_length=20)] = []
+    email: Annotated[list[Address], Field(max_length=20)] = []
 
 
 class SwitchboardConfig(ModuleConfig):
@@ -38,6 +54,10 @@ class SwitchboardConfig(ModuleConfig):
     recovery_interval_seconds: Seconds = 30.0
     # A registry entry whose heartbeat stopped this long ago is removed.
     registry_expiry_seconds: Annotated[float, Field(gt=0, le=30 * 24 * 3600)] = 3600.0
+    # A target that is busy, unreachable or crashed mid-session is asked again (same
+    # route key, back-off from 0.5 s doubling to 10 s) for at most this long.
+    route_retry_seconds: Annotated[float, Field(ge=0, le=3600)] = 120.0
+    owner: OwnerConfig = OwnerConfig()
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -49,8 +69,15 @@ class SwitchboardModule(Module):
     config_model = SwitchboardConfig
     chain = migration_chain(NAME, __file__)
     # A classification session must not re-enter the pipeline, nor change where
-    # messages go.
-    session_hidden_tools = ("ingest_v1", "classify_message", "route", *TRIAGE_WRITE_TOOLS)
+    # messages go, nor decide on quarantined messages.
+    session_hidden_tools = (
+        "ingest_v1",
+        "classify_message",
+        "route",
+        "message_release",
+        "message_drop",
+        *TRIAGE_WRITE_TOOLS,
+    )
 
     def __init__(self) -> None:
         self._pipeline: Pipeline | None = None
@@ -72,6 +99,8 @@ class SwitchboardModule(Module):
             route_timeout=config.route_timeout_seconds,
             stale_after=config.heartbeat_stale_seconds,
             recovery_interval=config.recovery_interval_seconds,
+            owners=Owners.of({"telegram": config.owner.telegram, "email": config.owner.email}),
+            retry_budget=config.route_retry_seconds,
         )
         self._pipeline.start()
         self._expiry = asyncio.create_task(
@@ -98,6 +127,21 @@ class SwitchboardModule(Module):
         # Channel connectors (on the messenger) hand received messages in with their token.
         ingest_meta = meta | access_meta(sessions=False, connector=True)
 
+        async def connector_refusal(envelope: IngestEnvelopeV1) -> str | None:
+            """A butler's token hands over messages only for the channels it runs."""
+            caller = current_caller()
+            if caller.kind != "butler":
+                return None
+            row = next((r for r in await store.registry(1e9) if r.name == caller.name), None)
+            allowed = channels_of(row.modules if row else [])
+            if envelope.source.channel in allowed:
+                return None
+            return (
+                f"{caller.label} may hand over messages only for the channel modules it runs "
+                f"({', '.join(sorted(allowed)) or 'none registered'}), "
+                f"not {envelope.source.channel!r}"
+            )
+
         @tool(mcp, meta=ingest_meta)
         async def ingest_v1(
             envelope: Annotated[dict[str, AnyJson], Field(description="An IngestEnvelopeV1.")],
@@ -118,6 +162,9 @@ class SwitchboardModule(Module):
                 parsed = parse_envelope(envelope)
             except ValidationError as exc:
                 raise ToolError(_validation_message(exc)) from None
+            refused = await connector_refusal(parsed)
+            if refused is not None:
+                raise ToolError(refused)
             try:
                 return await pipeline.ingest(
                     parsed,
@@ -125,6 +172,7 @@ class SwitchboardModule(Module):
                     route_timeout=route_timeout_seconds,
                     classification_timeout=classification_timeout_seconds,
                     submitted_by=current_caller().label,
+                    from_connector=current_caller().kind == "butler",
                 )
             except IdempotencyConflict as exc:
                 raise ToolError(str(exc)) from None
@@ -182,14 +230,37 @@ class SwitchboardModule(Module):
             processed, and messages whose classification was unusable since start."""
             return pipeline.stats()
 
+        @tool(mcp, meta=pipeline_meta)
+        async def message_release(request_id: uuid.UUID) -> AnyJson:
+            """Let a quarantined message in (the owner vouches for it): it is classified
+            and routed like the owner's own, and answered on its thread."""
+            if not await pipeline.release(request_id):
+                raise ToolError(f"message {request_id} is not quarantined; nothing released")
+            return await _message(request_id)
+
+        @tool(mcp, meta=pipeline_meta)
+        async def message_drop(request_id: uuid.UUID) -> AnyJson:
+            """Drop a quarantined message: kept as `dropped`, never processed."""
+            if not await store.drop(request_id):
+                raise ToolError(f"message {request_id} is not quarantined; nothing dropped")
+            return await _message(request_id)
+
         @tool(mcp, meta=meta, annotations=read)
-        async def message_get(request_id: uuid.UUID) -> AnyJson:
-            """One ingested message with its status, classification and routes."""
+        async def quarantine_list(limit: Annotated[int, Field(ge=1, le=500)] = 50) -> AnyJson:
+            """Messages from strangers waiting for the owner's release or drop, newest first."""
+            return to_json(await store.quarantined(limit))
+
+        async def _message(request_id: uuid.UUID) -> dict[str, AnyJson]:
             message = await store.message(request_id)
             if message is None:
                 raise ToolError(f"no message with request_id {request_id}")
             routes = await store.routes(request_id, 100)
             return json_object(asdict(message)) | {"routes": to_json(routes)}
+
+        @tool(mcp, meta=meta, annotations=read)
+        async def message_get(request_id: uuid.UUID) -> AnyJson:
+            """One ingested message with its status, classification, routes and reply."""
+            return await _message(request_id)
 
 
 def _bearer(token: str | None) -> dict[str, str] | None:

@@ -23,6 +23,7 @@ from butlers.switchboard.classification import (
     build_classification_prompt,
     fallback,
     parse_classification,
+    untrusted_block,
 )
 from butlers.switchboard.dispatch import (
     FanoutPlan,
@@ -35,6 +36,8 @@ from butlers.switchboard.dispatch import (
     summarize,
 )
 from butlers.switchboard.envelope import IngestEnvelopeV1, parse_envelope
+from butlers.switchboard.owners import Owners
+from butlers.switchboard.replies import compose_reply, failure_reply
 from butlers.switchboard.triage import (
     AFFINITY_CHANNELS,
     TriageDecision,
@@ -50,6 +53,14 @@ RECOVERY_BATCH = 20  # messages resumed per sweep at most
 MAX_ATTEMPTS = 3  # processing attempts of one message (the first and two recoveries)
 MAX_AGE_SECONDS = 24 * 3600  # an open message older than this is failed, not resumed
 ANSWER_SHOWN = 200  # characters of an unusable classifier answer kept in logs and rows
+# A target that is busy, unreachable (503, down) or dropped the call mid-session is
+# asked again under the same route key (it runs the route at most once), waiting
+# RETRY_FIRST seconds, then twice as long each time up to RETRY_MAX, for at most the
+# module's `route_retry_seconds`; then the route fails with the last reason.
+RETRY_FIRST = 0.5
+RETRY_MAX = 10.0
+BUSY_MARK = " is busy: "  # how a target's spawner says its session queue is full
+MAX_REPLY_ATTEMPTS = 5  # a reply the messenger could not deliver is tried this often
 
 
 class Pipeline:
@@ -65,6 +76,8 @@ class Pipeline:
         route_timeout: float,
         stale_after: float,
         recovery_interval: float = RECOVERY_INTERVAL,
+        owners: Owners | None = None,
+        retry_budget: float = 120.0,
     ) -> None:
         self._butler = butler
         self._store = store
@@ -78,6 +91,8 @@ class Pipeline:
         self._route_timeout = route_timeout
         self._stale_after = stale_after
         self._recovery_interval = recovery_interval
+        self._owners = owners or Owners({})
+        self._retry_budget = retry_budget
         self._tasks: set[asyncio.Task[Any]] = set()
         # Messages a task of this process is processing: the recovery sweep skips them.
         self._active: set[uuid.UUID] = set()
@@ -95,18 +110,22 @@ class Pipeline:
         route_timeout: float | None = None,
         classification_timeout: float | None = None,
         submitted_by: str = "local",
+        from_connector: bool = False,
     ) -> dict[str, JsonValue]:
         """`submitted_by` (the caller's identity) scopes the idempotency key: another
-        caller cannot pre-empt it."""
+        caller cannot pre-empt it. A message a channel connector hands over
+        (`from_connector`) starts work only when its sender owns the channel; one
+        submitted with the user's token is the owner's own."""
         with tracer().start_as_current_span(
             "switchboard.ingest",
             attributes={"ingest.channel": envelope.source.channel},
         ) as span:
             request_id = uuid.uuid4()
+            quarantine = self._owners.quarantine_reason(envelope) if from_connector else None
             self._active.add(request_id)  # before the row exists: the sweep never races us
             try:
                 request_id, duplicate = await self._store.accept(
-                    envelope, current_trace_id(), request_id, submitted_by
+                    envelope, current_trace_id(), request_id, submitted_by, quarantine
                 )
             except BaseException:
                 self._active.discard(request_id)
@@ -118,7 +137,12 @@ class Pipeline:
                 "duplicate": duplicate,
             }
             if duplicate:
+                self._active.discard(request_id)
                 return accepted
+            if quarantine is not None:
+                self._active.discard(request_id)
+                log.warning("message %s quarantined: %s", request_id, quarantine)
+                return accepted | {"quarantined": quarantine}
             # Owned by the pipeline, created inside the span (the work joins this
             # message's trace): a caller that goes away does not stop it.
             task = self._spawn(
@@ -126,6 +150,7 @@ class Pipeline:
                 self._process(
                     request_id,
                     envelope.payload.text,
+                    _quoted(envelope.payload.raw),
                     route_timeout,
                     classification_timeout,
                     facts_of(envelope),
@@ -155,11 +180,29 @@ class Pipeline:
         task.add_done_callback(done)
         return task
 
+    async def release(self, request_id: uuid.UUID) -> bool:
+        """The owner lets a quarantined message in: it is classified and routed like any
+        other (in the background). False when it is not quarantined."""
+        row = await self._store.release(request_id)
+        if row is None:
+            return False
+        log.info("message %s released from quarantine", request_id)
+        self._spawn(
+            request_id, self._process(request_id, row.text, _quoted(row), None, None, _facts(row))
+        )
+        return True
+
     async def classify(
-        self, text: str, request_id: uuid.UUID | None = None, timeout: float | None = None
+        self,
+        text: str,
+        request_id: uuid.UUID | None = None,
+        timeout: float | None = None,
+        quoted: tuple[str, ...] = (),
     ) -> Classification:
         with tracer().start_as_current_span("switchboard.classify") as span:
-            result = await self._classify(text, request_id, timeout or self._classification_timeout)
+            result = await self._classify(
+                text, request_id, timeout or self._classification_timeout, quoted
+            )
             span.set_attributes(
                 {
                     "classification.fallback": result.fallback,
@@ -172,8 +215,9 @@ class Pipeline:
         self, entry: RouteEntry, *, request_id: uuid.UUID | None, timeout: float | None
     ) -> RouteOutcome:
         plan = FanoutPlan(request_id or uuid.uuid4(), (entry,))
+        # One route asked for by hand answers at once: its caller decides what next.
         [outcome] = await execute_plan(
-            plan, self._router(request_id), timeout or self._route_timeout
+            plan, self._router(request_id, retry=False), timeout or self._route_timeout
         )
         await self._store.log_route(request_id, outcome, current_trace_id())
         return outcome
@@ -209,8 +253,9 @@ class Pipeline:
                     continue
                 reason = _give_up_reason(row)
                 if reason:
-                    await self._store.give_up(request_id, reason)
+                    await self._store.give_up(request_id, reason, failure_reply(reason))
                     log.warning("message %s failed: %s", request_id, reason)
+                    self._spawn(request_id, self.send_reply(request_id))
                     continue
                 log.info(
                     "recovering message %s (%s, attempt %d)",
@@ -220,6 +265,8 @@ class Pipeline:
                 )
                 self._spawn(request_id, self._resume(row))
                 resumed += 1
+            for request_id in await self._store.pending_replies(list(self._active), RECOVERY_BATCH):
+                self._spawn(request_id, self.send_reply(request_id))
             return resumed
 
     async def _recovery_loop(self) -> None:
@@ -236,10 +283,11 @@ class Pipeline:
         if row.status == "accepted" or not stored.get("route_ids"):
             if row.status != "accepted":  # classified before route ids were kept
                 reason = "its routes have no ids to deduplicate by; not dispatched again"
-                await self._store.give_up(request_id, reason)
+                await self._store.give_up(request_id, reason, failure_reply(reason))
                 log.warning("message %s failed: %s", request_id, reason)
+                await self.send_reply(request_id)
                 return {}
-            return await self._process(request_id, row.text, None, None, _facts(row))
+            return await self._process(request_id, row.text, _quoted(row), None, None, _facts(row))
         classification = Classification(
             entries=tuple(RouteEntry(**entry) for entry in stored["entries"]),
             fallback=bool(stored.get("fallback")),
@@ -283,6 +331,7 @@ class Pipeline:
         self,
         request_id: uuid.UUID,
         text: str,
+        quoted: tuple[str, ...],
         route_timeout: float | None,
         classification_timeout: float | None,
         facts: TriageFacts | None = None,
@@ -295,7 +344,17 @@ class Pipeline:
                 (RouteEntry(decision.butler, text, text),), False, decision.reason
             )
         else:
-            classification = await self.classify(text, request_id, classification_timeout)
+            classification = await self.classify(text, request_id, classification_timeout, quoted)
+        if quoted:  # each target sees the third-party text too, labelled as such
+            block = untrusted_block(quoted)
+            classification = Classification(
+                entries=tuple(
+                    RouteEntry(e.butler, e.prompt + block, e.segment)
+                    for e in classification.entries
+                ),
+                fallback=classification.fallback,
+                reason=classification.reason,
+            )
         plan = FanoutPlan(
             request_id,
             classification.entries,
@@ -381,7 +440,11 @@ class Pipeline:
         outcomes = [by_id[i] for i in plan.route_ids]
         status = summarize(outcomes)
         await self._store.finish(
-            request_id, outcomes, status, int((time.monotonic() - started) * 1000)
+            request_id,
+            outcomes,
+            status,
+            int((time.monotonic() - started) * 1000),
+            compose_reply(outcomes),
         )
         log.info(
             "classify_message request %s → %s; route targets %s",
@@ -389,14 +452,74 @@ class Pipeline:
             "fallback general" if classification.fallback else "classified",
             ", ".join(f"{o.entry.butler}={o.status}" for o in outcomes),
         )
+        reply = await self.send_reply(request_id)
         return {
             "classification": classification.to_json(),
             "fanout_status": status,
             "routes": [o.to_json() for o in outcomes],
+            "reply": reply,
         }
 
+    async def send_reply(self, request_id: uuid.UUID) -> dict[str, JsonValue] | None:
+        """Send a closed message's pending reply back on its thread through the
+        messenger's `reply` (one delivery row per message, so a repeat after a crash
+        sends nothing twice); a reply the messenger could not deliver stays pending for
+        the recovery sweep, up to MAX_REPLY_ATTEMPTS. None when nothing is pending."""
+        pending = await self._store.pending_reply(request_id)
+        if pending is None:
+            return None
+        text = pending.reply_text or failure_reply(pending.error or "no reason recorded")
+        thread: JsonValue = pending.thread
+        if pending.quarantine_reason is not None:  # released by the owner: tell the owner
+            thread = self._owners.owner_thread(pending.channel)
+            text = f"About the message from {pending.sender} you released:\n{text}"
+        delivery_id, error = None, None
+        try:
+            if thread is None:
+                raise TargetUnavailable(f"no owner is configured for channel {pending.channel}")
+            url = await self._messenger_url()
+            result = await self._clients.call_tool(
+                url,
+                "reply",
+                {
+                    "channel": pending.channel,
+                    "thread": thread,
+                    "text": text,
+                    "request_id": str(request_id),
+                },
+                idempotent=True,
+            )
+            delivery = result.data if isinstance(result.data, dict) else {}
+            if delivery.get("id"):
+                delivery_id = uuid.UUID(str(delivery["id"]))
+            if delivery.get("status") != "sent":
+                error = str(delivery.get("error") or f"unexpected answer {delivery!r}")[:500]
+        except (TargetUnavailable, EndpointUnavailable, ToolFailed, McpError) as exc:
+            error = f"{exc.__class__.__name__}: {exc}"[:500]
+        if error is None:
+            state = "sent"
+        elif pending.reply_attempts + 1 >= MAX_REPLY_ATTEMPTS:
+            state = "failed"
+            log.error("reply to message %s given up: %s", request_id, error)
+        else:
+            state = "pending"
+            log.warning("reply to message %s not delivered yet: %s", request_id, error)
+        await self._store.replied(request_id, state, error, delivery_id)
+        return {
+            "state": state,
+            "error": error,
+            "delivery_id": str(delivery_id) if delivery_id else None,
+            "text": text,
+        }
+
+    async def _messenger_url(self) -> str:
+        for row in await self._store.registry(self._stale_after):
+            if row.alive and "messenger" in _list(row.modules):
+                return row.url
+        raise TargetUnavailable("no live butler with the messenger module is registered")
+
     async def _classify(
-        self, text: str, request_id: uuid.UUID | None, timeout: float
+        self, text: str, request_id: uuid.UUID | None, timeout: float, quoted: tuple[str, ...]
     ) -> Classification:
         profiles = await self._profiles()
         known = {p.name for p in profiles}
@@ -407,7 +530,7 @@ class Pipeline:
         try:
             # The classifier reads untrusted text and holds no tool at all.
             result = await spawner.trigger(
-                build_classification_prompt(text, profiles),
+                build_classification_prompt(text, profiles, quoted),
                 trigger_source=source,
                 timeout_seconds=timeout,
                 tools=False,
@@ -450,14 +573,12 @@ class Pipeline:
             if r.name != self._butler
         ]
 
-    def _router(self, request_id: uuid.UUID | None) -> RouteOne:
+    def _router(self, request_id: uuid.UUID | None, *, retry: bool = True) -> RouteOne:
         async def route_one(entry: RouteEntry, route_id: uuid.UUID) -> TriggerAnswer:
             with tracer().start_as_current_span(
                 "switchboard.route",
                 attributes={"route.target": entry.butler, "route.id": str(route_id)},
             ):
-                url = await self._url_of(entry.butler)
-                self._in_flight[route_id] = (entry.butler, prompt_digest(entry.prompt))
                 arguments = {
                     "prompt": entry.prompt,
                     "trigger_source": f"switchboard:{request_id or route_id}",
@@ -470,22 +591,62 @@ class Pipeline:
                     # (a repeat after a dropped connection, a re-dispatch after a crash).
                     "idempotency_key": f"route:{route_id}",
                 }
-                try:
-                    result = await self._clients.call_tool(
-                        url, "trigger", arguments, idempotent=True
-                    )
-                except EndpointUnavailable as exc:
-                    raise TargetUnavailable(f"butler {entry.butler!r} at {url}: {exc}") from None
-                except (ToolFailed, McpError) as exc:
-                    raise RouteFailed(f"{entry.butler}: {exc}") from None
-                finally:
-                    self._in_flight.pop(route_id, None)
-                answer = TriggerAnswer.from_json(result.data)
+                if retry:
+                    data = await self._trigger_with_retries(entry, route_id, arguments)
+                else:
+                    data = await self._trigger_once(entry, route_id, arguments)
+                answer = TriggerAnswer.from_json(data)
                 if not answer.success:
                     raise RouteFailed(f"{entry.butler}: {answer.error}", answer)
                 return answer
 
         return route_one
+
+    async def _trigger_with_retries(
+        self, entry: RouteEntry, route_id: uuid.UUID, arguments: dict[str, Any]
+    ) -> Any:
+        """The target's `trigger` answer; a busy, unreachable or crashed target is asked
+        again under the same key with back-off until `retry_budget` seconds passed."""
+        deadline = time.monotonic() + self._retry_budget
+        delay, attempt = RETRY_FIRST, 1
+        while True:
+            try:
+                return await self._trigger_once(entry, route_id, arguments)
+            except (TargetUnavailable, _Busy) as exc:
+                if time.monotonic() + delay > deadline:
+                    reason = f"{exc} (gave up after {attempt} attempts in {self._retry_budget:g} s)"
+                    if isinstance(exc, _Busy):
+                        raise RouteFailed(reason) from None
+                    raise TargetUnavailable(reason) from None
+                log.info(
+                    "route %s to %s: %s; asking again in %.1f s (attempt %d)",
+                    route_id,
+                    entry.butler,
+                    exc,
+                    delay,
+                    attempt + 1,
+                )
+            await asyncio.sleep(delay)
+            delay, attempt = min(RETRY_MAX, delay * 2), attempt + 1
+
+    async def _trigger_once(
+        self, entry: RouteEntry, route_id: uuid.UUID, arguments: dict[str, Any]
+    ) -> Any:
+        url = await self._url_of(entry.butler)
+        self._in_flight[route_id] = (entry.butler, prompt_digest(entry.prompt))
+        try:
+            result = await self._clients.call_tool(url, "trigger", arguments, idempotent=True)
+        except EndpointUnavailable as exc:
+            raise TargetUnavailable(f"butler {entry.butler!r} at {url}: {exc}") from None
+        except ToolFailed as exc:
+            if BUSY_MARK in str(exc):
+                raise _Busy(f"{entry.butler}: {exc}") from None
+            raise RouteFailed(f"{entry.butler}: {exc}") from None
+        except McpError as exc:
+            raise RouteFailed(f"{entry.butler}: {exc}") from None
+        finally:
+            self._in_flight.pop(route_id, None)
+        return result.data
 
     def route_in_flight(self, route_id: uuid.UUID, butler: str, digest: str) -> bool:
         """Whether this switchboard is now asking `butler` to run `route_id` on a prompt
@@ -505,6 +666,19 @@ def _facts(row: Claimed) -> TriageFacts | None:
         return facts_of(parse_envelope(row.envelope))
     except ValueError:
         return None
+
+
+class _Busy(RouteFailed):
+    """The target's session queue is full (it answered at once): worth asking again."""
+
+
+def _quoted(source: Any) -> tuple[str, ...]:
+    """The untrusted forwarded/quoted texts of a message (`payload.raw.quoted`), from
+    an envelope's raw payload or a claimed row."""
+    value = source.quoted if isinstance(source, Claimed) else (source or {}).get("quoted")
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(q)[:20_000] for q in value[:20] if str(q).strip())
 
 
 def prompt_digest(prompt: str) -> str:

@@ -4,7 +4,10 @@ The inbox is a state machine, each transition one statement or one transaction:
 `accepted` (inserted) → `classified` (the plan, with a route id per target) → one
 `routing_log` row per route as it finishes → `dispatched` | `partial` | `failed`
 together with the `fanout_execution_log` row. A message the recovery sweep gives
-up on is `failed` with an `error`.
+up on is `failed` with an `error`. A stranger's message is `quarantined` (with its
+reason) until the owner releases it (→ `accepted`) or drops it (→ `dropped`). A closed
+message with a thread to answer on has `reply_state` `pending` until its reply was
+delivered (`sent`) or given up on (`failed`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,18 @@ from butlers.switchboard.triage import MAX_RULES, Rule, TriageRuleSpec
 
 OPEN_STATUSES = ("accepted", "classified")
 # `ignored`: a triage rule said so; stored, nothing ran.
-MESSAGE_STATUSES = (*OPEN_STATUSES, *dict.fromkeys(INBOX_STATUS.values()), "ignored")
+MESSAGE_STATUSES = (
+    *OPEN_STATUSES,
+    *dict.fromkeys(INBOX_STATUS.values()),
+    "ignored",
+    "quarantined",
+    "dropped",
+)
+# Set on closing a message that came with a thread to answer on (`payload.raw.reply`).
+REPLY_PENDING = (
+    "reply_state = CASE WHEN jsonb_typeof(envelope->'payload'->'raw'->'reply') = 'object' "
+    "THEN 'pending' END, reply_text = {}"
+)
 
 
 class IdempotencyConflict(Exception):
@@ -46,6 +60,7 @@ class Claimed(Record):
     attempts: int
     age_seconds: float
     envelope: JsonValue
+    quoted: JsonValue = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +79,25 @@ class Message(Record):
     attempts: int
     error: str | None
     submitted_by: str
+    quarantine_reason: str | None
+    reply_state: str | None
+    reply_error: str | None
+    reply_delivery_id: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingReply(Record):
+    """A closed message whose answer still has to go back on its thread."""
+
+    request_id: uuid.UUID
+    status: str
+    channel: str
+    sender: str
+    error: str | None
+    quarantine_reason: str | None  # set: a stranger's message the owner released
+    thread: JsonValue = field(metadata=expression("envelope->'payload'->'raw'->'reply'"))
+    reply_text: str | None
+    reply_attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +165,9 @@ class InboxShown(Record):
     trace_id: str | None
     received_at: datetime
     completed_at: datetime | None
+    quarantine_reason: str | None
+    reply_state: str | None
+    reply_error: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +195,7 @@ INBOX = Listing(
     clauses={
         "status": Clause("status = {}"),
         "fallback": Clause("coalesce((classification->>'fallback')::boolean, false) = {}"),
+        "channel": Clause("channel = {}"),
     },
 )
 ROUTES = Listing(
@@ -286,16 +324,19 @@ class SwitchboardStore:
         trace_id: str | None,
         request_id: uuid.UUID,
         submitted_by: str,
+        quarantine_reason: str | None = None,
     ) -> tuple[uuid.UUID, bool]:
         """(request_id, duplicate): a key this caller used before returns its first
-        request_id; with different content it is an `IdempotencyConflict`."""
+        request_id; with different content it is an `IdempotencyConflict`. With a
+        `quarantine_reason` the message is stored `quarantined` and starts nothing."""
         digest = envelope.content_digest()
         inserted = await self._pool.fetchval(
             """
             INSERT INTO message_inbox
                 (request_id, idempotency_key, channel, provider, sender, text, envelope,
-                 trace_id, submitted_by, content_sha256)
-            VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10)
+                 trace_id, submitted_by, content_sha256, status, quarantine_reason)
+            VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10,
+                    CASE WHEN $11::text IS NULL THEN 'accepted' ELSE 'quarantined' END, $11)
             ON CONFLICT (submitted_by, idempotency_key) DO NOTHING
             RETURNING request_id
             """,
@@ -309,6 +350,7 @@ class SwitchboardStore:
             trace_id,
             submitted_by,
             digest,
+            quarantine_reason,
         )
         if inserted is not None:
             return inserted, False
@@ -353,31 +395,39 @@ class SwitchboardStore:
         outcomes: list[RouteOutcome],
         status: str,
         duration_ms: int,
+        reply_text: str | None = None,
     ) -> bool:
         """classified → dispatched | partial | failed, with the fan-out log row, in one
-        transaction; False (nothing written) when the message was no longer open."""
+        transaction; False (nothing written) when the message was no longer open. A
+        message with a thread gets its reply (`reply_text`) pending."""
         mapped = inbox_status(status)
         async with self._pool.acquire() as conn, conn.transaction():
             updated = await conn.execute(
                 "UPDATE message_inbox SET status = $2, completed_at = clock_timestamp(), "
-                "updated_at = clock_timestamp() WHERE request_id = $1 AND status = 'classified'",
+                f"updated_at = clock_timestamp(), {REPLY_PENDING.format('$3')} "
+                "WHERE request_id = $1 AND status = 'classified'",
                 request_id,
                 mapped,
+                reply_text,
             )
             if updated == "UPDATE 0":
                 return False
             await self._log_fanout(conn, request_id, outcomes, status, duration_ms)
         return True
 
-    async def give_up(self, request_id: uuid.UUID, reason: str) -> bool:
-        """An open message → `failed`, with the reason."""
+    async def give_up(
+        self, request_id: uuid.UUID, reason: str, reply_text: str | None = None
+    ) -> bool:
+        """An open message → `failed`, with the reason (and the owner's reply pending)."""
         status = await self._pool.execute(
             "UPDATE message_inbox SET status = 'failed', error = $2, "
-            "completed_at = clock_timestamp(), updated_at = clock_timestamp() "
+            "completed_at = clock_timestamp(), updated_at = clock_timestamp(), "
+            f"{REPLY_PENDING.format('$4')} "
             "WHERE request_id = $1 AND status = ANY($3::text[])",
             request_id,
             reason,
             list(OPEN_STATUSES),
+            reply_text,
         )
         return bool(status != "UPDATE 0")
 
@@ -398,7 +448,8 @@ class SwitchboardStore:
             "UPDATE message_inbox SET attempts = attempts + 1, updated_at = clock_timestamp() "
             "WHERE request_id = $1 AND status = ANY($2::text[]) "
             "RETURNING request_id, status, text, classification, attempts, "
-            "extract(epoch FROM clock_timestamp() - received_at) AS age_seconds, envelope",
+            "extract(epoch FROM clock_timestamp() - received_at) AS age_seconds, envelope, "
+            "envelope->'payload'->'raw'->'quoted' AS quoted",
             request_id,
             list(OPEN_STATUSES),
         )
@@ -426,6 +477,74 @@ class SwitchboardStore:
             )
             for row in rows
         }
+
+    # -- quarantine ------------------------------------------------------------------
+
+    async def release(self, request_id: uuid.UUID) -> Claimed | None:
+        """quarantined → accepted (the owner let it in); None when not quarantined."""
+        row = await self._pool.fetchrow(
+            "UPDATE message_inbox SET status = 'accepted', updated_at = clock_timestamp() "
+            "WHERE request_id = $1 AND status = 'quarantined' "
+            "RETURNING request_id, status, text, classification, attempts, "
+            "0.0 AS age_seconds, envelope, envelope->'payload'->'raw'->'quoted' AS quoted",
+            request_id,
+        )
+        return None if row is None else Claimed.from_row(row)
+
+    async def drop(self, request_id: uuid.UUID) -> bool:
+        """quarantined → dropped (kept for the record, never processed)."""
+        status = await self._pool.execute(
+            "UPDATE message_inbox SET status = 'dropped', completed_at = clock_timestamp(), "
+            "updated_at = clock_timestamp() WHERE request_id = $1 AND status = 'quarantined'",
+            request_id,
+        )
+        return affected(status) > 0
+
+    async def quarantined(self, limit: int) -> list[Message]:
+        rows = await self._pool.fetch(
+            f"SELECT {Message.columns()} FROM message_inbox WHERE status = 'quarantined' "
+            "ORDER BY received_at DESC LIMIT $1",
+            limit,
+        )
+        return [Message.from_row(r) for r in rows]
+
+    # -- replies ---------------------------------------------------------------------
+
+    async def pending_reply(self, request_id: uuid.UUID) -> PendingReply | None:
+        row = await self._pool.fetchrow(
+            f"SELECT {PendingReply.columns()} FROM message_inbox "
+            "WHERE request_id = $1 AND reply_state = 'pending'",
+            request_id,
+        )
+        return None if row is None else PendingReply.from_row(row)
+
+    async def pending_replies(self, exclude: list[uuid.UUID], limit: int) -> list[uuid.UUID]:
+        rows = await self._pool.fetch(
+            "SELECT request_id FROM message_inbox WHERE reply_state = 'pending' "
+            "AND NOT (request_id = ANY($1::uuid[])) ORDER BY received_at LIMIT $2",
+            exclude,
+            limit,
+        )
+        return [row["request_id"] for row in rows]
+
+    async def replied(
+        self,
+        request_id: uuid.UUID,
+        state: str,
+        error: str | None,
+        delivery_id: uuid.UUID | None,
+    ) -> None:
+        """One reply attempt's outcome: `sent`, `failed` (given up) or still `pending`."""
+        await self._pool.execute(
+            "UPDATE message_inbox SET reply_state = $2, reply_error = $3, "
+            "reply_delivery_id = coalesce($4, reply_delivery_id), "
+            "reply_attempts = reply_attempts + 1, updated_at = clock_timestamp() "
+            "WHERE request_id = $1 AND reply_state = 'pending'",
+            request_id,
+            state,
+            error,
+            delivery_id,
+        )
 
     async def message(self, request_id: uuid.UUID) -> Message | None:
         row = await self._pool.fetchrow(

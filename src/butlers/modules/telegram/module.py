@@ -1,22 +1,33 @@
 """The `telegram` module's MCP-facing class: its config, tools and lifecycle."""
 
 import asyncio
+import contextlib
 import logging
-from collections import deque
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import httpx2 as httpx
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from butlers.jsonutil import AnyJson, to_json
-from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, tool_meta
+from butlers.mcp_clients import McpClient
+from butlers.modules.base import (
+    Module,
+    ModuleConfig,
+    ModuleContext,
+    ModuleError,
+    migration_chain,
+    tool_meta,
+)
 from butlers.modules.channels import ChannelError
+from butlers.modules.telegram.connector import Connector, RetryAfter, switchboard_submitter
+from butlers.modules.telegram.store import TelegramStore
 from butlers.spec import ENV_NAME_PATTERN
 from butlers.tooling import tool
 
 NAME = "telegram"
+WEBHOOK_PATH = "/telegram/webhook"
 log = logging.getLogger(__name__)
 POLL_BACKOFF = 1.0
 MAX_POLL_BACKOFF = 60.0
@@ -25,6 +36,7 @@ NO_MESSENGER = (
     "telegram_send needs the messenger module on this butler (owner destinations, "
     "approvals for other chats, the delivery log); add `messenger` to spec.modules"
 )
+MAX_RETRY_AFTER = 30.0  # a send waits out at most this much of a 429's retry_after
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 
 
@@ -32,21 +44,45 @@ class TelegramConfig(ModuleConfig):
     token_env: EnvName = "TELEGRAM_BOT_TOKEN"
     chat_id_env: EnvName | None = "TELEGRAM_CHAT_ID"
     api_base: Annotated[str, Field(pattern=r"^https?://")] = "https://api.telegram.org"
+    # A variable that, when set, overrides `api_base` (a self-hosted Bot API server).
+    api_base_env: EnvName | None = "TELEGRAM_API_BASE"
     timeout_seconds: Annotated[float, Field(gt=0, le=120)] = 10.0
-    poll: bool = False
+    # Hand every message people send the bot to the switchboard (the owner's start
+    # work; anyone else's wait in quarantine).
+    inbound: bool = False
+    # `poll`: long polling from the persisted offset; `webhook`: Telegram posts each
+    # update to `webhook_url` (ending in /telegram/webhook, reaching this butler),
+    # with the secret from `webhook_secret_env` in its header.
+    mode: Literal["poll", "webhook"] = "poll"
     poll_timeout_seconds: Annotated[int, Field(ge=0, le=50)] = 20
+    webhook_url: Annotated[str | None, Field(pattern=r"^https://.+/telegram/webhook$")] = None
+    webhook_secret_env: EnvName = "TELEGRAM_WEBHOOK_SECRET"
+
+    @model_validator(mode="after")
+    def _webhook_needs_url(self) -> "TelegramConfig":
+        if self.inbound and self.mode == "webhook" and not self.webhook_url:
+            raise ValueError(
+                "mode webhook needs webhookUrl (https://<public host>/telegram/webhook)"
+            )
+        return self
+
+    def env_names(self) -> set[str]:
+        names = super().env_names()
+        if not (self.inbound and self.mode == "webhook"):
+            names.discard(self.webhook_secret_env)
+        return names
 
 
 class TelegramBot:
     """The Bot API over HTTP; also the messenger's `telegram` channel."""
 
-    def __init__(self, config: TelegramConfig, token: str, chat_id: str | None) -> None:
+    def __init__(
+        self, config: TelegramConfig, token: str, chat_id: str | None, api_base: str | None = None
+    ) -> None:
         self.config = config
         self.chat_id = chat_id
-        self._base = f"{config.api_base.rstrip('/')}/bot{token}"
+        self._base = f"{(api_base or config.api_base).rstrip('/')}/bot{token}"
         self._http = httpx.AsyncClient(timeout=config.timeout_seconds)
-        self.updates: deque[dict[str, Any]] = deque(maxlen=200)
-        self._offset: int | None = None
 
     async def call(self, method: str, payload: dict[str, Any], wait: float | None = None) -> Any:
         try:
@@ -58,10 +94,16 @@ class TelegramBot:
             body = response.json()
         except (httpx.HTTPError, ValueError) as exc:
             raise ChannelError(f"telegram {method}: {exc.__class__.__name__}: {exc}") from None
-        if not body.get("ok"):
-            raise ChannelError(
+        if not isinstance(body, dict) or not body.get("ok"):
+            body = body if isinstance(body, dict) else {}
+            message = (
                 f"telegram {method} failed ({response.status_code}): {body.get('description')}"
             )
+            parameters = body.get("parameters") or {}
+            retry_after = parameters.get("retry_after") if isinstance(parameters, dict) else None
+            if response.status_code == 429 and isinstance(retry_after, int | float):
+                raise RetryAfter(message, float(retry_after))
+            raise ChannelError(message)
         return body["result"]
 
     async def send(
@@ -72,29 +114,44 @@ class TelegramBot:
         *,
         thread: dict[str, Any] | None = None,
     ) -> str:
-        thread = thread or {}
-        chat = recipient or (str(thread["chat_id"]) if thread.get("chat_id") else self.chat_id)
+        chat = recipient or (thread or {}).get("chat_id") or self.chat_id
         if not chat:
             raise ChannelError(
                 f"no chat: pass a recipient or set {self.config.chat_id_env} for the default chat"
             )
         text = f"{subject}\n\n{body}" if subject else body
-        payload: dict[str, Any] = {"chat_id": chat, "text": text}
-        if thread.get("message_id"):
-            payload["reply_to_message_id"] = int(thread["message_id"])
-        result = await self.call("sendMessage", payload)
+        payload: dict[str, Any] = {"chat_id": chat, "text": text[:4096]}
+        if thread and thread.get("message_id") is not None:
+            payload["reply_parameters"] = {
+                "message_id": thread["message_id"],
+                "allow_sending_without_reply": True,
+            }
+        for _ in range(3):
+            try:
+                result = await self.call("sendMessage", payload)
+                break
+            except RetryAfter as exc:
+                if exc.seconds > MAX_RETRY_AFTER:
+                    raise
+                log.info("telegram asked to wait %.0f s before sending", exc.seconds)
+                await asyncio.sleep(exc.seconds)
+        else:
+            raise ChannelError("telegram sendMessage: still rate-limited after 3 waits")
         return str(result["message_id"])
 
-    async def poll_once(self) -> int:
+    async def get_updates(self, offset: int) -> list[dict[str, Any]]:
         wait = self.config.poll_timeout_seconds
-        payload: dict[str, Any] = {"timeout": wait}
-        if self._offset is not None:
-            payload["offset"] = self._offset
+        payload: dict[str, Any] = {
+            "offset": offset,
+            "timeout": wait,
+            "allowed_updates": ["message", "edited_message"],
+        }
         updates = await self.call("getUpdates", payload, wait=wait + self.config.timeout_seconds)
-        for update in updates:
-            self._offset = int(update["update_id"]) + 1
-            self.updates.append(update)
-        return len(updates)
+        if not isinstance(updates, list) or not all(
+            isinstance(u, dict) and isinstance(u.get("update_id"), int) for u in updates
+        ):
+            raise ChannelError(f"telegram getUpdates answered {str(updates)[:200]!r}, not updates")
+        return updates
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -103,49 +160,98 @@ class TelegramBot:
 class TelegramModule(Module):
     name = NAME
     config_model = TelegramConfig
+    chain = migration_chain(NAME, __file__)
 
     def __init__(self) -> None:
         self.bot: TelegramBot | None = None
+        self.connector: Connector | None = None
+        self._store: TelegramStore | None = None
         self._poller: asyncio.Task[None] | None = None
+        self._clients: McpClient | None = None
 
     async def start(self, ctx: ModuleContext) -> None:
         config: TelegramConfig = ctx.config
         token = ctx.credential(config.token_env)
         chat_id = ctx.optional_credential(config.chat_id_env) if config.chat_id_env else None
-        self.bot = TelegramBot(config, token, chat_id or None)
+        api_base = ctx.optional_credential(config.api_base_env) if config.api_base_env else None
+        if api_base and not api_base.startswith(("http://", "https://")):
+            raise ModuleError("config", f"{config.api_base_env}={api_base!r} is not an http(s) URL")
+        self.bot = TelegramBot(config, token, chat_id or None, api_base or None)
         try:
             me = await self.bot.call("getMe", {})
         except ChannelError as exc:
             raise ModuleError("credentials", f"telegram rejected the bot token: {exc}") from None
-        log.info("telegram bot @%s ready", me.get("username"))
+        username = str(me.get("username") or me.get("id"))
+        log.info("telegram bot @%s ready", username)
         ctx.services.channels[NAME] = self.bot
-        if config.poll:
-            self._poller = asyncio.create_task(self._poll_forever(), name="telegram-poll")
+        self._store = TelegramStore(ctx.pool, username)
+        if not config.inbound:
+            return
+        url = ctx.services.switchboard_url
+        if not url:
+            raise ModuleError(
+                "config",
+                "telegram inbound needs the switchboard's URL (BUTLERS_SWITCHBOARD_URL) "
+                "to hand messages over",
+            )
+        submit, self._clients = switchboard_submitter(url, ctx.butler.token, ctx.butler.name)
+        self.connector = Connector(self._store, submit, username)
+        if config.mode == "webhook":
+            secret = ctx.credential(config.webhook_secret_env)
+            ctx.services.webhooks[WEBHOOK_PATH] = self.connector.webhook(secret)
+            try:
+                await self.bot.call(
+                    "setWebhook",
+                    {
+                        "url": config.webhook_url,
+                        "secret_token": secret,
+                        "allowed_updates": ["message", "edited_message"],
+                    },
+                )
+            except ChannelError as exc:
+                raise ModuleError("startup", f"telegram refused the webhook: {exc}") from None
+            return
+        try:  # long polling and a webhook exclude each other (getUpdates answers 409)
+            await self.bot.call("deleteWebhook", {"drop_pending_updates": False})
+        except ChannelError as exc:
+            raise ModuleError("startup", f"telegram could not leave webhook mode: {exc}") from None
+        self._poller = asyncio.create_task(self._poll_forever(), name="telegram-poll")
 
     async def _poll_forever(self) -> None:
-        """Poll until stopped: API failures are warnings, anything else is logged with its
-        traceback; both back off and poll again (the task never ends on its own)."""
-        assert self.bot is not None
+        """Poll until stopped: API failures are warnings (a 429 waits its retry_after),
+        anything else is logged with its traceback; both back off and poll again."""
+        assert self.bot is not None and self._store is not None and self.connector is not None
         backoff = POLL_BACKOFF
         while True:
             try:
-                received = await self.bot.poll_once()
+                received = await self.connector.poll_once(self.bot)
+            except RetryAfter as exc:
+                log.warning("telegram polling: %s; waiting %.0f s", exc, exc.seconds)
+                await self._note(str(exc))
+                await asyncio.sleep(exc.seconds)
+                continue
             except ChannelError as exc:
-                log.warning("telegram polling: %s", exc)
-                await asyncio.sleep(self.bot.config.timeout_seconds)
-                continue
-            except Exception:
+                log.warning("telegram polling: %s; polling again in %.0f s", exc, backoff)
+                await self._note(str(exc))
+            except Exception as exc:
                 log.exception("telegram polling failed; polling again in %.0f s", backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(MAX_POLL_BACKOFF, backoff * 2)
+                await self._note(f"{exc.__class__.__name__}: {exc}")
+            else:
+                backoff = POLL_BACKOFF
+                if not received and self.bot.config.poll_timeout_seconds == 0:
+                    await asyncio.sleep(1.0)  # short polling: do not hammer the API
                 continue
-            backoff = POLL_BACKOFF
-            if not received and self.bot.config.poll_timeout_seconds == 0:
-                await asyncio.sleep(1.0)  # short polling: do not hammer the API
+            await asyncio.sleep(backoff)
+            backoff = min(MAX_POLL_BACKOFF, backoff * 2)
+
+    async def _note(self, error: str) -> None:
+        assert self._store is not None
+        with contextlib.suppress(Exception):  # the database may be what failed
+            await self._store.polled(error[:1000])
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
-        bot = self.bot
-        assert bot is not None
+        bot, store = self.bot, self._store
+        assert bot is not None and store is not None
         meta = tool_meta(NAME)
 
         @tool(mcp, meta=meta)
@@ -171,12 +277,16 @@ class TelegramModule(Module):
 
         @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def telegram_updates(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> AnyJson:
-            """Recent incoming updates (when polling is on, see config `poll`)."""
-            return to_json(list(bot.updates)[-limit:])
+            """Updates the inbound connector handed to the switchboard (or skipped), newest
+            first, with the cursor and the last poll and error (config `inbound`)."""
+            cursor = await store.cursor()
+            return {"cursor": to_json(cursor), "updates": to_json(await store.recent(limit))}
 
     async def stop(self) -> None:
         if self._poller is not None:
             self._poller.cancel()
             await asyncio.gather(self._poller, return_exceptions=True)
+        if self._clients is not None:
+            await self._clients.close()
         if self.bot is not None:
             await self.bot.close()

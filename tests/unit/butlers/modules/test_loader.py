@@ -63,12 +63,13 @@ def test_optional_channels_precede_the_messenger() -> None:
     assert order.index("email") < order.index("messenger")
 
 
-def test_chains_follow_dependency_order_and_skip_chainless_modules() -> None:
+def test_chains_follow_dependency_order() -> None:
     chains = module_chains({"contacts": {}, "approvals": {}, "telegram": {}})
-    assert [c.name for c in chains] == ["approvals", "contacts"]
+    assert [c.name for c in chains] == ["approvals", "contacts", "telegram"]
     assert [c.version_table for c in chains] == [
         "alembic_version_approvals",
         "alembic_version_contacts",
+        "alembic_version_telegram",
     ]
 
 
@@ -116,6 +117,8 @@ def test_session_hidden_tools_come_from_the_enabled_modules() -> None:
         "ingest_v1",
         "classify_message",
         "route",
+        "message_release",
+        "message_drop",
         "triage_rule_create",
         "triage_rule_update",
         "triage_rule_delete",

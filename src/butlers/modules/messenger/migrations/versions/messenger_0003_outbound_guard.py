@@ -1,13 +1,13 @@
 """Outbound guard: held and refused deliveries, who sent them, and allowed contacts.
 
 Revision ID: messenger_0003
-Revises: messenger_0001
+Revises: messenger_0002
 """
 
 from alembic import op
 
 revision = "messenger_0003"
-down_revision = "messenger_0001"
+down_revision = "messenger_0002"
 branch_labels = None
 depends_on = None
 

@@ -1,13 +1,13 @@
 """triage rules, thread affinity and its settings; `ignored` messages.
 
 Revision ID: switchboard_0006
-Revises: switchboard_0004
+Revises: switchboard_0005
 """
 
 from alembic import op
 
 revision = "switchboard_0006"
-down_revision = "switchboard_0004"
+down_revision = "switchboard_0005"
 branch_labels = None
 depends_on = None
 
