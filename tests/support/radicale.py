@@ -78,7 +78,9 @@ def start_radicale(directory: Path) -> Iterator[RadicaleServer]:
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"radicale did not answer on {url} within {START_TIMEOUT} s")
+                    raise RuntimeError(
+                        f"radicale did not answer on {url} within {START_TIMEOUT} s"
+                    ) from None
                 time.sleep(0.05)
         yield server
     finally:

@@ -56,7 +56,7 @@ async def schedule_entries(
                     starts_at=moment,
                     ends_at=moment + timedelta(minutes=ENTRY_MINUTES),
                     enabled=row["enabled"],
-                    detail=row["job_name"] and f"job {row['job_name']}" or row["prompt"],
+                    detail=(row["job_name"] and f"job {row['job_name']}") or row["prompt"],
                 )
             )
     return entries

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -130,7 +131,9 @@ def _zone(name: str | None) -> ZoneInfo | None:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValidationFailed(f"unknown timezone {name!r} (an IANA name, e.g. Europe/Paris)")
+        raise ValidationFailed(
+            f"unknown timezone {name!r} (an IANA name, e.g. Europe/Paris)"
+        ) from None
 
 
 def _range(start: datetime, end: datetime) -> None:
@@ -142,7 +145,7 @@ def _range(start: datetime, end: datetime) -> None:
         raise ValidationFailed(f"the range is at most {MAX_RANGE.days} days")
 
 
-def _user_entry(butler: str, item: EventInstance, states: dict[str, str]) -> CalendarEntry:
+def _user_entry(butler: str, item: EventInstance, states: Mapping[str, str]) -> CalendarEntry:
     return CalendarEntry(
         id=f"{butler}:{item.event_id}:{item.starts_at.isoformat()}",
         view="user",
@@ -166,7 +169,9 @@ def _user_entry(butler: str, item: EventInstance, states: dict[str, str]) -> Cal
     )
 
 
-async def _sources(dashboard: Dashboard, names: list[str]) -> tuple[list[CalendarSource], list[str]]:
+async def _sources(
+    dashboard: Dashboard, names: list[str]
+) -> tuple[list[CalendarSource], list[str]]:
     outcome = await dashboard.db.fan_read(list_sources, names)
     sources = [
         CalendarSource(
@@ -200,16 +205,17 @@ async def calendar_workspace(
     _range(start, end)
     zone = _zone(timezone)
     entries: list[CalendarEntry] = []
+    failed: list[str]
     if view == "user":
         names = butlers_of(dashboard, MODULE, butler)
         sources, failed = await _sources(dashboard, names)
         states = {s.source_id: s.sync_state for s in sources}
-        outcome = await dashboard.db.fan_read(
+        instances = await dashboard.db.fan_read(
             lambda pool: list_instances(pool, start, end, limit), names
         )
-        for name, found in outcome.results.items():
+        for name, found in instances.results.items():
             entries.extend(_user_entry(name, item, states) for item in found)
-        failed = sorted(set(failed) | set(outcome.failed))
+        failed = sorted(set(failed) | set(instances.failed))
     else:
         names = [butler] if butler else sorted(dashboard.butlers())
         if butler:
@@ -223,7 +229,7 @@ async def calendar_workspace(
 
         gathered = await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
         failed = [n for n, r in zip(names, gathered, strict=True) if isinstance(r, Exception)]
-        for name, found in results.items():
+        for name, owned in results.items():
             entries.extend(
                 CalendarEntry(
                     id=f"{name}:{e.kind}:{e.ref}:{e.starts_at.isoformat()}",
@@ -246,7 +252,7 @@ async def calendar_workspace(
                     editable=True,
                     sync_state="live",
                 )
-                for e in found
+                for e in owned
             )
     entries.sort(key=lambda e: (e.start, e.butler, e.title))
     entries = entries[:limit]
@@ -260,7 +266,10 @@ async def _meta(dashboard: Dashboard) -> tuple[CalendarMeta, list[str]]:
     names = butlers_of(dashboard, MODULE)
     sources, failed = await _sources(dashboard, names)
     meta = CalendarMeta(
-        sources=sources, lanes=["user", "butler"], writable=names, butlers=sorted(dashboard.butlers())
+        sources=sources,
+        lanes=["user", "butler"],
+        writable=names,
+        butlers=sorted(dashboard.butlers()),
     )
     return meta, failed
 
@@ -289,7 +298,10 @@ def _calendar_butler(dashboard: Dashboard, butler: str | None) -> str:
 @router.post("/api/calendar/workspace/sync", response_model=ApiResponse[CalendarMeta])
 async def calendar_sync(body: SyncRequest, request: Request, dashboard: Ctx) -> dict[str, Any]:
     """Sync now (`calendar_sync` of one butler, or of every calendar butler)."""
-    names = [_calendar_butler(dashboard, body.butler)] if body.butler else butlers_of(dashboard, MODULE)
+    if body.butler:
+        names = [_calendar_butler(dashboard, body.butler)]
+    else:
+        names = butlers_of(dashboard, MODULE)
     failed: list[str] = []
     for name in names:
         try:
@@ -374,8 +386,15 @@ async def calendar_user_events(
             status = "pending_approval"
             approval_id = await _pending_approval(dashboard, name, str(body.event_id))
     sources, _ = await _sources(dashboard, [name])
-    return ok(WriteOutcome(status=status, butler=name, result=to_json(result),
-                           approval_id=approval_id, sources=sources))
+    return ok(
+        WriteOutcome(
+            status=status,
+            butler=name,
+            result=to_json(result),
+            approval_id=approval_id,
+            sources=sources,
+        )
+    )
 
 
 @router.post("/api/calendar/workspace/butler-events", response_model=ApiResponse[WriteOutcome])
@@ -401,8 +420,13 @@ async def calendar_butler_events(
         )
     else:
         outcome = await dashboard.write(
-            request, info, "schedule.delete", "schedule_delete", {"name": schedule},
+            request,
+            info,
+            "schedule.delete",
+            "schedule_delete",
+            {"name": schedule},
             target=schedule,
         )
-    return ok(WriteOutcome(status="done", butler=body.butler, result=to_json(outcome.data),
-                           sources=[]))
+    return ok(
+        WriteOutcome(status="done", butler=body.butler, result=to_json(outcome.data), sources=[])
+    )

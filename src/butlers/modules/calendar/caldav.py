@@ -61,7 +61,8 @@ def _tag(ns: str, name: str) -> str:
 def _propfind_body(props: Sequence[tuple[str, str]]) -> bytes:
     inner = "".join(f"<{p}:{n}/>" for p, n in props)
     spaces = " ".join(f'xmlns:{k}="{v}"' for k, v in NS.items())
-    return f'<?xml version="1.0"?><d:propfind {spaces}><d:prop>{inner}</d:prop></d:propfind>'.encode()
+    text = f'<?xml version="1.0"?><d:propfind {spaces}><d:prop>{inner}</d:prop></d:propfind>'
+    return text.encode()
 
 
 def _text(element: ET.Element | None) -> str | None:
@@ -104,8 +105,7 @@ class CalDavClient:
             raise Conflict(f"{href} changed on the server since it was read")
         if response.status_code not in ok:
             raise CalDavError(
-                f"CalDAV {method} {url}: HTTP {response.status_code} "
-                f"{response.text[:200].strip()}"
+                f"CalDAV {method} {url}: HTTP {response.status_code} {response.text[:200].strip()}"
             )
         return response
 
@@ -156,10 +156,11 @@ class CalDavClient:
                 privileges.find(f".//d:{name}", NS) is not None
                 for name in ("write", "write-content", "all")
             )
+            fallback = unquote(href.rstrip("/")).rsplit("/", 1)[-1]
             found.append(
                 Collection(
                     href=href,
-                    name=_text(prop.find("d:displayname", NS)) or unquote(href.rstrip("/")).rsplit("/", 1)[-1],
+                    name=_text(prop.find("d:displayname", NS)) or fallback,
                     color=_text(prop.find("i:calendar-color", NS)),
                     ctag=_text(prop.find("cs:getctag", NS)),
                     sync_token=_text(prop.find("d:sync-token", NS)),

@@ -75,7 +75,7 @@ def _instant(value: date | datetime, owner: ZoneInfo) -> datetime:
     return value
 
 
-def _start_end(event: Event, owner: ZoneInfo) -> tuple[date | datetime, date | datetime]:
+def _start_end(event: Any, owner: ZoneInfo) -> tuple[date | datetime, date | datetime]:
     if "DTSTART" not in event:
         raise IcalError("the event has no DTSTART")
     start = event["DTSTART"].dt
@@ -94,7 +94,7 @@ def _recurrence_key(value: date | datetime, owner: ZoneInfo) -> str:
     return _instant(value, owner).astimezone(UTC).isoformat()
 
 
-def _rule_text(event: Event, start: date | datetime) -> str | None:
+def _rule_text(event: Any, start: date | datetime) -> str | None:
     """The RRULE with its UNTIL of the same kind (aware, naive) as `start`."""
     rule = event.get("RRULE")
     if rule is None:
@@ -116,11 +116,11 @@ def _rule_text(event: Event, start: date | datetime) -> str | None:
         if isinstance(value, datetime) and value.tzinfo is not None:
             value = value.astimezone(UTC)
         parts["UNTIL"] = [value]
-    text: str = parts.to_ical().decode()
+    text: str = parts.to_ical().decode()  # type: ignore[no-untyped-call]
     return text
 
 
-def _dates(event: Event, name: str) -> list[date | datetime]:
+def _dates(event: Any, name: str) -> list[date | datetime]:
     found = event.get(name)
     if found is None:
         return []
@@ -129,7 +129,7 @@ def _dates(event: Event, name: str) -> list[date | datetime]:
 
 
 def _occurrences(
-    event: Event, owner: ZoneInfo, window: tuple[datetime, datetime]
+    event: Any, owner: ZoneInfo, window: tuple[datetime, datetime]
 ) -> tuple[list[tuple[datetime, datetime, str | None]], str | None]:
     """(start, end, recurrence key) of the master's occurrences within `window`, and its rule."""
     start, end = _start_end(event, owner)
@@ -162,7 +162,7 @@ def _occurrences(
     return sorted(found), rule
 
 
-def _attendees(event: Event) -> list[dict[str, Any]]:
+def _attendees(event: Any) -> list[dict[str, Any]]:
     found = event.get("ATTENDEE")
     if found is None:
         return []
@@ -178,7 +178,7 @@ def _attendees(event: Event) -> list[dict[str, Any]]:
     ]
 
 
-def _alarms(event: Event) -> list[dict[str, Any]]:
+def _alarms(event: Any) -> list[dict[str, Any]]:
     alarms = []
     for alarm in event.walk("VALARM")[:MAX_ALARMS]:
         trigger = alarm.get("TRIGGER")
@@ -195,7 +195,7 @@ def _alarms(event: Event) -> list[dict[str, Any]]:
 def parse(ics: str, owner: ZoneInfo, window: tuple[datetime, datetime]) -> ParsedEvent:
     """The event in one calendar object, with its instances within `window`."""
     try:
-        calendar = Calendar.from_ical(ics)
+        calendar: Any = Calendar.from_ical(ics)
     except ValueError as exc:
         raise IcalError(f"not iCalendar: {exc}") from exc
     events = calendar.walk("VEVENT")
@@ -261,14 +261,14 @@ class EventFields:
     alarms_minutes_before: Sequence[int] | None = None
 
 
-def _set(event: Event, name: str, value: Any) -> None:
+def _set(event: Any, name: str, value: Any) -> None:
     if name in event:
         del event[name]
     if value is not None and value != "":
         event.add(name, value)
 
 
-def _apply(event: Event, fields: EventFields) -> None:
+def _apply(event: Any, fields: EventFields) -> None:
     if fields.summary is not None:
         _set(event, "SUMMARY", fields.summary)
     if fields.description is not None:
@@ -301,13 +301,13 @@ def _apply(event: Event, fields: EventFields) -> None:
             event.add_component(alarm)
 
 
-def _stamp(event: Event) -> None:
+def _stamp(event: Any) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
     _set(event, "DTSTAMP", now)
     _set(event, "LAST-MODIFIED", now)
 
 
-def _serialise(calendar: Calendar) -> str:
+def _serialise(calendar: Any) -> str:
     calendar.add_missing_timezones()
     text: str = calendar.to_ical().decode()
     return text
@@ -329,7 +329,7 @@ def build(uid: str, fields: EventFields) -> str:
 
 def amend(ics: str, fields: EventFields) -> str:
     """`ics` with its series (the master event) changed by `fields`, its SEQUENCE bumped."""
-    calendar = Calendar.from_ical(ics)
+    calendar: Any = Calendar.from_ical(ics)
     masters = [e for e in calendar.walk("VEVENT") if "RECURRENCE-ID" not in e]
     if not masters:
         raise IcalError("the object holds no master VEVENT to change")
@@ -339,4 +339,3 @@ def amend(ics: str, fields: EventFields) -> str:
     _set(event, "SEQUENCE", sequence)
     _stamp(event)
     return _serialise(calendar)
-

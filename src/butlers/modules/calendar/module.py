@@ -33,8 +33,12 @@ NAME = "calendar"
 MAX_RANGE = timedelta(days=400)
 log = logging.getLogger(__name__)
 Title = Annotated[str, Field(min_length=1, max_length=MAX_FIELD_CHARS)]
-Rule = Annotated[str, Field(max_length=MAX_FIELD_CHARS, description="RFC 5545 RRULE value, "
-                            "e.g. FREQ=WEEKLY;BYDAY=MO,WE")]
+Rule = Annotated[
+    str,
+    Field(
+        max_length=MAX_FIELD_CHARS, description="RFC 5545 RRULE value, e.g. FREQ=WEEKLY;BYDAY=MO,WE"
+    ),
+]
 
 
 class CalendarConfig(ModuleConfig):
@@ -62,13 +66,17 @@ class CalendarConfig(ModuleConfig):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r} (an IANA name, e.g. Europe/Paris)")
+            raise ValueError(
+                f"unknown time zone {value!r} (an IANA name, e.g. Europe/Paris)"
+            ) from None
         return value
 
 
 class Attendee(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    email: Annotated[str, Field(min_length=3, max_length=MAX_FIELD_CHARS, pattern=r"^[^@\s]+@[^@\s]+$")]
+    email: Annotated[
+        str, Field(min_length=3, max_length=MAX_FIELD_CHARS, pattern=r"^[^@\s]+@[^@\s]+$")
+    ]
     name: ShortText | None = None
     role: ShortText | None = None
 
@@ -177,16 +185,17 @@ class CalendarModule(Module):
                 raise ToolError(f"no event {event_id}; list events with calendar_list_events")
             return event
 
-        async def shown(event_id: uuid.UUID) -> AnyJson:
+        async def shown(event_id: uuid.UUID) -> dict[str, AnyJson]:
+            """The event as listed (its next occurrence), with its ETag and rule."""
             event = await stored(event_id)
-            instances = await list_instances(
-                store.pool, event.starts_at - timedelta(seconds=1), event.starts_at + MAX_RANGE, 1
-            )
-            mine = [i for i in instances if i.event_id == event_id]
-            shown = to_json(mine[0]) if mine else {"event_id": str(event_id)}
-            assert isinstance(shown, dict)
-            shown.update(etag=event.etag, rrule=event.rrule)
-            return shown
+            first = await store.first_instance(event_id)
+            found: dict[str, AnyJson] = {"event_id": str(event_id), "summary": event.summary}
+            if first is not None:
+                listed = to_json(first)
+                assert isinstance(listed, dict)
+                found.update(listed)
+            found.update(etag=event.etag, rrule=event.rrule)
+            return found
 
         def conflict(exc: Conflict) -> ToolError:
             return ToolError(
@@ -200,7 +209,7 @@ class CalendarModule(Module):
             end: datetime,
             limit: Annotated[int, Field(ge=1, le=2000)] = 500,
             include_butler: bool = True,
-        ) -> AnyJson:
+        ) -> dict[str, AnyJson]:
             """Events between `start` and `end` (the owner's, recurrences expanded), from the
             local copy; `include_butler` adds this butler's own entries (its schedules)."""
             start, end = span(start, end)
@@ -223,9 +232,12 @@ class CalendarModule(Module):
             description: Note | None = None,
             location: ShortText | None = None,
             rrule: Rule | None = None,
-            attendees: Annotated[list[Attendee], Field(max_length=ical.MAX_ATTENDEES)] | None = None,
-            alarms_minutes_before: Annotated[list[Annotated[int, Field(ge=0, le=40_320)]],
-                                             Field(max_length=ical.MAX_ALARMS)] | None = None,
+            attendees: Annotated[list[Attendee], Field(max_length=ical.MAX_ATTENDEES)]
+            | None = None,
+            alarms_minutes_before: Annotated[
+                list[Annotated[int, Field(ge=0, le=40_320)]], Field(max_length=ical.MAX_ALARMS)
+            ]
+            | None = None,
         ) -> AnyJson:
             """Create an event on the owner's calendar (written to the server first). Times
             without a zone are the owner's; `all_day` uses their dates (`end` exclusive)."""
@@ -257,9 +269,12 @@ class CalendarModule(Module):
             description: Note | None = None,
             location: ShortText | None = None,
             rrule: Rule | None = None,
-            attendees: Annotated[list[Attendee], Field(max_length=ical.MAX_ATTENDEES)] | None = None,
-            alarms_minutes_before: Annotated[list[Annotated[int, Field(ge=0, le=40_320)]],
-                                             Field(max_length=ical.MAX_ALARMS)] | None = None,
+            attendees: Annotated[list[Attendee], Field(max_length=ical.MAX_ATTENDEES)]
+            | None = None,
+            alarms_minutes_before: Annotated[
+                list[Annotated[int, Field(ge=0, le=40_320)]], Field(max_length=ical.MAX_ALARMS)
+            ]
+            | None = None,
         ) -> AnyJson:
             """Change the given fields of an event (the whole series when it recurs; `rrule`
             "" ends the recurrence). Refused as a conflict if the event changed on the
@@ -308,14 +323,20 @@ class CalendarModule(Module):
             limit: Annotated[int, Field(ge=1, le=200)] = 20,
         ) -> AnyJson:
             """Free slots of at least `duration_minutes` between `start` and `end`, within
-            the owner's working hours (`day_start`–`day_end`, their time zone)."""
+            the owner's working hours (`day_start` to `day_end`, their time zone)."""
             start, end = span(start, end)
             busy = await store.busy(start, end)
             slots = free_slots(start, end, busy, owner, day_start, day_end, duration_minutes)
-            return {"timezone": config.timezone, "slots": [
-                {"start": a.astimezone(owner).isoformat(), "end": b.astimezone(owner).isoformat()}
-                for a, b in slots[:limit]
-            ]}
+            return {
+                "timezone": config.timezone,
+                "slots": [
+                    {
+                        "start": a.astimezone(owner).isoformat(),
+                        "end": b.astimezone(owner).isoformat(),
+                    }
+                    for a, b in slots[:limit]
+                ],
+            }
 
         @tool(mcp, meta=meta)
         async def calendar_sync() -> AnyJson:
@@ -343,7 +364,7 @@ def free_slots(
 ) -> list[tuple[datetime, datetime]]:
     """Gaps of at least `minutes` between busy intervals, within working hours each day."""
     need = timedelta(minutes=minutes)
-    slots = []
+    slots: list[tuple[datetime, datetime]] = []
     day = start.astimezone(owner).date()
     last = end.astimezone(owner).date()
     while day <= last and len(slots) < 1000:

@@ -78,7 +78,7 @@ class EventInstance(Record):
     updated_at: datetime
 
 
-_INSTANCE_SQL = """
+_INSTANCE_COLUMNS = """
 SELECT i.event_id, e.uid, s.name AS calendar, s.id AS source_id, s.writable,
        i.summary, i.location, e.description, i.starts_at, i.ends_at, e.all_day,
        e.rrule IS NOT NULL AS recurring, i.recurrence_id, e.timezone, e.status,
@@ -86,10 +86,13 @@ SELECT i.event_id, e.uid, s.name AS calendar, s.id AS source_id, s.writable,
 FROM calendar_event_instances i
 JOIN calendar_events e ON e.id = i.event_id
 JOIN calendar_sources s ON s.id = e.source_id
-WHERE i.starts_at < $2 AND (i.ends_at > $1 OR i.starts_at >= $1)
-ORDER BY i.starts_at, i.event_id
-LIMIT $3
 """
+_INSTANCE_SQL = (
+    _INSTANCE_COLUMNS
+    + """WHERE i.starts_at < $2 AND (i.ends_at > $1 OR i.starts_at >= $1)
+ORDER BY i.starts_at, i.event_id
+LIMIT $3"""
+)
 
 
 async def list_instances(
@@ -210,8 +213,14 @@ class CalendarStore:
                     for href, _, _, parsed in items
                     for i in parsed.instances
                 ],
-                columns=["event_id", "starts_at", "ends_at", "recurrence_id", "summary",
-                         "location"],
+                columns=[
+                    "event_id",
+                    "starts_at",
+                    "ends_at",
+                    "recurrence_id",
+                    "summary",
+                    "location",
+                ],
             )
 
     async def remove(self, source_id: uuid.UUID, hrefs: Sequence[str]) -> int:
@@ -227,6 +236,16 @@ class CalendarStore:
             f"SELECT {StoredEvent.columns()} FROM calendar_events WHERE id = $1", event_id
         )
         return None if row is None else StoredEvent.from_row(row)
+
+    async def first_instance(self, event_id: uuid.UUID) -> EventInstance | None:
+        """The event's next occurrence from now, else its last one (within the window)."""
+        row = await self.pool.fetchrow(
+            _INSTANCE_COLUMNS + "WHERE i.event_id = $1 ORDER BY i.ends_at < clock_timestamp(), "
+            "CASE WHEN i.ends_at < clock_timestamp() THEN -extract(epoch FROM i.starts_at) "
+            "ELSE extract(epoch FROM i.starts_at) END LIMIT 1",
+            event_id,
+        )
+        return None if row is None else EventInstance.from_row(row)
 
     async def busy(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
         """Busy intervals overlapping [start, end): instances of events not cancelled,
