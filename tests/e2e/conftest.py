@@ -36,6 +36,7 @@ from .harness.cost import CostTracker
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import (
     CALDAV_CALENDAR,
+    CALDAV_SERVER,
     CALDAV_USER,
     E2E_ENV,
     SUPERVISOR_SECRET,
@@ -69,8 +70,6 @@ BACKENDS: dict[str, Any] = {
 COST_TRACKER = pytest.StashKey[CostTracker]()
 # The `psql` lines the session logged at its start (for the test that checks them).
 DATABASE_LINES = pytest.StashKey[list[str]]()
-# The URL of the session's CalDAV server (the general butler's calendar), None on kind.
-CALDAV_SERVER = pytest.StashKey[str | None]()
 log = logging.getLogger("butlers.e2e.session")
 
 

@@ -11,9 +11,8 @@ import httpx2 as httpx
 import pytest
 from icalendar import Calendar
 
-from ..conftest import CALDAV_SERVER
 from ..harness.ecosystem import EcosystemHandle
-from ..harness.env import CALDAV_CALENDAR, CALDAV_USER
+from ..harness.env import CALDAV_CALENDAR, CALDAV_SERVER, CALDAV_USER
 
 WEEK = {"start": "2026-12-07T00:00:00Z", "end": "2026-12-14T00:00:00Z"}
 

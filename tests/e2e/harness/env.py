@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 # Short enough that an expiry test is quick, long enough for a decision on two busy cores
 # (3 s was not: under CI's load the dashboard's browser test once listed the held call
 # only after it had expired).
@@ -44,6 +46,8 @@ SUPERVISOR_SECRET = ("E2E_SUPERVISOR_SECRET", "supervisor-only-5b0e1c")
 # (`tests/support/radicale.py`), with one calendar of this user.
 CALDAV_USER = "owner"
 CALDAV_CALENDAR = "personal"
+# The session's CalDAV server URL, in the pytest config's stash (None: no server).
+CALDAV_SERVER = pytest.StashKey[str | None]()
 
 
 def caldav_reachable(backend: str) -> bool:

@@ -24,7 +24,7 @@ from butlers.modules.base import (
 )
 from butlers.modules.calendar import ical
 from butlers.modules.calendar.caldav import CalDavClient, CalDavError, Conflict
-from butlers.modules.calendar.store import CalendarStore, Source, list_instances
+from butlers.modules.calendar.store import CalendarStore, Source, list_instances_json
 from butlers.modules.calendar.sync import CalendarSync
 from butlers.scheduling.butler_events import butler_entries
 from butlers.tooling import tool
@@ -215,7 +215,7 @@ class CalendarModule(Module):
             start, end = span(start, end)
             result: dict[str, Any] = {
                 "timezone": config.timezone,
-                "events": to_json(await list_instances(store.pool, start, end, limit)),
+                "events": await list_instances_json(store.pool, start, end, limit),
             }
             if include_butler:
                 entries = await butler_entries(store.pool, butler, start, end, limit)

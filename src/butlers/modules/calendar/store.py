@@ -103,6 +103,42 @@ async def list_instances(
     return [EventInstance.from_row(row) for row in rows]
 
 
+def _utc(column: str) -> str:
+    return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')"""
+
+
+# The same listing built as JSON by PostgreSQL: the tools return it as it comes.
+_INSTANCE_JSON_SQL = f"""
+SELECT coalesce(json_agg(t.item ORDER BY t.starts_at, t.event_id), '[]'::json)
+FROM (
+    SELECT i.starts_at, i.event_id, json_build_object(
+        'event_id', i.event_id, 'uid', e.uid, 'calendar', s.name, 'source_id', s.id,
+        'writable', s.writable, 'summary', i.summary, 'location', i.location,
+        'description', e.description, 'starts_at', {_utc("i.starts_at")},
+        'ends_at', {_utc("i.ends_at")}, 'all_day', e.all_day,
+        'recurring', e.rrule IS NOT NULL, 'recurrence_id', i.recurrence_id,
+        'timezone', e.timezone, 'status', e.status, 'organizer', e.organizer,
+        'attendees', e.attendees, 'alarms', e.alarms, 'updated_at', {_utc("e.updated_at")}
+    ) AS item
+    FROM calendar_event_instances i
+    JOIN calendar_events e ON e.id = i.event_id
+    JOIN calendar_sources s ON s.id = e.source_id
+    WHERE i.starts_at < $2 AND (i.ends_at > $1 OR i.starts_at >= $1)
+    ORDER BY i.starts_at, i.event_id
+    LIMIT $3
+) t
+"""
+
+
+async def list_instances_json(
+    reader: Reader, start: datetime, end: datetime, limit: int = MAX_LISTED
+) -> list[dict[str, JsonValue]]:
+    """`list_instances` as JSON objects (times in UTC), for the tools."""
+    [row] = await reader.fetch(_INSTANCE_JSON_SQL, start, end, limit)
+    found: list[dict[str, JsonValue]] = row[0]
+    return found
+
+
 async def list_sources(reader: Reader) -> list[Source]:
     rows = await reader.fetch(f"SELECT {Source.columns()} FROM calendar_sources ORDER BY name")
     return [Source.from_row(row) for row in rows]

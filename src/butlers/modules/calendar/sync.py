@@ -17,7 +17,13 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from butlers.modules.calendar import ical
-from butlers.modules.calendar.caldav import CalDavClient, CalDavError, Conflict, SyncTokenInvalid
+from butlers.modules.calendar.caldav import (
+    CalDavClient,
+    CalDavError,
+    Collection,
+    Conflict,
+    SyncTokenInvalid,
+)
 from butlers.modules.calendar.store import CalendarStore, Source, StoredEvent
 
 log = logging.getLogger(__name__)
@@ -69,7 +75,7 @@ class CalendarSync:
                     collection.href, collection.name, collection.color, collection.writable
                 )
                 try:
-                    reports.append(await self._sync_source(source, collection.ctag))
+                    reports.append(await self._sync_source(source, collection))
                 except CalDavError as exc:
                     await self.store.set_error(source.id, str(exc))
                     reports.append(SourceReport(source.name, "failed", error=str(exc)))
@@ -78,7 +84,7 @@ class CalendarSync:
             self.last_sync = datetime.now(UTC)
             return reports
 
-    async def _sync_source(self, source: Source, ctag: str | None) -> SourceReport:
+    async def _sync_source(self, source: Source, collection: Collection) -> SourceReport:
         report = SourceReport(source.name, "token")
         changed: dict[str, str | None] | None = None
         removed: list[str] = []
@@ -90,12 +96,13 @@ class CalendarSync:
                 )
             except SyncTokenInvalid:
                 log.info("calendar %s: sync token refused, comparing ETags", source.name)
+        ctag = collection.ctag
         if changed is None:
             if ctag and ctag == source.ctag and source.last_synced_at is not None:
                 report.mode = "unchanged"
                 return report
             report.mode = "etag"
-            _, token = await self.client.collection_tags(source.href)
+            token = collection.sync_token  # read before the listing: nothing is missed
             on_server = await self.client.etags(source.href)
             local = await self.store.etags(source.id)
             changed = {h: e for h, e in on_server.items() if e is None or local.get(h) != e}
