@@ -306,7 +306,12 @@ async def calendar_sync(body: SyncRequest, request: Request, dashboard: Ctx) -> 
     for name in names:
         try:
             await dashboard.write(
-                request, dashboard.butler(name), "calendar.sync", "calendar_sync", {}, timeout=120
+                request,
+                dashboard.butler(name),
+                "calendar.sync",
+                "calendar_sync",
+                {"rediscover": True},
+                timeout=120,
             )
         except DashboardError as exc:
             if body.butler:

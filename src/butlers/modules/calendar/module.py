@@ -125,7 +125,7 @@ class CalendarModule(Module):
         assert self.sync is not None
         while True:
             try:
-                await self.sync.sync()
+                await self.sync.sync(discover=False)
             except CalDavError as exc:
                 log.warning("calendar sync: %s", exc)
             except Exception:
@@ -339,10 +339,11 @@ class CalendarModule(Module):
             }
 
         @tool(mcp, meta=meta)
-        async def calendar_sync() -> AnyJson:
-            """Bring the local copy up to date with the server now."""
+        async def calendar_sync(rediscover: bool = False) -> AnyJson:
+            """Bring the local copy up to date with the server now; `rediscover` also looks
+            for calendars added or removed on the server (done every 15 minutes anyway)."""
             try:
-                reports = await sync.sync()
+                reports = await sync.sync(discover=rediscover)
             except CalDavError as exc:
                 raise ToolError(f"sync failed: {exc}") from None
             return to_json([vars(report) for report in reports])

@@ -28,6 +28,7 @@ from butlers.modules.calendar.store import CalendarStore, Source, StoredEvent
 
 log = logging.getLogger(__name__)
 REEXPAND_EVERY = timedelta(hours=12)
+REDISCOVER_EVERY = timedelta(minutes=15)  # calendars added or removed on the server
 
 
 @dataclass
@@ -56,6 +57,7 @@ class CalendarSync:
         self.future = timedelta(days=future_days)
         self.lock = asyncio.Lock()
         self.expanded_at: datetime | None = None
+        self.discovered_at: datetime | None = None
         self.last_sync: datetime | None = None
 
     def window(self) -> tuple[datetime, datetime]:
@@ -65,10 +67,19 @@ class CalendarSync:
     def parse(self, ics: str) -> ical.ParsedEvent:
         return ical.parse(ics, self.owner, self.window())
 
-    async def sync(self) -> list[SourceReport]:
-        """Discover calendars, then bring each one's copy up to date."""
+    async def sync(self, discover: bool = True) -> list[SourceReport]:
+        """Bring each calendar's copy up to date, after discovering the calendars (always
+        when `discover`, else when the last discovery is older than REDISCOVER_EVERY)."""
         async with self.lock:
-            collections = await self.client.discover()
+            now = datetime.now(UTC)
+            known = await self.store.sources()
+            recent = self.discovered_at is not None and now - self.discovered_at < REDISCOVER_EVERY
+            rediscover = discover or not known or not recent
+            if rediscover:
+                collections = await self.client.discover()
+                self.discovered_at = now
+            else:
+                collections = [await self._known(source) for source in known]
             reports = []
             for collection in collections:
                 source = await self.store.upsert_source(
@@ -79,10 +90,18 @@ class CalendarSync:
                 except CalDavError as exc:
                     await self.store.set_error(source.id, str(exc))
                     reports.append(SourceReport(source.name, "failed", error=str(exc)))
-            await self.store.drop_sources_except([c.href for c in collections])
+            if rediscover:
+                await self.store.drop_sources_except([c.href for c in collections])
             await self._reexpand_if_due()
             self.last_sync = datetime.now(UTC)
             return reports
+
+    async def _known(self, source: Source) -> Collection:
+        """A calendar as last discovered: its token suffices, else its ctag is read now."""
+        ctag, token = (None, source.sync_token)
+        if not token:
+            ctag, token = await self.client.collection_tags(source.href)
+        return Collection(source.href, source.name, source.color, ctag, token, source.writable)
 
     async def _sync_source(self, source: Source, collection: Collection) -> SourceReport:
         report = SourceReport(source.name, "token")
