@@ -197,6 +197,8 @@ export function useCorrectMemory() {
       action: MemoryCorrection;
     }) => apiFetch<ApiResponse<unknown>>(`/memory/${kind}/${enc(id)}/${action}`, { method: "POST" }),
     onSuccess: () => client.invalidateQueries({ queryKey: memoryKeys.all }),
+  });
+}
 
 export function useCalendarSync() {
   const client = useQueryClient();
