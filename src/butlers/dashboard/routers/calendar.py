@@ -24,6 +24,7 @@ from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import DashboardError, ValidationFailed
 from butlers.dashboard.module_views import butlers_of
 from butlers.jsonutil import to_json
+from butlers.modules.approvals.store import pending_for
 from butlers.modules.calendar.store import EventInstance, Source, list_instances, list_sources
 from butlers.scheduling.butler_events import butler_entries
 
@@ -323,14 +324,10 @@ async def calendar_sync(body: SyncRequest, request: Request, dashboard: Ctx) -> 
 
 
 async def _pending_approval(dashboard: Dashboard, butler: str, event_id: str) -> str | None:
-    rows = await dashboard.db.fetch(
-        butler,
-        "SELECT id FROM approvals WHERE status = 'pending' AND tool_name = $1 "
-        "AND tool_args->>'event_id' = $2 ORDER BY requested_at DESC LIMIT 1",
-        "calendar_delete_event",
-        event_id,
+    found = await dashboard.db.read(
+        butler, lambda pool: pending_for(pool, "calendar_delete_event", "event_id", event_id)
     )
-    return str(rows[0]["id"]) if rows else None
+    return None if found is None else str(found)
 
 
 @router.post("/api/calendar/workspace/user-events", response_model=ApiResponse[WriteOutcome])
