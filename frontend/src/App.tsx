@@ -14,6 +14,7 @@ import { MemoryPage } from "./pages/Memory";
 import { NotificationsPage } from "./pages/Notifications";
 import { TriagePage } from "./pages/Triage";
 import { OverviewPage } from "./pages/Overview";
+import { CalendarPage } from "./pages/Calendar";
 import { SearchPage } from "./pages/Search";
 import { SecretsPage } from "./pages/Secrets";
 import { SessionPage } from "./pages/Session";
@@ -27,6 +28,7 @@ const LINKS: [string, string][] = [
   ["/traces", "Traces"],
   ["/approvals", "Approvals"],
   ["/memory", "Memory"],
+  ["/calendar", "Calendar"],
   ["/costs", "Costs"],
   ["/issues", "Issues"],
   ["/notifications", "Notifications"],
@@ -105,6 +107,7 @@ export function App() {
           <Route path="/traces/:id" element={<TracePage />} />
           <Route path="/approvals" element={<ApprovalsPage />} />
           <Route path="/memory" element={<MemoryPage />} />
+          <Route path="/calendar" element={<CalendarPage />} />
           <Route path="/costs" element={<CostsPage />} />
           <Route path="/issues" element={<IssuesPage />} />
           <Route path="/notifications" element={<NotificationsPage />} />

@@ -16,22 +16,33 @@ adds up what it cost.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from butlers.testing.script_server import Script, ScriptServer
+from tests.support.radicale import start_radicale
 from tests.support.telegram_api import TelegramApi, telegram_api
 
 from .harness.apiserver import apiserver_ecosystem
 from .harness.apiserver import unavailable_reason as apiserver_unavailable_reason
 from .harness.cost import CostTracker
 from .harness.ecosystem import EcosystemHandle
-from .harness.env import E2E_ENV, SUPERVISOR_SECRET
+from .harness.env import (
+    CALDAV_CALENDAR,
+    CALDAV_SERVER,
+    CALDAV_USER,
+    E2E_ENV,
+    SUPERVISOR_SECRET,
+    caldav_env,
+    caldav_reachable,
+)
 from .harness.kind import kind_ecosystem
 from .harness.kind_commands import kind_unavailable_reason
 from .harness.local import local_ecosystem
@@ -278,33 +289,42 @@ async def butler_ecosystem(
     data_dir = tmp_path_factory.mktemp("ecosystem")
     start = BACKENDS[backend]
     name, secret = SUPERVISOR_SECRET
+    calendar_server = ExitStack()
+    caldav_url = None
+    if caldav_reachable(backend):
+        server = calendar_server.enter_context(start_radicale(tmp_path_factory.mktemp("radicale")))
+        await asyncio.to_thread(server.make_calendar, CALDAV_USER, CALDAV_CALENDAR)
+        caldav_url = server.principal_url(CALDAV_USER)
+    request.config.stash[CALDAV_SERVER] = caldav_url
     os.environ[name] = secret  # must reach no butler (test_spawner_security)
-    async with start(
-        admin_dsn=ecosystem_admin_dsn,
-        roster_dir=roster_dir,
-        data_dir=data_dir,
-        schema_prefix=f"e2e_{session_tag}",
-        keep_schemas=request.config.getoption("--keep-schemas"),
-        extra_env={
-            **runtime_env,
-            **E2E_ENV,
-            **telegram_env(telegram_stand_in.url),
-            "BUTLERS_SPAN_DIR": str(data_dir / "spans"),
-        },
-        **options,
-    ) as handle:
-        relay = LogRelay(handle.log_dir).start() if handle.log_dir is not None else None
-        request.config.stash[DATABASE_LINES] = database_lines(handle)
-        for line in request.config.stash[DATABASE_LINES]:
-            log.info("%s", line)
-        try:
-            yield handle
-        finally:
-            os.environ.pop(name, None)
-            if relay is not None:
-                relay.stop()
-            if handle.log_dir is not None:
-                _collect_logs(handle.log_dir)
+    with calendar_server:
+        async with start(
+            admin_dsn=ecosystem_admin_dsn,
+            roster_dir=roster_dir,
+            data_dir=data_dir,
+            schema_prefix=f"e2e_{session_tag}",
+            keep_schemas=request.config.getoption("--keep-schemas"),
+            extra_env={
+                **runtime_env,
+                **E2E_ENV,
+                **caldav_env(caldav_url),
+                **telegram_env(telegram_stand_in.url),
+                "BUTLERS_SPAN_DIR": str(data_dir / "spans"),
+            },
+            **options,
+        ) as handle:
+            relay = LogRelay(handle.log_dir).start() if handle.log_dir is not None else None
+            request.config.stash[DATABASE_LINES] = database_lines(handle)
+            for line in request.config.stash[DATABASE_LINES]:
+                log.info("%s", line)
+            try:
+                yield handle
+            finally:
+                os.environ.pop(name, None)
+                if relay is not None:
+                    relay.stop()
+                if handle.log_dir is not None:
+                    _collect_logs(handle.log_dir)
 
 
 def _collect_logs(log_dir: Path) -> None:

@@ -15,7 +15,7 @@ from butlers.testing.script_server import ScriptServer
 
 from .conftest import ROOT
 from .harness.ecosystem import EcosystemHandle
-from .harness.env import E2E_ENV
+from .harness.env import CALDAV_SERVER, E2E_ENV, caldav_env
 from .harness.roster_expect import domain_tables, expected_modules, roster
 from .harness.telegram import telegram_env
 
@@ -135,10 +135,12 @@ async def test_schema_has_the_tables_of_its_modules_and_no_others(
 
 @pytest.mark.parametrize("butler", BUTLERS)
 async def test_modules_report_the_status_their_credentials_allow(
-    butler_ecosystem: EcosystemHandle, butler: str
+    butler_ecosystem: EcosystemHandle, butler: str, request: pytest.FixtureRequest
 ) -> None:
     [resource] = [r for r in ROSTER if r.name == butler]
-    expected = expected_modules(resource, {**os.environ, **E2E_ENV, **telegram_env("http://bot")})
+    calendar = caldav_env(request.config.stash.get(CALDAV_SERVER, None))
+    environ = {**os.environ, **E2E_ENV, **telegram_env("http://bot"), **calendar}
+    expected = expected_modules(resource, environ)
     status = await butler_ecosystem.call(butler, "status")
     got = {m["name"]: (m["status"], m["phase"]) for m in status["modules"]}
     assert got == expected

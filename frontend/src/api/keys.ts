@@ -95,3 +95,9 @@ export const oauthKeys = {
   status: () => ["oauth", "status"] as const,
   credentials: () => ["oauth", "credentials"] as const,
 };
+
+export const calendarKeys = {
+  all: ["calendar"] as const,
+  workspace: (params?: Params) => ["calendar", "workspace", params ?? {}] as const,
+  meta: () => ["calendar", "meta"] as const,
+};

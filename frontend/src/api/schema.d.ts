@@ -799,7 +799,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Calendar Workspace */
+        /**
+         * Calendar Workspace
+         * @description Entries overlapping [start, end): the owner's events (`view=user`) or the butlers'
+         *     own (`view=butler`), earliest first; `timezone` converts every time for display.
+         */
         get: operations["calendar_workspace_api_calendar_workspace_get"];
         put?: never;
         post?: never;
@@ -818,7 +822,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Calendar Butler-Events */
+        /**
+         * Calendar Butler Events
+         * @description Toggle or delete a butler's own entry (a schedule) through its schedule tools.
+         */
         post: operations["calendar_butler_events_api_calendar_workspace_butler_events_post"];
         delete?: never;
         options?: never;
@@ -833,7 +840,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Calendar Meta */
+        /**
+         * Calendar Meta
+         * @description Calendars per butler with their sync state, the lanes, and who can be written.
+         */
         get: operations["calendar_meta_api_calendar_workspace_meta_get"];
         put?: never;
         post?: never;
@@ -852,7 +862,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Calendar Sync */
+        /**
+         * Calendar Sync
+         * @description Sync now (`calendar_sync` of one butler, or of every calendar butler).
+         */
         post: operations["calendar_sync_api_calendar_workspace_sync_post"];
         delete?: never;
         options?: never;
@@ -869,7 +882,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Calendar User-Events */
+        /**
+         * Calendar User Events
+         * @description Create, update or delete one of the owner's events through the butler's tools.
+         */
         post: operations["calendar_user_events_api_calendar_workspace_user_events_post"];
         delete?: never;
         options?: never;
@@ -2099,6 +2115,11 @@ export interface components {
             data: components["schemas"]["TriggerResult"];
             meta?: components["schemas"]["Meta"];
         };
+        /** ApiResponse[WriteOutcome] */
+        ApiResponse_WriteOutcome_: {
+            data: components["schemas"]["WriteOutcome"];
+            meta?: components["schemas"]["Meta"];
+        };
         /** ApiResponse[list[ApprovalRule]] */
         ApiResponse_list_ApprovalRule__: {
             /** Data */
@@ -2456,6 +2477,20 @@ export interface components {
             /** Version */
             version: string | null;
         };
+        /** ButlerEventWrite */
+        ButlerEventWrite: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "toggle" | "delete";
+            /** Butler */
+            butler: string;
+            /** Enabled */
+            enabled?: boolean | null;
+            /** Ref */
+            ref: string;
+        };
         /** ButlerMemoryStats */
         ButlerMemoryStats: {
             /** Active Facts */
@@ -2502,29 +2537,96 @@ export interface components {
         };
         /** CalendarEntry */
         CalendarEntry: {
+            /** Alarms */
+            alarms: {
+                [key: string]: unknown;
+            }[];
+            /** All Day */
+            all_day: boolean;
+            /** Attendees */
+            attendees: {
+                [key: string]: unknown;
+            }[];
+            /** Butler */
+            butler: string;
+            /** Calendar */
+            calendar: string | null;
+            /** Description */
+            description: string | null;
+            /** Editable */
+            editable: boolean;
             /**
              * End
              * Format: date-time
              */
             end: string;
+            /** Event Id */
+            event_id: string | null;
             /** Id */
             id: string;
+            /** Location */
+            location: string | null;
+            /** Recurring */
+            recurring: boolean;
+            /** Ref */
+            ref: string | null;
+            /**
+             * Source Type
+             * @enum {string}
+             */
+            source_type: "caldav" | "schedule" | "reminder";
             /**
              * Start
              * Format: date-time
              */
             start: string;
+            /** Status */
+            status: string | null;
+            /**
+             * Sync State
+             * @enum {string}
+             */
+            sync_state: "fresh" | "stale" | "failed" | "never" | "live";
             /** Title */
             title: string;
+            /**
+             * View
+             * @enum {string}
+             */
+            view: "user" | "butler";
         };
         /** CalendarMeta */
         CalendarMeta: {
+            /** Butlers */
+            butlers: string[];
             /** Lanes */
-            lanes: string[];
+            lanes: ("user" | "butler")[];
             /** Sources */
-            sources: string[];
+            sources: components["schemas"]["CalendarSource"][];
             /** Writable */
             writable: string[];
+        };
+        /** CalendarSource */
+        CalendarSource: {
+            /** Butler */
+            butler: string;
+            /** Calendar */
+            calendar: string;
+            /** Color */
+            color: string | null;
+            /** Last Error */
+            last_error: string | null;
+            /** Last Synced At */
+            last_synced_at: string | null;
+            /** Source Id */
+            source_id: string;
+            /**
+             * Sync State
+             * @enum {string}
+             */
+            sync_state: "fresh" | "stale" | "failed" | "never";
+            /** Writable */
+            writable: boolean;
         };
         /** ChannelStats */
         ChannelStats: {
@@ -2730,6 +2832,31 @@ export interface components {
         /** ErrorResponse */
         ErrorResponse: {
             error: components["schemas"]["ErrorDetail"];
+        };
+        /** EventFields */
+        EventFields: {
+            /** Alarms Minutes Before */
+            alarms_minutes_before?: number[] | null;
+            /** All Day */
+            all_day?: boolean | null;
+            /** Attendees */
+            attendees?: {
+                [key: string]: unknown;
+            }[] | null;
+            /** Calendar */
+            calendar?: string | null;
+            /** Description */
+            description?: string | null;
+            /** End */
+            end?: string | null;
+            /** Location */
+            location?: string | null;
+            /** Rrule */
+            rrule?: string | null;
+            /** Start */
+            start?: string | null;
+            /** Summary */
+            summary?: string | null;
         };
         /** FactEntry */
         FactEntry: {
@@ -4139,6 +4266,11 @@ export interface components {
             /** Severity */
             severity: number | null;
         };
+        /** SyncRequest */
+        SyncRequest: {
+            /** Butler */
+            butler?: string | null;
+        };
         /** TableInfo */
         TableInfo: {
             /** Columns */
@@ -4617,6 +4749,35 @@ export interface components {
             }[];
             /** Trigger Source */
             trigger_source: string;
+        };
+        /** UserEventWrite */
+        UserEventWrite: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "create" | "update" | "delete";
+            /** Butler */
+            butler?: string | null;
+            event?: components["schemas"]["EventFields"];
+            /** Event Id */
+            event_id?: string | null;
+        };
+        /** WriteOutcome */
+        WriteOutcome: {
+            /** Approval Id */
+            approval_id?: string | null;
+            /** Butler */
+            butler: string;
+            /** Result */
+            result?: unknown;
+            /** Sources */
+            sources: components["schemas"]["CalendarSource"][];
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "done" | "pending_approval";
         };
     };
     responses: never;
@@ -9374,7 +9535,14 @@ export interface operations {
     };
     calendar_workspace_api_calendar_workspace_get: {
         parameters: {
-            query?: never;
+            query: {
+                start: string;
+                end: string;
+                view?: "user" | "butler";
+                timezone?: string | null;
+                butler?: string | null;
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -9480,7 +9648,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ButlerEventWrite"];
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {
@@ -9488,7 +9660,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiResponse_CalendarMeta_"];
+                    "application/json": components["schemas"]["ApiResponse_WriteOutcome_"];
                 };
             };
             /** @description Bad Request */
@@ -9682,7 +9854,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SyncRequest"];
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {
@@ -9783,7 +9959,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserEventWrite"];
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {
@@ -9791,7 +9971,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiResponse_CalendarMeta_"];
+                    "application/json": components["schemas"]["ApiResponse_WriteOutcome_"];
                 };
             };
             /** @description Bad Request */

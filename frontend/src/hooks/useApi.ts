@@ -8,6 +8,7 @@ import {
   auditKeys,
   authKeys,
   butlerKeys,
+  calendarKeys,
   costKeys,
   healthKeys,
   issueKeys,
@@ -24,6 +25,8 @@ import {
 } from "../api/keys";
 import type {
   ApiResponse,
+  CalendarEntry,
+  CalendarMeta,
   MemoryConsolidationRun,
   MemoryFact,
   MemoryFactDetail,
@@ -389,5 +392,27 @@ export function useOAuthCredentials() {
     queryKey: oauthKeys.credentials(),
     queryFn: () => apiFetch<ApiResponse<OAuthCredentials>>("/oauth/google/credentials"),
     ...NO_INTERVAL,
+  });
+}
+
+// The calendar workspace: entries of one view over a range, and the sources' sync state.
+export function useCalendarWorkspace(params: {
+  view: "user" | "butler";
+  start: string;
+  end: string;
+}, refetchInterval: number = 30 * SECONDS) {
+  return useQuery({
+    queryKey: calendarKeys.workspace(params),
+    queryFn: () => apiFetch<ApiResponse<CalendarEntry[]>>("/calendar/workspace", { params }),
+    refetchInterval,
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useCalendarWorkspaceMeta(refetchInterval: number = 60 * SECONDS) {
+  return useQuery({
+    queryKey: calendarKeys.meta(),
+    queryFn: () => apiFetch<ApiResponse<CalendarMeta>>("/calendar/workspace/meta"),
+    refetchInterval,
   });
 }

@@ -7,6 +7,7 @@ import {
   approvalKeys,
   butlerKeys,
   memoryKeys,
+  calendarKeys,
   overviewKeys,
   scheduleKeys,
   sessionKeys,
@@ -16,6 +17,9 @@ import {
 } from "../api/keys";
 import type {
   ApiResponse,
+  CalendarMeta,
+  CalendarUserEventWrite,
+  CalendarWriteOutcome,
   JsonValue,
   OAuthCredentials,
   RotationResult,
@@ -193,6 +197,33 @@ export function useCorrectMemory() {
       action: MemoryCorrection;
     }) => apiFetch<ApiResponse<unknown>>(`/memory/${kind}/${enc(id)}/${action}`, { method: "POST" }),
     onSuccess: () => client.invalidateQueries({ queryKey: memoryKeys.all }),
+  });
+}
+
+export function useCalendarSync() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (butler?: string) =>
+      apiFetch<ApiResponse<CalendarMeta>>("/calendar/workspace/sync", {
+        method: "POST",
+        body: butler ? { butler } : {},
+      }),
+    onSuccess: () => client.invalidateQueries({ queryKey: calendarKeys.all }),
+  });
+}
+
+export function useCalendarUserEvent() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: CalendarUserEventWrite) =>
+      apiFetch<ApiResponse<CalendarWriteOutcome>>("/calendar/workspace/user-events", {
+        method: "POST",
+        body,
+      }),
+    onSuccess: () => {
+      client.invalidateQueries({ queryKey: calendarKeys.all });
+      client.invalidateQueries({ queryKey: approvalKeys.all });
+    },
   });
 }
 

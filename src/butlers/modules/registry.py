@@ -22,6 +22,12 @@ def _approvals() -> type[Module]:
     return ApprovalsModule
 
 
+def _calendar() -> type[Module]:
+    from butlers.modules.calendar.module import CalendarModule
+
+    return CalendarModule
+
+
 def _contacts() -> type[Module]:
     from butlers.modules.contacts.module import ContactsModule
 
@@ -72,6 +78,7 @@ def _telegram() -> type[Module]:
 
 _CLASSES: dict[str, Callable[[], type[Module]]] = {
     "approvals": _approvals,
+    "calendar": _calendar,
     "contacts": _contacts,
     "email": _email,
     "general": _general,

@@ -45,3 +45,22 @@ def next_due(cron: str, butler: str, after: datetime | None = None) -> datetime:
 
     unshifted: datetime = croniter(cron, after - offset).get_next(datetime)
     return (unshifted + offset).astimezone(UTC)
+
+
+def fire_times(
+    cron: str, butler: str, start: datetime, end: datetime, limit: int = 500
+) -> list[datetime]:
+    """Staggered fire times in [start, end), at most `limit` (a schedule's calendar entries)."""
+    from croniter import croniter
+
+    start, end = start.astimezone(UTC), end.astimezone(UTC)
+    offset = stagger_offset(butler, cron, start)
+    it = croniter(cron, start - offset - timedelta(seconds=1))
+    found: list[datetime] = []
+    while len(found) < limit:
+        moment = (it.get_next(datetime) + offset).astimezone(UTC)
+        if moment >= end:
+            break
+        if moment >= start:
+            found.append(moment)
+    return found

@@ -11,6 +11,7 @@ import re
 import shutil
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,6 +25,7 @@ from butlers.testing.script_server import Script, call, step
 
 from ..conftest import ROOT
 from ..harness.ecosystem import EcosystemHandle
+from ..harness.env import CALDAV_SERVER
 from .conftest import extra_dashboard
 
 SHOTS = ROOT / ".tmp" / "screenshots"
@@ -40,6 +42,7 @@ PAGES = [
     ("/traces", "Traces"),
     ("/approvals", "Approvals"),
     ("/memory", "Memory"),
+    ("/calendar", "Calendar"),
     ("/costs", "Costs"),
     ("/issues", "Issues"),
     ("/notifications", "Notifications"),
@@ -488,6 +491,44 @@ async def test_triage_rule_create_try_and_delete_from_the_ui(
     assert "route → health" in await result.inner_text()
     await row.get_by_role("button", name=f"Delete rule {name}").click()
     await row.wait_for(state="detached")
+    assert watcher.problems == []
+
+
+async def test_calendar_event_created_and_renamed_from_the_ui(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle, request: pytest.FixtureRequest
+) -> None:
+    if request.config.stash.get(CALDAV_SERVER, None) is None:
+        pytest.skip("no CalDAV server for the general butler's calendar")
+    page, watcher = ui
+    title = f"UI event {uuid.uuid4().hex[:6]}"
+    await _open(page, "/calendar")
+    await page.get_by_role("button", name="New event").click()
+    form = page.get_by_role("form", name="New event")
+    await form.get_by_label("Title").fill(title)
+    await form.get_by_role("button", name="Save").click()
+    entry = page.get_by_role("button", name=re.compile(re.escape(title)))
+    await entry.wait_for()
+
+    async def on_the_calendar() -> list[str]:
+        now = datetime.now(UTC)
+        listed = await butler_ecosystem.call(
+            "general",
+            "calendar_list_events",
+            {
+                "start": (now - timedelta(days=8)).isoformat(),
+                "end": (now + timedelta(days=8)).isoformat(),
+            },
+        )
+        return [e["summary"] for e in listed["events"]]
+
+    assert title in await on_the_calendar()
+    await entry.click()
+    edit = page.get_by_role("form", name="Edit event")
+    await edit.get_by_label("Title").fill(title + " renamed")
+    await edit.get_by_role("button", name="Save").click()
+    await page.get_by_role("button", name=re.compile(re.escape(title + " renamed"))).wait_for()
+    mine = [summary for summary in await on_the_calendar() if summary.startswith(title)]
+    assert mine == [title + " renamed"], "renamed in place, not a second event"
     assert watcher.problems == []
 
 

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 # Short enough that an expiry test is quick, long enough for a decision on two busy cores
 # (3 s was not: under CI's load the dashboard's browser test once listed the held call
 # only after it had expired).
@@ -38,3 +40,21 @@ def scripted_cost(input_tokens: int, output_tokens: int) -> float:
 # A secret in the environment of the process that starts the ecosystem and named by no
 # butler: no butler process may hold it (each gets only its own environment).
 SUPERVISOR_SECRET = ("E2E_SUPERVISOR_SECRET", "supervisor-only-5b0e1c")
+
+
+# The general butler's calendar: a Radicale the session starts on loopback
+# (`tests/support/radicale.py`), with one calendar of this user.
+CALDAV_USER = "owner"
+CALDAV_CALENDAR = "personal"
+# The session's CalDAV server URL, in the pytest config's stash (None: no server).
+CALDAV_SERVER = pytest.StashKey[str | None]()
+
+
+def caldav_reachable(backend: str) -> bool:
+    """Whether the butlers of `backend` reach this machine's loopback (kind's pods do not:
+    there the calendar module fails for lack of a server URL)."""
+    return backend != "kind"
+
+
+def caldav_env(url: str | None) -> dict[str, str]:
+    return {"CALDAV_URL": url or "", "CALDAV_USERNAME": CALDAV_USER, "CALDAV_PASSWORD": "e2e"}

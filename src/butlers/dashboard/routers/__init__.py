@@ -11,6 +11,7 @@ def core_routers() -> list[APIRouter]:
         approvals,
         audit,
         butlers,
+        calendar,
         costs,
         events,
         issues,
@@ -29,7 +30,6 @@ def core_routers() -> list[APIRouter]:
         tools,
         traces,
         triage,
-        unsupported,
     )
 
     return [
@@ -52,8 +52,8 @@ def core_routers() -> list[APIRouter]:
         audit.router,
         issues.router,
         secrets.router,
+        calendar.router,
         tables.router,
         events.router,
         triage.router,
-        unsupported.router,
     ]

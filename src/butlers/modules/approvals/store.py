@@ -247,3 +247,15 @@ APPROVAL_CHANGES = Changes(
     default="approval_decided",
     start=("approval_requested", "pending"),
 )
+
+
+async def pending_for(db: Reader, tool_name: str, argument: str, value: str) -> uuid.UUID | None:
+    """The newest pending approval of a call of `tool_name` whose `argument` is `value`."""
+    rows = await db.fetch(
+        "SELECT id FROM approvals WHERE status = 'pending' AND tool_name = $1 "
+        "AND tool_args->>$2 = $3 ORDER BY requested_at DESC LIMIT 1",
+        tool_name,
+        argument,
+        value,
+    )
+    return rows[0]["id"] if rows else None

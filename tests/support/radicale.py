@@ -1,0 +1,92 @@
+"""A real CalDAV server for tests: Radicale on loopback, scratch storage, any login accepted.
+
+`start_radicale(directory)` runs `python -m radicale` (installed by the dev extra) on a
+free port and waits until it answers; `RadicaleServer.calendar_url(user, name)` is where a
+calendar lives, `make_calendar` creates one with the independent `caldav` client.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2 as httpx
+
+from butlers.db.embedded import free_port
+
+START_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class RadicaleServer:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def principal_url(self, user: str) -> str:
+        return f"{self.url}/{user}/"
+
+    def calendar_url(self, user: str, name: str) -> str:
+        return f"{self.url}/{user}/{name}/"
+
+    def client(self, user: str) -> object:
+        """An independent CalDAV client (the `caldav` library) logged in as `user`."""
+        import caldav
+
+        return caldav.DAVClient(url=self.url, username=user, password="x")
+
+    def make_calendar(self, user: str, name: str) -> object:
+        """A new event calendar `name` of `user`, made with the `caldav` library."""
+        principal = self.client(user).principal()  # type: ignore[attr-defined]
+        return principal.make_calendar(name=name, cal_id=name)
+
+
+@contextmanager
+def start_radicale(directory: Path) -> Iterator[RadicaleServer]:
+    port = free_port()
+    config = directory / "config"
+    storage = directory / "collections"
+    log = directory / "radicale.log"
+    config.write_text(
+        f"[server]\nhosts = 127.0.0.1:{port}\n"
+        "[auth]\ntype = none\n"
+        f"[storage]\nfilesystem_folder = {storage}\n"
+        "[rights]\ntype = owner_only\n"
+        "[logging]\nlevel = warning\n"
+    )
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "radicale", "--config", str(config)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    url = f"http://127.0.0.1:{port}"
+    server = RadicaleServer(url, process, log)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"radicale exited: {log.read_text()[-2000:]}")
+            try:
+                httpx.get(url + "/.web/", timeout=1.0)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"radicale did not answer on {url} within {START_TIMEOUT} s"
+                    ) from None
+                time.sleep(0.05)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
