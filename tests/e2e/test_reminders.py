@@ -1,0 +1,110 @@
+"""Reminders end to end: from a butler without the messenger, through the switchboard's
+relay, to the messenger's delivery log; across a restart of the reminding butler.
+
+No channel has credentials here, so the messenger logs each delivery as `failed`
+(its reason names the channel); what is checked is that each due occurrence reaches
+the messenger once, with the delivery row the reminder records."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from butlers.waiting import wait_until
+
+from .harness.ecosystem import EcosystemHandle
+
+
+async def _first_attempt(handle: EcosystemHandle, butler: str, reminder_id: str) -> dict[str, Any]:
+    async def attempted() -> dict[str, Any] | None:
+        row = await handle.call(butler, "reminder_get", {"reminder_id": reminder_id})
+        return row if row["deliveries"] else None
+
+    row: dict[str, Any] = await wait_until(
+        attempted, timeout=60, interval=0.1, message=f"a delivery attempt of {reminder_id}"
+    )
+    return row
+
+
+async def _messenger_rows(handle: EcosystemHandle, text: str) -> list[dict[str, Any]]:
+    rows = await handle.call("messenger", "deliveries_list", {"limit": 500})
+    return [r for r in rows if text in r["body"]]
+
+
+async def _cancel(handle: EcosystemHandle, butler: str, reminder_id: str) -> None:
+    # No retries of a delivery no channel can make outlive the test.
+    await handle.call_raw(butler, "reminder_cancel", {"reminder_id": reminder_id})
+
+
+async def test_a_reminder_reaches_the_messenger_once_through_the_switchboard(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    text = f"stretch your legs {datetime.now(UTC).timestamp()}"
+    made = await butler_ecosystem.call("health", "remind", {"text": text, "after": "1s"})
+    try:
+        row = await _first_attempt(butler_ecosystem, "health", made["id"])
+        logged = await _messenger_rows(butler_ecosystem, text)
+    finally:
+        await _cancel(butler_ecosystem, "health", made["id"])
+    [attempt] = row["deliveries"]
+    assert [r["id"] for r in logged] == [attempt["delivery_id"]]
+    assert logged[0]["body"] == f"Reminder: {text}"
+    assert logged[0]["recipient"] is None  # the owner's channel, nobody else
+    assert (attempt["status"], attempt["late"]) == ("failed", False)
+    assert "credentials" in attempt["error"]
+
+
+async def test_a_recurring_reminder_is_sent_and_waits_for_its_next_occurrence(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    text = f"weekly review {datetime.now(UTC).timestamp()}"
+    start = datetime.now(UTC).isoformat()
+    made = await butler_ecosystem.call(
+        "messenger", "remind", {"text": text, "at": start, "rrule": "FREQ=WEEKLY"}
+    )
+    try:
+        row = await _first_attempt(butler_ecosystem, "messenger", made["id"])
+    finally:
+        await _cancel(butler_ecosystem, "messenger", made["id"])
+    assert row["rrule"] == "FREQ=WEEKLY"
+    assert [d["due_at"] for d in row["deliveries"]] == [made["first_due_at"]]
+    assert len(await _messenger_rows(butler_ecosystem, text)) == 1
+
+
+async def test_a_reminder_due_while_its_butler_is_down_is_sent_late_once_at_start(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    text = f"pay the rent {datetime.now(UTC).timestamp()}"
+    made = await butler_ecosystem.call("general", "remind", {"text": text, "after": "2s"})
+    due = datetime.fromisoformat(made["next_due_at"])
+    await butler_ecosystem.kill("general")
+    try:
+        assert not await _messenger_rows(butler_ecosystem, text)
+        await wait_until(lambda: datetime.now(UTC) > due, timeout=10, interval=0.1)
+    finally:
+        await butler_ecosystem.restart("general")
+    try:
+        row = await _first_attempt(butler_ecosystem, "general", made["id"])
+        logged = await _messenger_rows(butler_ecosystem, text)
+    finally:
+        await _cancel(butler_ecosystem, "general", made["id"])
+    [attempt] = row["deliveries"]
+    assert attempt["late"] is True
+    assert [r["id"] for r in logged] == [attempt["delivery_id"]]
+    assert logged[0]["body"].startswith("Reminder (late: it was due at ")
+
+
+async def test_the_owner_cancels_a_pending_reminder_and_it_is_listed_no_more(
+    butler_ecosystem: EcosystemHandle,
+) -> None:
+    made = await butler_ecosystem.call("relationship", "remind", {"text": "x", "after": "1h"})
+    cancelled = await butler_ecosystem.call(
+        "relationship", "reminder_cancel", {"reminder_id": made["id"]}
+    )
+    assert cancelled["status"] == "cancelled"
+    listed = await butler_ecosystem.call("relationship", "reminders_list", {"status": "pending"})
+    assert made["id"] not in {r["id"] for r in listed}
+    again = await butler_ecosystem.call_raw(
+        "relationship", "reminder_cancel", {"reminder_id": made["id"]}
+    )
+    assert again.is_error
