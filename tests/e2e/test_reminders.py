@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from butlers.testing.script_server import Script, step
 from butlers.waiting import wait_until
 
 from .harness.ecosystem import EcosystemHandle
@@ -108,3 +109,40 @@ async def test_the_owner_cancels_a_pending_reminder_and_it_is_listed_no_more(
         "relationship", "reminder_cancel", {"reminder_id": made["id"]}
     )
     assert again.is_error
+
+
+async def test_a_session_reminds_and_proposes_a_schedule_that_exists_once_approved(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    stamp = int(datetime.now(UTC).timestamp())
+    name, text = f"weekly-review-{stamp}", f"book the dentist {stamp}"
+    proposal = {"name": name, "cron": "0 18 * * 0", "prompt": "Ask how the week went."}
+    llm_script.route(
+        "general",
+        step(
+            tool_calls=[
+                {"name": "remind", "arguments": {"text": text, "after": "1h"}},
+                {"name": "schedule_propose", "arguments": proposal},
+            ]
+        ),
+        step("Reminder set; the weekly review awaits your approval."),
+    )
+    result = await butler_ecosystem.call("general", "trigger", {"prompt": "Help me plan"})
+    assert result["success"] is True
+    pending = await butler_ecosystem.call("general", "reminders_list", {"status": "pending"})
+    [reminder] = [r for r in pending if r["text"] == text]
+    assert reminder["created_by"] == f"session:{result['session_id']}"
+    approvals = await butler_ecosystem.call("general", "approval_list", {"status": "pending"})
+    [held] = [a for a in approvals if a["tool_args"].get("name") == name]
+    schedules = await butler_ecosystem.call("general", "schedule_list")
+    assert name not in {s["name"] for s in schedules}
+    try:
+        await butler_ecosystem.call(
+            "general", "approval_decide", {"approval_id": held["id"], "decision": "approve"}
+        )
+        schedules = await butler_ecosystem.call("general", "schedule_list")
+        [created] = [s for s in schedules if s["name"] == name]
+        assert (created["cron"], created["prompt"]) == (proposal["cron"], proposal["prompt"])
+    finally:
+        await butler_ecosystem.call_raw("general", "schedule_delete", {"name": name})
+        await _cancel(butler_ecosystem, "general", reminder["id"])

@@ -8,6 +8,7 @@ A session may cancel only what it created; the owner's token cancels anything.
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
@@ -127,7 +128,7 @@ class RemindersModule(Module):
             status: Status | None = None, limit: Annotated[int, Field(ge=1, le=500)] = 50
         ) -> AnyJson:
             """This butler's reminders: pending ones first, by due time."""
-            return to_json(await store.list(status, limit))
+            return to_json(await store.listed(status, limit))
 
         @tool(mcp, meta=meta, annotations=read)
         async def reminder_get(reminder_id: uuid.UUID) -> AnyJson:
@@ -136,7 +137,7 @@ class RemindersModule(Module):
             if row is None:
                 raise ToolError(f"no reminder {reminder_id} on this butler")
             attempts = await store.deliveries(reminder_id, 100)
-            return json_object(to_json(row)) | {"deliveries": to_json(attempts)}
+            return json_object(asdict(row)) | {"deliveries": to_json(attempts)}
 
         @tool(mcp, meta=meta)
         async def reminder_cancel(reminder_id: uuid.UUID) -> AnyJson:

@@ -134,7 +134,7 @@ class ReminderStore:
         )
         return None if row is None else Reminder.from_row(row)
 
-    async def list(self, status: str | None, limit: int) -> list[Reminder]:
+    async def listed(self, status: str | None, limit: int) -> list[Reminder]:
         rows = await self._pool.fetch(
             f"SELECT {Reminder.columns()} FROM reminders "
             "WHERE ($1::text IS NULL OR status = $1) "
@@ -232,7 +232,8 @@ class ReminderStore:
                 delivery_id,
             )
             if sent or give_up:
-                status = "pending" if next_due_at is not None else ("delivered" if sent else "failed")
+                done = "delivered" if sent else "failed"
+                status = "pending" if next_due_at is not None else done
                 await conn.execute(
                     "UPDATE reminders SET status = $2, next_due_at = $3, attempt_at = $3, "
                     "claimed_until = NULL, attempts = 0, last_error = $4, "

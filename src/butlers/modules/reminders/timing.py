@@ -31,7 +31,9 @@ def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise TimingError(f"unknown time zone {name!r} (an IANA name such as Europe/Paris)") from None
+        raise TimingError(
+            f"unknown time zone {name!r} (an IANA name such as Europe/Paris)"
+        ) from None
 
 
 def parse_after(text: str) -> timedelta:
@@ -100,7 +102,8 @@ def check_rule(text: str, start: datetime, tz: ZoneInfo, min_interval: timedelta
         previous = occurrence
         if index >= RULE_SAMPLE:
             break
-    return first.astimezone(UTC)
+    found: datetime = first.astimezone(UTC)
+    return found
 
 
 def next_occurrence(text: str, start: datetime, tz: str, after: datetime) -> datetime | None:
