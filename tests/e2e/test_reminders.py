@@ -146,3 +146,35 @@ async def test_a_session_reminds_and_proposes_a_schedule_that_exists_once_approv
     finally:
         await butler_ecosystem.call_raw("general", "schedule_delete", {"name": name})
         await _cancel(butler_ecosystem, "general", reminder["id"])
+
+
+async def test_the_morning_briefing_goes_out_with_a_butler_down_and_says_why(
+    butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    stamp = int(datetime.now(UTC).timestamp())
+    name = f"Briefing Friend {stamp}"
+    await butler_ecosystem.call(
+        "relationship",
+        "contact_add",
+        {"name": name, "birthday": datetime.now(UTC).date().isoformat()},
+    )
+    text = f"Good morning {stamp}: Briefing Friend's birthday is today."
+    llm_script.route("general", step(text))
+    await butler_ecosystem.kill("health")
+    try:
+        result = await butler_ecosystem.call("general", "briefing_send")
+    finally:
+        await butler_ecosystem.restart("health")
+    assert result["message"] == text
+    assert result["model_error"] is None
+    skipped = result["skipped"]
+    assert "health did not answer" in skipped["health"]
+    assert "no running butler has the calendar module" in skipped["calendar"]
+    birthdays = [
+        line for s in result["sections"] if s["module"] == "contacts" for line in s["lines"]
+    ]
+    assert f"birthday: {name} today" in birthdays
+    [prompt] = [r for r in llm_script.requests_for("general") if str(stamp) in str(r)]
+    assert "skipped" in str(prompt)
+    logged = await _messenger_rows(butler_ecosystem, text)
+    assert [r["id"] for r in logged] == [result["delivery_id"]]

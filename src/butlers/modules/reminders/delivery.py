@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from fastmcp import FastMCP
@@ -34,11 +34,16 @@ MAX_SLEEP = 30.0  # a reminder written by another process is seen within this
 SEND_TIMEOUT = 60.0
 MAX_ATTEMPTS = 8  # per occurrence: about 40 minutes of back-off in all
 LATE_AFTER = timedelta(seconds=60)
+GATHER_TIMEOUT = 60.0
 
 
 def backoff(attempt: int) -> timedelta:
     """The pause before attempt `attempt + 1`: 5 s doubling, at most 15 minutes."""
     return timedelta(seconds=min(5 * 2 ** (attempt - 1), 900))
+
+
+class GatherFailed(Exception):
+    pass
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ class OwnerLine:
         self._local = "notify" if "notify" in local_tools else None
         if self._local is None and "owner_notify" in local_tools:
             self._local = "owner_notify"
+        self._gather_here = "briefing_gather" in local_tools
         self._switchboard = switchboard_url
         self._client = McpClient(
             {"Authorization": f"Bearer {token}"} if token else None,
@@ -124,6 +130,31 @@ class OwnerLine:
         except (ToolFailed, McpError) as exc:
             return Sent(None, f"the switchboard refused: {exc}")
         return _outcome(answer.data)
+
+    async def gather(self, day: date) -> list[dict[str, Any]] | None:
+        """Every registered butler's briefing sections for `day` (the switchboard's
+        `briefing_gather`); None when this butler knows no switchboard. Raises
+        `GatherFailed` when the switchboard cannot answer."""
+        arguments = {"butler": self._butler, "day": day.isoformat()}
+        if self._gather_here:
+            token = current_identity.set(LOCAL)
+            try:
+                data = _data(await self._mcp.call_tool("briefing_gather", arguments))
+            except Exception as exc:
+                raise GatherFailed(str(exc)) from None
+            finally:
+                current_identity.reset(token)
+        elif self._switchboard is None:
+            return None
+        else:
+            try:
+                answer = await self._client.call_tool(
+                    self._switchboard, "briefing_gather", arguments, timeout=GATHER_TIMEOUT
+                )
+            except (EndpointUnavailable, OSError, TimeoutError, ToolFailed, McpError) as exc:
+                raise GatherFailed(f"the switchboard could not gather sections: {exc}") from None
+            data = answer.data
+        return [a for a in data if isinstance(a, dict)] if isinstance(data, list) else []
 
     async def aclose(self) -> None:
         await self._client.aclose()

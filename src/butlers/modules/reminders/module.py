@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field, field_validator
 
+from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
 from butlers.jsonutil import AnyJson, json_object, to_json
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
+from butlers.modules.briefing import MAX_LINES, day_bounds
+from butlers.modules.reminders.briefing import DEFAULT_SECTIONS, Briefing, sections_json
 from butlers.modules.reminders.delivery import DeliveryLoop, OwnerLine
 from butlers.modules.reminders.store import ReminderStore, TooManyReminders
 from butlers.modules.reminders.timing import (
@@ -28,11 +32,14 @@ from butlers.modules.reminders.timing import (
     parse_after,
     zone,
 )
+from butlers.scheduling.jobs import JobContext
 from butlers.tooling import tool
 
 NAME = "reminders"
 TEXT_MAX = 2000
 Status = Literal["pending", "delivered", "failed", "cancelled"]
+ModuleName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+SectionNames = Annotated[list[ModuleName], Field(min_length=1, max_length=32)]
 
 
 class RemindersConfig(ModuleConfig):
@@ -57,12 +64,57 @@ class RemindersModule(Module):
 
     def __init__(self) -> None:
         self.loop: DeliveryLoop | None = None
+        self.briefing: Briefing | None = None
+
+    async def run_briefing(self, sections: list[str]) -> dict[str, object]:
+        if self.briefing is None:
+            raise ToolError("the reminders module has not finished starting")
+        return await self.briefing.run(sections)
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         store = ReminderStore(ctx.pool)
         config: RemindersConfig = ctx.config
         meta = tool_meta(NAME)
         read = {"readOnlyHint": True}
+        tz = zone(config.time_zone)
+
+        async def due_today(day: date, tz: ZoneInfo) -> list[str]:
+            start, end = day_bounds(day, tz)
+            rows = await store.due_in(start, end, MAX_LINES)
+            return [
+                f"{r.next_due_at.astimezone(tz):%H:%M}: {r.text}" for r in rows if r.next_due_at
+            ]
+
+        ctx.services.briefings[NAME] = due_today
+
+        async def morning_briefing(
+            ctx: JobContext, sections: SectionNames | None = None
+        ) -> dict[str, object]:
+            """Gather every butler's briefing sections, have this butler's model write
+            one message, send it to the owner."""
+            return await self.run_briefing(sections or list(DEFAULT_SECTIONS))
+
+        ctx.services.jobs.register("morning_briefing", morning_briefing)
+        modules = sorted(ctx.butler.resource.spec.modules)
+
+        @tool(mcp, meta=meta | access_meta(router=True), annotations=read)
+        async def briefing_sections(day: date | None = None) -> AnyJson:
+            """This butler's sections of the morning briefing for `day` (today in the
+            owner's time zone by default): a few lines per module that has any."""
+            when = day or datetime.now(UTC).astimezone(tz).date()
+            assert self.briefing is not None
+            return to_json(
+                sections_json(ctx.butler.name, modules, await self.briefing.sections(when))
+            )
+
+        @tool(mcp, meta=meta | access_meta(sessions=False))
+        async def briefing_send(
+            sections: SectionNames | None = None,
+        ) -> AnyJson:
+            """Send the morning briefing now (what the `morning_briefing` job does at its
+            scheduled time): every butler's sections, one message written by this
+            butler's model, delivered to the owner."""
+            return to_json(await self.run_briefing(sections or list(DEFAULT_SECTIONS)))
 
         @tool(mcp, meta=meta)
         async def remind(
@@ -166,6 +218,14 @@ class RemindersModule(Module):
             token=ctx.butler.token,
         )
         self.loop = DeliveryLoop(ReminderStore(ctx.pool), line, ctx.butler.name)
+        config: RemindersConfig = ctx.config
+        self.briefing = Briefing(
+            butler=ctx.butler.name,
+            spawner=ctx.services.spawner,
+            line=line,
+            sources=ctx.services.briefings,
+            tz=zone(config.time_zone),
+        )
         self.loop.start()
 
     async def stop(self) -> None:

@@ -1,4 +1,6 @@
-"""`owner_notify`: how a butler without the messenger reaches its owner.
+"""`owner_notify` and `briefing_gather`: what butlers ask of the rest of the ecosystem.
+
+`owner_notify` is how a butler without the messenger reaches its owner.
 
 Every butler holds a token the switchboard verifies, and every butler accepts the
 switchboard's token, so a butler's message to the owner goes through here: the caller
@@ -6,11 +8,17 @@ names itself (its own token, checked by the access rule), and the switchboard ca
 the `notify` tool of the butler running the messenger module, with no recipient, so
 the message goes to the owner's default channel (or the owner's channel named) and
 nowhere else. The messenger's answer (its delivery row) comes back unchanged.
+
+`briefing_gather` asks every registered butler for its morning-briefing sections
+(`briefing_sections`), side by side, each within `SECTIONS_TIMEOUT`: a butler that is
+down is reported with its reason and the modules it registered, never waited on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from datetime import date
 from typing import Annotated, Any
 
 from fastmcp import FastMCP
@@ -27,12 +35,42 @@ from butlers.tooling import tool
 log = logging.getLogger(__name__)
 MESSENGER_MODULE = "messenger"
 NOTIFY_TIMEOUT = 60.0
+SECTIONS_TIMEOUT = 10.0
 
 
 def register_owner_tools(
     mcp: FastMCP, store: SwitchboardStore, clients: McpClient, meta: dict[str, object]
 ) -> None:
-    @tool(mcp, meta=meta | access_meta(sessions=False, self_arg="butler"))
+    own_name = meta | access_meta(sessions=False, self_arg="butler")
+
+    @tool(mcp, meta=own_name, annotations={"readOnlyHint": True})
+    async def briefing_gather(
+        butler: Annotated[str, Field(pattern=NAME_PATTERN)], day: date
+    ) -> AnyJson:
+        """Every registered butler's morning-briefing sections for `day`, asked for
+        `butler` (the caller's own name): [{butler, modules, sections} or {butler,
+        modules, error}]."""
+        registrations = await store.registry(SECTIONS_TIMEOUT)
+
+        async def ask(name: str, url: str, modules: list[str]) -> dict[str, Any]:
+            try:
+                result = await clients.call_tool(
+                    url, "briefing_sections", {"day": day.isoformat()}, timeout=SECTIONS_TIMEOUT
+                )
+            except (EndpointUnavailable, OSError, TimeoutError) as exc:
+                return {"butler": name, "modules": modules, "error": f"unreachable: {exc}"}
+            except (ToolFailed, McpError) as exc:
+                return {"butler": name, "modules": modules, "error": str(exc)}
+            data = result.data if isinstance(result.data, dict) else {}
+            return {"butler": name, "modules": modules, "sections": data.get("sections") or []}
+
+        answers = await asyncio.gather(
+            *(ask(r.name, r.url, _names(r.modules)) for r in registrations)
+        )
+        log.info("gathered briefing sections of %d butlers for %s", len(answers), butler)
+        return list(answers)
+
+    @tool(mcp, meta=own_name)
     async def owner_notify(
         butler: Annotated[str, Field(pattern=NAME_PATTERN)],
         message: Annotated[str, Field(min_length=1, max_length=20000)],
@@ -62,3 +100,7 @@ def register_owner_tools(
         data: AnyJson = result.data
         log.info("relayed a message from %s to the owner through %s", butler, name)
         return data
+
+
+def _names(modules: object) -> list[str]:
+    return [str(m) for m in modules] if isinstance(modules, list) else []
