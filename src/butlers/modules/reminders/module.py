@@ -185,10 +185,10 @@ class RemindersModule(Module):
         @tool(mcp, meta=meta, annotations=read)
         async def reminder_get(reminder_id: uuid.UUID) -> AnyJson:
             """One reminder with its delivery attempts, newest first."""
-            row = await store.get(reminder_id)
-            if row is None:
+            found = await store.with_deliveries(reminder_id, 100)
+            if found is None:
                 raise ToolError(f"no reminder {reminder_id} on this butler")
-            attempts = await store.deliveries(reminder_id, 100)
+            row, attempts = found
             return json_object(asdict(row)) | {"deliveries": to_json(attempts)}
 
         @tool(mcp, meta=meta)

@@ -144,14 +144,23 @@ class ReminderStore:
         )
         return [Reminder.from_row(r) for r in rows]
 
-    async def deliveries(self, reminder_id: uuid.UUID, limit: int) -> list[ReminderDelivery]:
-        rows = await self._pool.fetch(
-            f"SELECT {ReminderDelivery.columns()} FROM reminder_deliveries "
-            "WHERE reminder_id = $1 ORDER BY attempted_at DESC LIMIT $2",
-            reminder_id,
-            limit,
-        )
-        return [ReminderDelivery.from_row(r) for r in rows]
+    async def with_deliveries(
+        self, reminder_id: uuid.UUID, limit: int
+    ) -> tuple[Reminder, list[ReminderDelivery]] | None:
+        """A reminder and its attempts (newest first), read from one snapshot."""
+        async with self._pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
+            row = await conn.fetchrow(
+                f"SELECT {Reminder.columns()} FROM reminders WHERE id = $1", reminder_id
+            )
+            if row is None:
+                return None
+            rows = await conn.fetch(
+                f"SELECT {ReminderDelivery.columns()} FROM reminder_deliveries "
+                "WHERE reminder_id = $1 ORDER BY attempted_at DESC LIMIT $2",
+                reminder_id,
+                limit,
+            )
+        return Reminder.from_row(row), [ReminderDelivery.from_row(r) for r in rows]
 
     async def cancel(self, reminder_id: uuid.UUID, by: str) -> Reminder | None:
         """Cancel a pending reminder (None when it is not pending)."""
