@@ -54,9 +54,6 @@ class ButlerContext:
     secrets: SecretResolver | None = field(default=None, repr=False)
     # Google's token endpoint (BUTLERS_GOOGLE_TOKEN_URL), for modules using the OAuth grant.
     google_token_url: str = GOOGLE_TOKEN_URL
-    # The switchboard's MCP URL (None: this butler knows none), for modules that reach
-    # the rest of the ecosystem through it.
-    switchboard_url: str | None = None
 
     @property
     def name(self) -> str:

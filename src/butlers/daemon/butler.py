@@ -91,7 +91,6 @@ async def build_butler(
         ),
         token=auth.token,
         google_token_url=settings.google.token_url,
-        switchboard_url=settings.switchboard_url,
     )
     context.secrets = SecretResolver(
         pool,

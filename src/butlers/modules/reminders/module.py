@@ -214,7 +214,7 @@ class RemindersModule(Module):
             mcp,
             butler=ctx.butler.name,
             local_tools=tools,
-            switchboard_url=ctx.butler.switchboard_url,
+            switchboard_url=ctx.services.switchboard_url,
             token=ctx.butler.token,
         )
         self.loop = DeliveryLoop(ReminderStore(ctx.pool), line, ctx.butler.name)
