@@ -9,12 +9,13 @@ import { useCancelReminder } from "../hooks/useMutations";
 import { when } from "../lib/format";
 
 const LIMIT = 25;
-const STATUSES = ["pending", "delivered", "failed", "cancelled"];
+const STATUSES = ["pending", "delivered", "failed", "cancelled"] as const;
+type ReminderStatus = (typeof STATUSES)[number];
 
 export function RemindersPage() {
-  const [status, setStatus] = useState("");
+  const [status, setStatus] = useState<ReminderStatus | "">("");
   const [offset, setOffset] = useState(0);
-  const list = useReminders({ status, offset, limit: LIMIT });
+  const list = useReminders({ status: status || undefined, offset, limit: LIMIT });
   const cancel = useCancelReminder();
   return (
     <section>
