@@ -13,6 +13,7 @@ import { IssuesPage } from "./pages/Issues";
 import { MemoryPage } from "./pages/Memory";
 import { NotificationsPage } from "./pages/Notifications";
 import { TriagePage } from "./pages/Triage";
+import { RemindersPage } from "./pages/Reminders";
 import { OverviewPage } from "./pages/Overview";
 import { CalendarPage } from "./pages/Calendar";
 import { SearchPage } from "./pages/Search";
@@ -34,6 +35,7 @@ const LINKS: [string, string][] = [
   ["/notifications", "Notifications"],
   ["/triage", "Triage"],
   ["/secrets", "Secrets"],
+  ["/reminders", "Reminders"],
   ["/audit", "Audit log"],
   ["/search", "Search"],
 ];
@@ -113,6 +115,7 @@ export function App() {
           <Route path="/notifications" element={<NotificationsPage />} />
           <Route path="/triage" element={<TriagePage />} />
           <Route path="/secrets" element={<SecretsPage />} />
+          <Route path="/reminders" element={<RemindersPage />} />
           <Route path="/audit" element={<AuditPage />} />
           <Route path="/search" element={<SearchPage />} />
           <Route path="*" element={<NotFound />} />

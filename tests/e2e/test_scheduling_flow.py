@@ -54,7 +54,11 @@ async def test_spec_schedules_are_synced_and_restart_adds_no_duplicate(
 ) -> None:
     before = await butler_ecosystem.call("general", "schedule_list")
     spec_rows = [(t["id"], t["name"], t["source"]) for t in before if t["source"] == "spec"]
-    assert [name for _, name, _ in spec_rows] == ["memory-consolidate", "prune-sessions"]
+    assert sorted(name for _, name, _ in spec_rows) == [
+        "memory-consolidate",
+        "morning-briefing",
+        "prune-sessions",
+    ]
     await butler_ecosystem.restart("general")
     after = await butler_ecosystem.call("general", "schedule_list")
     assert [(t["id"], t["name"], t["source"]) for t in after if t["source"] == "spec"] == spec_rows

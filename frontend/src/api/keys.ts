@@ -61,6 +61,11 @@ export const auditKeys = {
   all: ["audit"] as const,
   list: (params?: Params) => ["audit", params ?? {}] as const,
 };
+export const reminderKeys = {
+  all: ["reminders"] as const,
+  list: (params?: Params) => ["reminders", "list", params ?? {}] as const,
+};
+
 export const notificationKeys = {
   all: ["notifications"] as const,
   list: (params?: Params) => ["notifications", "list", params ?? {}] as const,

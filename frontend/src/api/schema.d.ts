@@ -479,6 +479,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/butlers/{name}/reminders/{reminder_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel Reminder
+         * @description Cancel a pending reminder (the butler's `reminder_cancel`, as the owner, audited).
+         *     One that is not pending, or not found, is TOOL_ERROR.
+         */
+        post: operations["cancel_reminder_api_butlers__name__reminders__reminder_id__cancel_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/butlers/{name}/schedules": {
         parameters: {
             query?: never;
@@ -1572,6 +1593,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/reminders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reminders
+         * @description Reminders of every butler, newest first, with their next due time and delivery count; `status` filters.
+         */
+        get: operations["reminders_api_reminders_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/search": {
         parameters: {
             query?: never;
@@ -2018,6 +2059,11 @@ export interface components {
         /** ApiResponse[QuarantineDecision] */
         ApiResponse_QuarantineDecision_: {
             data: components["schemas"]["QuarantineDecision"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[ReminderCancelled] */
+        ApiResponse_ReminderCancelled_: {
+            data: components["schemas"]["ReminderCancelled"];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[RotationResult] */
@@ -3698,6 +3744,12 @@ export interface components {
             data: components["schemas"]["Notification"][];
             meta: components["schemas"]["PaginationMeta"];
         };
+        /** PaginatedResponse[Reminder] */
+        PaginatedResponse_Reminder_: {
+            /** Data */
+            data: components["schemas"]["Reminder"][];
+            meta: components["schemas"]["PaginationMeta"];
+        };
         /** PaginatedResponse[Route] */
         PaginatedResponse_Route_: {
             /** Data */
@@ -3825,6 +3877,57 @@ export interface components {
             registered_at: string;
             /** Url */
             url: string;
+        };
+        /** Reminder */
+        Reminder: {
+            /** Butler */
+            butler: string;
+            /** Cancelled By */
+            cancelled_by: string | null;
+            /** Channel */
+            channel: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Created By */
+            created_by: string;
+            /** Delivered Count */
+            delivered_count: number;
+            /** Id */
+            id: string;
+            /** Last Delivered At */
+            last_delivered_at: string | null;
+            /** Last Error */
+            last_error: string | null;
+            /** Last Late */
+            last_late: boolean | null;
+            /** Next Due At */
+            next_due_at: string | null;
+            /** Rrule */
+            rrule: string | null;
+            /** Status */
+            status: string;
+            /** Text */
+            text: string;
+            /** Time Zone */
+            time_zone: string;
+        };
+        /** ReminderCancelled */
+        ReminderCancelled: {
+            /** Butler */
+            butler: string;
+            /** Cancelled By */
+            cancelled_by: string | null;
+            /** Id */
+            id: string;
+            /** Next Due At */
+            next_due_at: string | null;
+            /** Status */
+            status: string;
+            /** Text */
+            text: string;
         };
         /** RotationResult */
         RotationResult: {
@@ -7225,6 +7328,110 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaginatedResponse_Notification_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    cancel_reminder_api_butlers__name__reminders__reminder_id__cancel_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                reminder_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_ReminderCancelled_"];
                 };
             };
             /** @description Bad Request */
@@ -13842,6 +14049,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiResponse_Overview_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    reminders_api_reminders_get: {
+        parameters: {
+            query?: {
+                status?: ("pending" | "delivered" | "failed" | "cancelled") | null;
+                /** @description Items to skip (see also `cursor`). */
+                offset?: number;
+                /** @description Items per page. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedResponse_Reminder_"];
                 };
             };
             /** @description Bad Request */

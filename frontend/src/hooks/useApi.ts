@@ -15,6 +15,7 @@ import {
   memoryKeys,
   notificationKeys,
   oauthKeys,
+  reminderKeys,
   overviewKeys,
   scheduleKeys,
   secretKeys,
@@ -306,6 +307,15 @@ export function useNotifications(params: Query<"/api/notifications">) {
     queryFn: () => api.get("/api/notifications", { query: params }),
     placeholderData: keepPreviousData,
     ...NO_INTERVAL,
+  });
+}
+
+export function useReminders(params: Query<"/api/reminders">) {
+  return useQuery({
+    queryKey: reminderKeys.list(params),
+    queryFn: () => api.get("/api/reminders", { query: params }),
+    refetchInterval: 30 * SECONDS,
+    placeholderData: keepPreviousData,
   });
 }
 

@@ -9,6 +9,7 @@ import {
   memoryKeys,
   calendarKeys,
   overviewKeys,
+  reminderKeys,
   scheduleKeys,
   sessionKeys,
   oauthKeys,
@@ -150,6 +151,19 @@ export function useCancelSession(butler: string, id: string) {
     onSuccess: (answer) => {
       client.setQueryData(sessionKeys.detail(butler, id), answer);
       client.invalidateQueries({ queryKey: sessionKeys.list().slice(0, 2) });
+    },
+  });
+}
+
+export function useCancelReminder() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ butler, id }: { butler: string; id: string }) =>
+      api.post("/api/butlers/{name}/reminders/{reminder_id}/cancel", {
+        path: { name: butler, reminder_id: id },
+      }),
+    onSuccess: () => {
+      client.invalidateQueries({ queryKey: reminderKeys.all });
     },
   });
 }

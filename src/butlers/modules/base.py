@@ -15,6 +15,7 @@ from starlette.responses import Response
 from butlers.core.context import ButlerContext
 from butlers.core.spawner import Spawner
 from butlers.migrations import Chain
+from butlers.modules.briefing import BriefingSource
 from butlers.modules.channels import Approver, Channel, Outbound
 from butlers.oauth.google import GoogleTokens
 from butlers.redaction import Redactor
@@ -65,7 +66,8 @@ class ModuleServices:
     `approver` is the approvals gate when that module is active; `outbound` is the
     messenger's send path when that module is active (the channel modules' own send
     tools go through it, so no send skips its checks); `jobs` is the registry `job`
-    schedules name (a module registers its own jobs there when it starts).
+    schedules name (a module registers its own jobs there when it starts); `briefings`
+    each module's part of the morning briefing (served by `reminders`).
     `webhooks` are the HTTP endpoints a module receives a provider's pushes on
     (path → handler), served outside the bearer-token gate: each handler
     authenticates the provider itself.
@@ -79,6 +81,7 @@ class ModuleServices:
     approver: Approver | None = None
     outbound: Outbound | None = None
     webhooks: dict[str, Webhook] = field(default_factory=dict)
+    briefings: dict[str, BriefingSource] = field(default_factory=dict)
 
 
 @dataclass

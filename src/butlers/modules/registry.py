@@ -64,6 +64,12 @@ def _messenger() -> type[Module]:
     return MessengerModule
 
 
+def _reminders() -> type[Module]:
+    from butlers.modules.reminders.module import RemindersModule
+
+    return RemindersModule
+
+
 def _switchboard() -> type[Module]:
     from butlers.modules.switchboard.module import SwitchboardModule
 
@@ -85,6 +91,7 @@ _CLASSES: dict[str, Callable[[], type[Module]]] = {
     "health": _health,
     "memory": _memory,
     "messenger": _messenger,
+    "reminders": _reminders,
     "switchboard": _switchboard,
     "telegram": _telegram,
 }

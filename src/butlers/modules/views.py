@@ -51,6 +51,12 @@ def _memory() -> ModuleViews:
     return ModuleViews("memory", views.VIEWS)
 
 
+def _reminders() -> ModuleViews:
+    from butlers.modules.reminders import views
+
+    return ModuleViews("reminders", views.VIEWS)
+
+
 def _switchboard() -> ModuleViews:
     from butlers.modules.switchboard import views
 
@@ -63,6 +69,7 @@ MODULE_VIEWS: dict[str, Callable[[], ModuleViews]] = {
     "general": _general,
     "health": _health,
     "memory": _memory,
+    "reminders": _reminders,
     "switchboard": _switchboard,
 }
 

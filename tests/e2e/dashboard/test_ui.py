@@ -47,6 +47,7 @@ PAGES = [
     ("/issues", "Issues"),
     ("/notifications", "Notifications"),
     ("/triage", "Triage"),
+    ("/reminders", "Reminders"),
     ("/audit", "Audit log"),
     ("/secrets", "Secrets"),
     ("/search", "Search"),
@@ -604,4 +605,21 @@ async def test_a_running_session_is_cancelled_from_its_page(
             trigger.cancel()
     assert result["success"] is False and result["error"].startswith("cancelled by ")
     await page.screenshot(path=_shot("session_cancelled"), full_page=True)
+    assert watcher.problems == []
+
+
+async def test_a_pending_reminder_is_cancelled_from_the_reminders_page(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle
+) -> None:
+    page, watcher = ui
+    text = f"ui reminder {uuid.uuid4().hex[:6]}"
+    made = await butler_ecosystem.call("health", "remind", {"text": text, "after": "3h"})
+    await _open(page, "/reminders")
+    row = page.locator("tr", has_text=text)
+    await row.wait_for()
+    await row.get_by_role("button", name=f"Cancel reminder {text}").click()
+    await row.get_by_text("cancelled").wait_for()
+    stored = await butler_ecosystem.call("health", "reminder_get", {"reminder_id": made["id"]})
+    assert stored["status"] == "cancelled"
+    await page.screenshot(path=_shot("reminder_cancelled"), full_page=True)
     assert watcher.problems == []

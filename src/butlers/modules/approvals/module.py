@@ -12,6 +12,7 @@ from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
 from butlers.jsonutil import AnyJson, to_json
 from butlers.modules.approvals.gate import NOT_HELD, ApprovalGate
+from butlers.modules.approvals.proposals import carry_out, register_proposal_tools
 from butlers.modules.approvals.store import ApprovalStore
 from butlers.modules.base import Module, ModuleContext, migration_chain, tool_meta
 from butlers.tooling import tool
@@ -79,7 +80,12 @@ class ApprovalsModule(Module):
             recorded = identity.label + (f":{decided_by}" if decided_by else "")
             gate = self.gate
             assert gate is not None
-            if not gate.holds(approval_id) and await store.expire(approval_id, NOT_HELD):
+            proposal = await store.is_proposal(approval_id)
+            if (
+                not proposal
+                and not gate.holds(approval_id)
+                and await store.expire(approval_id, NOT_HELD)
+            ):
                 # Pending, but its call is gone (e.g. it gave up while the database was
                 # away): a decision would be recorded for a call that never runs.
                 raise ToolError(
@@ -100,6 +106,11 @@ class ApprovalsModule(Module):
                     f"approval {approval_id} expired at {row.expires_at.isoformat()} "
                     "before this decision; nothing was done"
                 )
+            if proposal:
+                log.info("proposal %s %s by %s", approval_id, status, identity.label)
+                if status == "approved":
+                    return await carry_out(mcp, store, row)
+                return to_json(row)
             if not await gate.deliver(approval_id, status):
                 await store.not_run(approval_id, f"{status} by {recorded}, but {NOT_HELD}")
                 raise ToolError(
@@ -107,6 +118,8 @@ class ApprovalsModule(Module):
                 )
             log.info("approval %s %s by %s", approval_id, status, identity.label)
             return to_json(row)
+
+        register_proposal_tools(mcp, store, meta)
 
         @tool(mcp, meta=meta)
         async def approval_expire_stale() -> AnyJson:

@@ -150,6 +150,38 @@ class ApprovalStore:
         )
         return approval_id
 
+    async def propose(
+        self,
+        tool_name: str,
+        tool_args: dict[str, Any],
+        session_id: str | None,
+        seconds: float,
+        max_pending: int,
+    ) -> uuid.UUID | None:
+        """A proposal (no held call: approving it runs the call then); None when
+        `max_pending` proposals are already pending."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('butlers.proposals'))")
+            pending = await conn.fetchval(
+                "SELECT count(*) FROM approvals WHERE kind = 'proposal' AND status = 'pending'"
+            )
+            if pending >= max_pending:
+                return None
+            approval_id: uuid.UUID = await conn.fetchval(
+                "INSERT INTO approvals (tool_name, tool_args, session_id, expires_at, kind) "
+                "VALUES ($1, $2::text::jsonb, $3, clock_timestamp() + make_interval(secs => $4), "
+                "'proposal') RETURNING id",
+                tool_name,
+                dumps(tool_args),
+                session_id,
+                seconds,
+            )
+        return approval_id
+
+    async def is_proposal(self, approval_id: uuid.UUID) -> bool:
+        kind = await self._pool.fetchval("SELECT kind FROM approvals WHERE id = $1", approval_id)
+        return bool(kind == "proposal")
+
     async def status(self, approval_id: uuid.UUID) -> str:
         value: str = await self._pool.fetchval(
             "SELECT status FROM approvals WHERE id = $1", approval_id
@@ -183,7 +215,7 @@ class ApprovalStore:
         gone (nothing holds it any more, so it can never run); mark them expired."""
         result = await self._pool.execute(
             "UPDATE approvals SET status = 'expired', decided_at = clock_timestamp(), "
-            "decided_by = 'system', reason = $1 WHERE status = 'pending'",
+            "decided_by = 'system', reason = $1 WHERE status = 'pending' AND kind = 'call'",
             ORPHANED,
         )
         return int(result.split()[-1])

@@ -39,6 +39,7 @@ class ContactsModule(Module):
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         store = ContactStore(ctx.pool)
+        ctx.services.briefings[NAME] = store.briefing
         meta = tool_meta(NAME)
         read = {"readOnlyHint": True}
 

@@ -2,14 +2,16 @@
 
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import asyncpg
 from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected, like_contains
+from butlers.modules.briefing import MAX_LINES, day_bounds
 from butlers.modules.view import Clause, Listing, Reader
 from butlers.stores.records import Record
 
@@ -128,9 +130,38 @@ async def contact_shown(db: Reader, contact_id: uuid.UUID) -> ContactShown | Non
 EDITABLE = ("name", "email", "phone", "birthday", "details")
 
 
+FOLLOW_UP_AFTER_DAYS = 30
+
+
 class ContactStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
+
+    async def briefing(self, day: date, tz: ZoneInfo) -> list[str]:
+        """The morning briefing's lines: birthdays today and in the coming week, and
+        follow-ups (contacts whose last interaction is FOLLOW_UP_AFTER_DAYS days old)."""
+        start, _ = day_bounds(day, tz)
+        birthdays = await self._pool.fetch(
+            "SELECT name, birthday, ((make_date($1, extract(month FROM birthday)::int, 1) "
+            "+ (extract(day FROM birthday)::int - 1)) - $2::date + 365) % 365 AS days "
+            "FROM contacts WHERE birthday IS NOT NULL ORDER BY days, name",
+            day.year,
+            day,
+        )
+        lines = [
+            f"birthday: {r['name']} " + ("today" if r["days"] == 0 else f"in {r['days']} days")
+            for r in birthdays
+            if r["days"] <= 7
+        ][:MAX_LINES]
+        stale = await self._pool.fetch(
+            "SELECT c.name, max(i.occurred_at) AS last FROM contacts c "
+            "JOIN interactions i ON i.contact_id = c.id GROUP BY c.id "
+            "HAVING max(i.occurred_at) < $1 ORDER BY max(i.occurred_at) LIMIT $2",
+            start - timedelta(days=FOLLOW_UP_AFTER_DAYS),
+            MAX_LINES - len(lines),
+        )
+        lines += [f"follow up: {r['name']} (last contact {r['last']:%Y-%m-%d})" for r in stale]
+        return lines
 
     async def add(
         self,

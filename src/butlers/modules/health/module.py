@@ -34,6 +34,7 @@ class HealthModule(Module):
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         store = HealthStore(ctx.pool)
+        ctx.services.briefings[NAME] = store.briefing
         meta = tool_meta(NAME)
         read = {"readOnlyHint": True}
 

@@ -2,13 +2,15 @@
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import asyncpg
 from pydantic import JsonValue
 
 from butlers.db.pool import dumps
+from butlers.modules.briefing import MAX_LINES, day_bounds
 from butlers.modules.view import Clause, Listing
 from butlers.stores.records import Record
 
@@ -107,6 +109,31 @@ class HealthStore:
             limit,
         )
         return [Measurement.from_row(row) for row in rows]
+
+    async def briefing(self, day: date, tz: ZoneInfo) -> list[str]:
+        """The morning briefing's lines: yesterday's measurements, today's medications
+        (active ones, and whether a dose is logged today)."""
+        start, end = day_bounds(day, tz)
+        yesterday = await self.measurements(None, start - timedelta(days=1), start, MAX_LINES)
+        lines = [
+            f"measured {m.type}: {m.value}{' ' + m.unit if m.unit else ''} "
+            f"at {m.measured_at.astimezone(tz):%H:%M} yesterday"
+            for m in reversed(yesterday)
+        ]
+        rows = await self._pool.fetch(
+            "SELECT m.name, m.dosage, m.frequency, "
+            "count(d.id) FILTER (WHERE d.taken_at >= $1 AND d.taken_at < $2) AS taken "
+            "FROM medications m LEFT JOIN medication_doses d ON d.medication_id = m.id "
+            "WHERE m.active GROUP BY m.id ORDER BY m.name LIMIT $3",
+            start,
+            end,
+            MAX_LINES,
+        )
+        for row in rows:
+            how = ", ".join(v for v in (row["dosage"], row["frequency"]) if v)
+            taken = f"taken {row['taken']}x today" if row["taken"] else "not taken yet today"
+            lines.append(f"medication {row['name']}{f' ({how})' if how else ''}: {taken}")
+        return lines
 
     async def add_medication(
         self, name: str, dosage: str | None, frequency: str | None, notes: str | None

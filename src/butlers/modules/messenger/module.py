@@ -65,7 +65,8 @@ class MessengerModule(Module):
         meta = tool_meta(NAME)
         owner_only = meta | access_meta(sessions=False)
 
-        @tool(mcp, meta=meta)
+        # The switchboard relays other butlers' messages to the owner (`owner_notify`).
+        @tool(mcp, meta=meta | access_meta(router=True))
         async def notify(
             message: Annotated[str, Field(min_length=1, max_length=20000)],
             channel: ChannelName | None = None,

@@ -15,6 +15,7 @@ from butlers.auth.middleware import current_caller
 from butlers.jsonutil import MAX_FIELD_CHARS, AnyJson, Prompt, json_object, to_json
 from butlers.mcp_clients import McpClient
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
+from butlers.modules.switchboard.owner import register_owner_tools
 from butlers.modules.switchboard.pipeline import Pipeline
 from butlers.modules.switchboard.registry import expire_stale_entries, register_registry_tools
 from butlers.modules.switchboard.store import IdempotencyConflict, SwitchboardStore, TriageStore
@@ -82,6 +83,7 @@ class SwitchboardModule(Module):
     def __init__(self) -> None:
         self._pipeline: Pipeline | None = None
         self._expiry: asyncio.Task[None] | None = None
+        self._relay: McpClient | None = None
 
     async def start(self, ctx: ModuleContext) -> None:
         config: SwitchboardConfig = ctx.config
@@ -103,6 +105,9 @@ class SwitchboardModule(Module):
             retry_budget=config.route_retry_seconds,
         )
         self._pipeline.start()
+        self._relay = McpClient(
+            _bearer(ctx.butler.token), client_name=f"butlers-switchboard {ctx.butler.name} relay"
+        )
         self._expiry = asyncio.create_task(
             expire_stale_entries(SwitchboardStore(ctx.pool), config.registry_expiry_seconds),
             name="registry expiry",
@@ -115,6 +120,8 @@ class SwitchboardModule(Module):
                 await self._expiry
         if self._pipeline is not None:
             await self._pipeline.aclose()
+        if self._relay is not None:
+            await self._relay.aclose()
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         pipeline = self._pipeline
@@ -210,6 +217,8 @@ class SwitchboardModule(Module):
 
         register_registry_tools(mcp, store, meta)
         register_triage_tools(mcp, TriageStore(ctx.pool), pipeline, meta)
+        assert self._relay is not None
+        register_owner_tools(mcp, store, self._relay, meta)
 
         @tool(mcp, meta=meta, annotations=read)
         async def butler_registry_list() -> AnyJson:

@@ -666,6 +666,16 @@ class SwitchboardStore:
         )
         return [Registration.from_row(r) for r in rows]
 
+    async def url_of_module(self, module: str) -> tuple[str, str] | None:
+        """(name, url) of the registered butler running `module` (the freshest heartbeat
+        first), or None."""
+        row = await self._pool.fetchrow(
+            "SELECT name, url FROM butler_registry WHERE modules ? $1 "
+            "ORDER BY last_seen_at DESC, name LIMIT 1",
+            module,
+        )
+        return None if row is None else (row["name"], row["url"])
+
 
 # What the dashboard's live feed re-reads when a trigger publishes a changed row's id.
 INBOX_CHANGES = Changes(

@@ -1,0 +1,3 @@
+from butlers.migrations.env import run_migrations
+
+run_migrations()
