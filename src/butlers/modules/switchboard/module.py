@@ -18,7 +18,8 @@ from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_
 from butlers.modules.switchboard.owner import register_owner_tools
 from butlers.modules.switchboard.pipeline import Pipeline
 from butlers.modules.switchboard.registry import expire_stale_entries, register_registry_tools
-from butlers.modules.switchboard.store import IdempotencyConflict, SwitchboardStore, TriageStore
+from butlers.modules.switchboard.store import IdempotencyConflict, SwitchboardStore
+from butlers.modules.switchboard.triage_store import TriageStore
 from butlers.modules.switchboard.triage_tools import TRIAGE_WRITE_TOOLS, register_triage_tools
 from butlers.spec import SWITCHBOARD_MODULE
 from butlers.switchboard.classification import RouteEntry

@@ -14,7 +14,8 @@ from pydantic import JsonValue
 
 from butlers.core.spawner import Spawner
 from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
-from butlers.modules.switchboard.store import Claimed, SwitchboardStore, TriageStore
+from butlers.modules.switchboard.store import Claimed, SwitchboardStore
+from butlers.modules.switchboard.triage_store import TriageStore
 from butlers.switchboard.classification import (
     FALLBACK_BUTLER,
     ButlerProfile,

@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError
 
 from butlers.auth.access import access_meta
 from butlers.jsonutil import AnyJson, to_json
-from butlers.modules.switchboard.store import TooManyRules, TriageStore
+from butlers.modules.switchboard.triage_store import TooManyRules, TriageStore
 from butlers.switchboard.triage import AFFINITY_CHANNELS, TriageFacts, TriageRuleSpec
 from butlers.tooling import tool
 from butlers.validation import describe
