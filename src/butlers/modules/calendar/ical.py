@@ -116,7 +116,7 @@ def _rule_text(event: Any, start: date | datetime) -> str | None:
         if isinstance(value, datetime) and value.tzinfo is not None:
             value = value.astimezone(UTC)
         parts["UNTIL"] = [value]
-    text: str = parts.to_ical().decode()
+    text: str = parts.to_ical().decode()  # type: ignore[no-untyped-call, unused-ignore]
     return text
 
 
