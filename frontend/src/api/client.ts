@@ -158,22 +158,6 @@ export const api = {
     request("delete", path, ...args),
 };
 
-/** Options of `apiFetch`. */
-export interface FetchOptions {
-  method?: string;
-  body?: unknown;
-  /** Query parameters; undefined, null and "" values are left out. */
-  params?: Record<string, QueryValue | readonly QueryValue[]>;
-}
-
-/** A request by a path under API_BASE whose answer the caller types by hand. The typed
- * way is `api` (path, parameters and answer from the schema); this is kept for the hooks
- * that have not moved to it yet. */
-export function apiFetch<T>(path: string, options: FetchOptions = {}): Promise<T> {
-  const method = (options.method ?? "GET").toUpperCase();
-  return send(method, withParams(path, options.params), options.body) as Promise<T>;
-}
-
 /**
  * `fetch` of `${VITE_API_URL ?? "/api"}${path}`: JSON in, JSON out; any non-2xx answer
  * becomes an ApiError carrying the envelope's code and message.

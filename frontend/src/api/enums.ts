@@ -40,3 +40,14 @@ export const COST_PERIOD_NAMES: Record<CostPeriod, string> = {
   all: "All time",
 };
 export const COST_PERIODS = membersOf(COST_PERIOD_NAMES);
+
+export type FactValidity = NonNullable<Query<"/api/memory/facts">["validity"]>;
+export const FACT_VALIDITIES = membersOf<FactValidity>({
+  active: true,
+  superseded: true,
+  faded: true,
+  retracted: true,
+});
+
+export type Provenance = NonNullable<Query<"/api/memory/facts">["provenance"]>;
+export const PROVENANCES = membersOf<Provenance>({ owner: true, butler: true, untrusted: true });

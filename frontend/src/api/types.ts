@@ -4,9 +4,7 @@ import type { components } from "./schema";
 
 type S = components["schemas"];
 
-export type ApiResponse<T> = { data: T; meta: S["Meta"] };
-export type Paginated<T> = { data: T[]; meta: S["PaginationMeta"] };
-
+export type AppCredentials = S["AppCredentials"];
 export type ApprovalAction = S["ApprovalAction"];
 export type ApprovalMetrics = S["ApprovalMetrics"];
 export type ApprovalRule = S["ApprovalRule"];

@@ -1,7 +1,7 @@
 // Read hooks over the dashboard API, with the seed's refetch intervals.
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 
-import { api, apiFetch, type Query } from "../api/client";
+import { api, type Query } from "../api/client";
 import type { CostPeriod } from "../api/enums";
 import {
   approvalKeys,
@@ -24,27 +24,11 @@ import {
   timelineKeys,
   traceKeys,
 } from "../api/keys";
-import type {
-  ApiResponse,
-  CalendarEntry,
-  CalendarMeta,
-  MemoryConsolidationRun,
-  MemoryFact,
-  MemoryFactDetail,
-  MemoryRule,
-  MemoryStats,
-  OAuthCredentials,
-  OAuthStatus,
-  Paginated,
-  SecretEntry,
-} from "../api/types";
 
 export const SECONDS = 1000;
 const NO_INTERVAL = { staleTime: 60 * SECONDS } as const;
 
 export type Interval = number | false;
-/** Query parameters of the hooks not yet typed by the schema (see `api` for the typed way). */
-export type Params = Record<string, string | number | boolean | null | undefined>;
 
 export function useAuthStatus() {
   return useQuery({
@@ -327,14 +311,10 @@ export function useNotificationStats() {
   });
 }
 
-function enc(value: string | undefined | null): string {
-  return encodeURIComponent(value ?? "");
-}
-
 export function useMemoryStats() {
   return useQuery({
     queryKey: memoryKeys.stats(),
-    queryFn: () => apiFetch<ApiResponse<MemoryStats>>("/memory/stats"),
+    queryFn: () => api.get("/api/memory/stats"),
   });
 }
 
@@ -344,9 +324,9 @@ export function useSecrets(store: string) {
   return useQuery({
     queryKey: secretKeys.list(store),
     queryFn: async () => {
-      const own = await apiFetch<ApiResponse<SecretEntry[]>>(`/butlers/${enc(store)}/secrets`);
+      const own = await api.get("/api/butlers/{name}/secrets", { path: { name: store } });
       if (store === "shared") return own.data;
-      const shared = await apiFetch<ApiResponse<SecretEntry[]>>("/butlers/shared/secrets");
+      const shared = await api.get("/api/butlers/{name}/secrets", { path: { name: "shared" } });
       const mine = new Set(own.data.map((s) => s.key));
       return [...own.data, ...shared.data.filter((s) => !mine.has(s.key))];
     },
@@ -354,10 +334,10 @@ export function useSecrets(store: string) {
   });
 }
 
-export function useFacts(params: Params) {
+export function useFacts(params: Query<"/api/memory/facts">) {
   return useQuery({
     queryKey: memoryKeys.facts(params),
-    queryFn: () => apiFetch<Paginated<MemoryFact>>("/memory/facts", { params }),
+    queryFn: () => api.get("/api/memory/facts", { query: params }),
     placeholderData: keepPreviousData,
     refetchInterval: 30 * SECONDS,
   });
@@ -366,25 +346,24 @@ export function useFacts(params: Params) {
 export function useFact(id: string | null) {
   return useQuery({
     queryKey: memoryKeys.fact(id ?? ""),
-    queryFn: () => apiFetch<ApiResponse<MemoryFactDetail>>(`/memory/facts/${enc(id ?? "")}`),
+    queryFn: () => api.get("/api/memory/facts/{fact_id}", { path: { fact_id: id ?? "" } }),
     enabled: !!id,
   });
 }
 
-export function useRules(params: Params) {
+export function useRules(params: Query<"/api/memory/rules">) {
   return useQuery({
     queryKey: memoryKeys.rules(params),
-    queryFn: () => apiFetch<Paginated<MemoryRule>>("/memory/rules", { params }),
+    queryFn: () => api.get("/api/memory/rules", { query: params }),
     placeholderData: keepPreviousData,
     refetchInterval: 30 * SECONDS,
   });
 }
 
-export function useConsolidations(params: Params) {
+export function useConsolidations(params: Query<"/api/memory/consolidations">) {
   return useQuery({
     queryKey: memoryKeys.consolidations(params),
-    queryFn: () =>
-      apiFetch<Paginated<MemoryConsolidationRun>>("/memory/consolidations", { params }),
+    queryFn: () => api.get("/api/memory/consolidations", { query: params }),
     refetchInterval: 30 * SECONDS,
   });
 }
@@ -392,7 +371,7 @@ export function useConsolidations(params: Params) {
 export function useOAuthStatus() {
   return useQuery({
     queryKey: oauthKeys.status(),
-    queryFn: () => apiFetch<ApiResponse<OAuthStatus>>("/oauth/status"),
+    queryFn: () => api.get("/api/oauth/status"),
     refetchInterval: 60 * SECONDS,
   });
 }
@@ -400,20 +379,19 @@ export function useOAuthStatus() {
 export function useOAuthCredentials() {
   return useQuery({
     queryKey: oauthKeys.credentials(),
-    queryFn: () => apiFetch<ApiResponse<OAuthCredentials>>("/oauth/google/credentials"),
+    queryFn: () => api.get("/api/oauth/google/credentials"),
     ...NO_INTERVAL,
   });
 }
 
 // The calendar workspace: entries of one view over a range, and the sources' sync state.
-export function useCalendarWorkspace(params: {
-  view: "user" | "butler";
-  start: string;
-  end: string;
-}, refetchInterval: number = 30 * SECONDS) {
+export function useCalendarWorkspace(
+  params: Query<"/api/calendar/workspace">,
+  refetchInterval: number = 30 * SECONDS,
+) {
   return useQuery({
     queryKey: calendarKeys.workspace(params),
-    queryFn: () => apiFetch<ApiResponse<CalendarEntry[]>>("/calendar/workspace", { params }),
+    queryFn: () => api.get("/api/calendar/workspace", { query: params }),
     refetchInterval,
     placeholderData: keepPreviousData,
   });
@@ -422,7 +400,7 @@ export function useCalendarWorkspace(params: {
 export function useCalendarWorkspaceMeta(refetchInterval: number = 60 * SECONDS) {
   return useQuery({
     queryKey: calendarKeys.meta(),
-    queryFn: () => apiFetch<ApiResponse<CalendarMeta>>("/calendar/workspace/meta"),
+    queryFn: () => api.get("/api/calendar/workspace/meta"),
     refetchInterval,
   });
 }

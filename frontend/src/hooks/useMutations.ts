@@ -2,7 +2,7 @@
 // invalidates what it changed.
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 
-import { api, apiFetch } from "../api/client";
+import { api } from "../api/client";
 import {
   approvalKeys,
   butlerKeys,
@@ -17,21 +17,14 @@ import {
   stateKeys,
 } from "../api/keys";
 import type {
-  ApiResponse,
-  CalendarMeta,
+  AppCredentials,
   CalendarUserEventWrite,
-  CalendarWriteOutcome,
   JsonValue,
-  OAuthCredentials,
-  RotationResult,
   ScheduleCreate,
   ScheduleUpdate,
-  SecretEntry,
   SecretWrite,
   TriggerRequest,
 } from "../api/types";
-
-const enc = encodeURIComponent;
 
 export function useSetState(butler: string) {
   const client = useQueryClient();
@@ -201,7 +194,7 @@ export type MemoryCorrection = "retract" | "restore" | "confirm";
 export function useCorrectMemory() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: ({
+    mutationFn: async ({
       kind,
       id,
       action,
@@ -209,7 +202,12 @@ export function useCorrectMemory() {
       kind: "facts" | "rules";
       id: string;
       action: MemoryCorrection;
-    }) => apiFetch<ApiResponse<unknown>>(`/memory/${kind}/${enc(id)}/${action}`, { method: "POST" }),
+    }) => {
+      if (kind === "facts") {
+        return await api.post(`/api/memory/facts/{fact_id}/${action}`, { path: { fact_id: id } });
+      }
+      return await api.post(`/api/memory/rules/{rule_id}/${action}`, { path: { rule_id: id } });
+    },
     onSuccess: () => client.invalidateQueries({ queryKey: memoryKeys.all }),
   });
 }
@@ -218,10 +216,7 @@ export function useCalendarSync() {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (butler?: string) =>
-      apiFetch<ApiResponse<CalendarMeta>>("/calendar/workspace/sync", {
-        method: "POST",
-        body: butler ? { butler } : {},
-      }),
+      api.post("/api/calendar/workspace/sync", { body: butler ? { butler } : {} }),
     onSuccess: () => client.invalidateQueries({ queryKey: calendarKeys.all }),
   });
 }
@@ -230,10 +225,7 @@ export function useCalendarUserEvent() {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (body: CalendarUserEventWrite) =>
-      apiFetch<ApiResponse<CalendarWriteOutcome>>("/calendar/workspace/user-events", {
-        method: "POST",
-        body,
-      }),
+      api.post("/api/calendar/workspace/user-events", { body }),
     onSuccess: () => {
       client.invalidateQueries({ queryKey: calendarKeys.all });
       client.invalidateQueries({ queryKey: approvalKeys.all });
@@ -245,10 +237,7 @@ export function usePutSecret(store: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: ({ key, body }: { key: string; body: SecretWrite }) =>
-      apiFetch<ApiResponse<SecretEntry>>(`/butlers/${enc(store)}/secrets/${enc(key)}`, {
-        method: "PUT",
-        body,
-      }),
+      api.put("/api/butlers/{name}/secrets/{key}", { path: { name: store, key }, body }),
     onSuccess: () => client.invalidateQueries({ queryKey: secretKeys.all }),
   });
 }
@@ -257,9 +246,7 @@ export function useDeleteSecret(store: string) {
   const client = useQueryClient();
   return useMutation({
     mutationFn: (key: string) =>
-      apiFetch<ApiResponse<SecretEntry>>(`/butlers/${enc(store)}/secrets/${enc(key)}`, {
-        method: "DELETE",
-      }),
+      api.delete("/api/butlers/{name}/secrets/{key}", { path: { name: store, key } }),
     onSuccess: () => client.invalidateQueries({ queryKey: secretKeys.all }),
   });
 }
@@ -267,7 +254,7 @@ export function useDeleteSecret(store: string) {
 export function useRotateSecrets() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: () => apiFetch<ApiResponse<RotationResult>>("/secrets/rotate", { method: "POST" }),
+    mutationFn: () => api.post("/api/secrets/rotate"),
     onSuccess: () => client.invalidateQueries({ queryKey: secretKeys.all }),
   });
 }
@@ -275,8 +262,7 @@ export function useRotateSecrets() {
 export function usePutOAuthCredentials() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (body: { client_id: string; client_secret: string }) =>
-      apiFetch<ApiResponse<OAuthCredentials>>("/oauth/google/credentials", { method: "PUT", body }),
+    mutationFn: (body: AppCredentials) => api.put("/api/oauth/google/credentials", { body }),
     onSuccess: () => {
       client.invalidateQueries({ queryKey: oauthKeys.all });
       client.invalidateQueries({ queryKey: secretKeys.all });
@@ -287,8 +273,7 @@ export function usePutOAuthCredentials() {
 export function useDeleteOAuthCredentials() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: () =>
-      apiFetch<ApiResponse<OAuthCredentials>>("/oauth/google/credentials", { method: "DELETE" }),
+    mutationFn: () => api.delete("/api/oauth/google/credentials"),
     onSuccess: () => {
       client.invalidateQueries({ queryKey: oauthKeys.all });
       client.invalidateQueries({ queryKey: secretKeys.all });

@@ -202,7 +202,7 @@ export function CalendarPage() {
       ) : null}
 
       <DataState loading={user.isLoading || butler.isLoading} error={user.error ?? butler.error}>
-        <FailedButlers names={[...(user.data?.meta.failed_butlers ?? []), ...(butler.data?.meta.failed_butlers ?? [])]} />
+        <FailedButlers names={[...(user.data?.meta?.failed_butlers ?? []), ...(butler.data?.meta?.failed_butlers ?? [])]} />
         {mode === "week" ? (
           <div className="calendar-week" aria-label="Week">
             {days.map((day) => (

@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { Link } from "react-router-dom";
 
+import { FACT_VALIDITIES, type FactValidity, PROVENANCES, type Provenance as ProvenanceName } from "../api/enums";
 import type { MemoryFact, MemoryFactDetail, MemoryRule } from "../api/types";
 import { DataState, ErrorBox } from "../components/DataState";
 import { Select } from "../components/Filters";
@@ -116,8 +117,8 @@ function FactDetail({ id, onClose }: { id: string; onClose: () => void }) {
 
 function Facts() {
   const [q, setQ] = useState("");
-  const [validity, setValidity] = useState("active");
-  const [provenance, setProvenance] = useState("");
+  const [validity, setValidity] = useState<FactValidity | "">("active");
+  const [provenance, setProvenance] = useState<ProvenanceName | "">("");
   const [offset, setOffset] = useState(0);
   const [selected, setSelected] = useState<string | null>(null);
   const facts = useFacts({ q: q || undefined, validity: validity || undefined, provenance: provenance || undefined, offset, limit: PAGE });
@@ -128,8 +129,8 @@ function Facts() {
           <span>Search facts</span>
           <input value={q} onChange={(e) => { setQ(e.target.value); setOffset(0); }} aria-label="Search facts" />
         </label>
-        <Select label="Validity" value={validity} options={["active", "superseded", "faded", "retracted"]} onChange={(v) => { setValidity(v); setOffset(0); }} />
-        <Select label="Provenance" value={provenance} options={["owner", "butler", "untrusted"]} onChange={(v) => { setProvenance(v); setOffset(0); }} />
+        <Select label="Validity" value={validity} options={FACT_VALIDITIES} onChange={(v) => { setValidity(v); setOffset(0); }} />
+        <Select label="Provenance" value={provenance} options={PROVENANCES} onChange={(v) => { setProvenance(v); setOffset(0); }} />
       </div>
       <DataState loading={facts.isLoading} error={facts.error} empty={facts.data?.data.length === 0} emptyText="No facts match.">
         <table className="table" aria-label="Facts">
