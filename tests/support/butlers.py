@@ -12,7 +12,7 @@ from fastmcp import Client
 from butlers.core.context import ButlerContext
 from butlers.core.services import SessionServices
 from butlers.daemon.butler import Butler
-from butlers.settings import ButlerSettings, RuntimeOverrides
+from butlers.settings import ButlerSettings, GoogleEndpoints, RuntimeOverrides
 from butlers.spec import ButlerResource
 
 # No process serves this URL: in-process butlers never run a runtime that calls back.
@@ -48,6 +48,7 @@ def make_settings(
         tick_interval=3600,
         environ=dict(environ or {}),
         approval_timeout_seconds=approval_timeout_seconds,
+        google=GoogleEndpoints.from_env(environ or {}),
     )
 
 

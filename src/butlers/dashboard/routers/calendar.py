@@ -244,13 +244,13 @@ async def calendar_workspace(
                     start=e.starts_at,
                     end=e.ends_at,
                     all_day=False,
-                    recurring=e.kind == "schedule",
+                    recurring=e.recurring,
                     location=None,
                     description=e.detail,
                     attendees=[],
                     alarms=[],
                     status="enabled" if e.enabled else "disabled",
-                    editable=True,
+                    editable=e.kind == "schedule",  # reminders change through their tools
                     sync_state="live",
                 )
                 for e in owned

@@ -10,7 +10,7 @@ answer a size bound.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote, urljoin, urlsplit
 
@@ -71,12 +71,36 @@ def _text(element: ET.Element | None) -> str | None:
     return element.text.strip() or None
 
 
+class BearerAuth(httpx.Auth):
+    """`Authorization: Bearer` with a token fetched before each request (an OAuth access
+    token, refreshed by `token` when it nears expiry)."""
+
+    def __init__(self, token: Callable[[], Awaitable[str]]) -> None:
+        self._token = token
+
+    async def async_auth_flow(
+        self, request: httpx.Request
+    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        request.headers["Authorization"] = f"Bearer {await self._token()}"
+        yield request
+
+
 class CalDavClient:
     def __init__(
-        self, url: str, username: str | None, password: str | None, timeout: float = 30.0
+        self,
+        url: str,
+        username: str | None,
+        password: str | None,
+        timeout: float = 30.0,
+        token: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
+        """Basic auth with `username`/`password`, or a bearer `token` when given."""
         self.url = url if url.endswith("/") else url + "/"
-        auth = httpx.BasicAuth(username, password or "") if username else None
+        auth: httpx.Auth | None = None
+        if token is not None:
+            auth = BearerAuth(token)
+        elif username:
+            auth = httpx.BasicAuth(username, password or "")
         self._http = httpx.AsyncClient(auth=auth, timeout=timeout, follow_redirects=True)
 
     async def aclose(self) -> None:

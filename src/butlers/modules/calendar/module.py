@@ -6,7 +6,7 @@ import asyncio
 import logging
 import uuid
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastmcp import FastMCP
@@ -18,13 +18,19 @@ from butlers.modules.base import (
     Module,
     ModuleConfig,
     ModuleContext,
-    ModuleError,
     migration_chain,
     tool_meta,
 )
+from butlers.modules.briefing import MAX_LINES, day_bounds
 from butlers.modules.calendar import ical
-from butlers.modules.calendar.caldav import CalDavClient, CalDavError, Conflict
-from butlers.modules.calendar.store import CalendarStore, Source, list_instances_json
+from butlers.modules.calendar.caldav import CalDavError, Conflict
+from butlers.modules.calendar.login import caldav_client
+from butlers.modules.calendar.store import (
+    CalendarStore,
+    Source,
+    list_instances,
+    list_instances_json,
+)
 from butlers.modules.calendar.sync import CalendarSync
 from butlers.scheduling.butler_events import butler_entries
 from butlers.tooling import tool
@@ -44,13 +50,17 @@ Rule = Annotated[
 class CalendarConfig(ModuleConfig):
     """Where the owner's calendars are and how to log in.
 
-    `url` (or the variable `url_env` names) is the CalDAV server, the owner's principal or
-    one calendar; `username_env`/`password_env` name the credentials' variables. Times
-    without a zone, and all-day dates, are read in `timezone` (IANA name).
+    `url` (or the credential `url_env` names) is the CalDAV server, the owner's principal
+    or one calendar. `auth: basic` logs in with the credentials `username_env` and
+    `password_env` name; `auth: google` uses the Google grant the dashboard stored (a
+    bearer token; the URL is then Google's CalDAV endpoint). Credentials come from the
+    butler's secrets store, the shared store, then the environment. Times without a
+    zone, and all-day dates, are read in `timezone` (IANA name).
     """
 
     url: Annotated[str, Field(pattern=r"^https?://")] | None = None
     url_env: str | None = None
+    auth: Literal["basic", "google"] = "basic"
     username_env: str | None = None
     password_env: str | None = None
     timezone: str = "UTC"
@@ -81,20 +91,6 @@ class Attendee(BaseModel):
     role: ShortText | None = None
 
 
-def credentials(ctx: ModuleContext, config: CalendarConfig) -> tuple[str, str | None, str | None]:
-    """(url, username, password) from the config and the environment.
-
-    The one place the module reads its credentials: a secrets store, when the butler has
-    one, is asked here before the environment.
-    """
-    url = config.url or (ctx.credential(config.url_env) if config.url_env else None)
-    if not url:
-        raise ModuleError("config", "module 'calendar': set `url` or `urlEnv` (the CalDAV server)")
-    username = ctx.credential(config.username_env) if config.username_env else None
-    password = ctx.credential(config.password_env) if config.password_env else None
-    return url, username, password
-
-
 class CalendarModule(Module):
     name = NAME
     config_model = CalendarConfig
@@ -107,8 +103,7 @@ class CalendarModule(Module):
 
     async def start(self, ctx: ModuleContext) -> None:
         config: CalendarConfig = ctx.config
-        url, username, password = credentials(ctx, config)
-        client = CalDavClient(url, username, password, config.timeout_seconds)
+        client = caldav_client(ctx, config)
         self.sync = CalendarSync(
             client,
             CalendarStore(ctx.pool),
@@ -145,6 +140,14 @@ class CalendarModule(Module):
         config: CalendarConfig = ctx.config
         owner = sync.owner
         store = sync.store
+
+        async def today(day: date, tz: ZoneInfo) -> list[str]:
+            """The owner's events of `day` (from the local copy), for the briefing."""
+            start, end = day_bounds(day, tz)
+            found = await list_instances(store.pool, start, end, MAX_LINES)
+            return [_briefing_line(event, tz) for event in found]
+
+        ctx.services.briefings[NAME] = today
         butler = ctx.butler.name
         read = {"readOnlyHint": True}
         meta = tool_meta(NAME)
@@ -352,6 +355,14 @@ class CalendarModule(Module):
         async def calendar_list_calendars() -> AnyJson:
             """The owner's calendars with their sync state."""
             return to_json(await store.sources())
+
+
+def _briefing_line(event: Any, tz: ZoneInfo) -> str:
+    where = f" ({event.location})" if event.location else ""
+    if event.all_day:
+        return f"all day: {event.summary}{where}"
+    start, end = event.starts_at.astimezone(tz), event.ends_at.astimezone(tz)
+    return f"{start:%H:%M}-{end:%H:%M}: {event.summary}{where}"
 
 
 def free_slots(
