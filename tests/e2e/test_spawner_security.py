@@ -41,6 +41,15 @@ NEVER_IN_A_SESSION = {
     "schedule_update",
     "schedule_delete",
     "schedule_toggle",
+    # Credentials are the owner's: a session never lists, writes or re-keys them.
+    "secret_list",
+    "secret_put",
+    "secret_delete",
+    "secrets_reencrypt",
+    # Only the owner deletes a memory for good (a session may retract, reversibly).
+    "memory_delete",
+    # The briefing starts a model session of its own.
+    "briefing_send",
 }
 
 

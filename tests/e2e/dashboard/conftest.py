@@ -133,8 +133,8 @@ async def seed_sessions(
         await pool.execute(
             "INSERT INTO sessions (session_id, butler_name, trigger_source, prompt, model, status, "
             "created_at, completed_at, duration_ms, tool_calls, input_tokens, output_tokens, "
-            "cost_usd, trace_id, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-            "$10::text::jsonb, $11, $12, $13, $14, $15)",
+            "cost_usd, trace_id, error, cached_tokens, cache_write_tokens) VALUES ($1, $2, $3, "
+            "$4, $5, $6, $7, $8, $9, $10::text::jsonb, $11, $12, $13, $14, $15, $16, $17)",
             session_id,
             butler,
             row.get("trigger_source", "seed"),
@@ -150,6 +150,8 @@ async def seed_sessions(
             row.get("cost_usd"),
             row.get("trace_id"),
             row.get("error"),
+            row.get("cached_tokens"),
+            row.get("cache_write_tokens"),
         )
     return ids
 

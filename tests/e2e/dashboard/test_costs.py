@@ -42,6 +42,8 @@ async def test_summary_top_sessions_and_schedules_equal_seeded_sums(
                     "input_tokens": tin,
                     "output_tokens": tout,
                     "trigger_source": source,
+                    # Half of the large gpt-4o session's input came from the prompt cache.
+                    "cached_tokens": tin // 2 if cost == 0.5 else None,
                 }
                 for i, (model, cost, tin, tout, source) in enumerate(rows)
             ],
@@ -63,10 +65,20 @@ async def test_summary_top_sessions_and_schedules_equal_seeded_sums(
         "unpriced_sessions": 1,
         "input_tokens": 0,
         "output_tokens": 0,
+        "cached_tokens": 0,
+        "cache_write_tokens": 0,
     }
     by_model = {m["key"]: m for m in summary["by_model"]}
     assert by_model["gpt-4o"]["cost_usd"] == 0.762345
-    assert by_model["gpt-4o"]["price"] == {"input_per_mtok": 2.5, "output_per_mtok": 10.0}
+    assert by_model["gpt-4o"]["price"] == {
+        "input_per_mtok": 2.5,
+        "output_per_mtok": 10.0,
+        "cache_read_per_mtok": 1.25,
+        "cache_write_per_mtok": None,
+    }
+    # 10,000 cached tokens at 1.25 instead of 2.5 per million.
+    assert by_model["gpt-4o"]["cached_tokens"] == summary["cached_tokens"] == 10_000
+    assert by_model["gpt-4o"]["cache_savings_usd"] == summary["cache_savings_usd"] == 0.0125
     assert by_model["mystery-model"]["price"] is None
     assert by_model["mystery-model"]["unpriced_sessions"] == 1
 

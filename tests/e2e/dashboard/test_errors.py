@@ -48,9 +48,12 @@ async def test_a_tool_that_refuses_is_tool_error(dashboard: httpx.AsyncClient) -
 
 
 async def test_what_this_project_lacks_is_not_supported(dashboard: httpx.AsyncClient) -> None:
-    error = error_of(await dashboard.get("/api/calendar/workspace"), 501, "NOT_SUPPORTED")
-    assert "calendar" in str(error["message"])
-    error_of(await dashboard.get("/api/calendar/workspace/meta"), 501, "NOT_SUPPORTED")
+    # The approval-rule writes the seed itself marks as stubs, and runtime module toggles.
+    error = error_of(await dashboard.post("/api/approvals/rules", json={}), 501, "NOT_SUPPORTED")
+    assert "spec" in str(error["message"])
+    toggle = "/api/butlers/health/module-states/health/enabled"
+    error = error_of(await dashboard.put(toggle, json={"enabled": False}), 501, "NOT_SUPPORTED")
+    assert "spec.modules" in str(error["message"])
 
 
 async def test_a_write_to_a_killed_butler_is_butler_unreachable_and_it_shows_down(

@@ -31,6 +31,7 @@ VALUES = {
     "contact_id": str(uuid.uuid4()),
     "thread_id": "<route-walk@mail.example>",
     "request_id": str(uuid.uuid4()),
+    "reminder_id": str(uuid.uuid4()),
 }
 ERROR_CODES = {
     "VALIDATION_ERROR",
