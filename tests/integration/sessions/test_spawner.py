@@ -136,6 +136,8 @@ async def test_session_sees_only_its_own_tools(make_app, llm_script: Script):
         "schedule_update",
         "schedule_delete",
     }
+    # The butler's credentials are the owner's: no session lists, writes or re-keys them.
+    closed |= {"secret_list", "secret_put", "secret_delete", "secrets_reencrypt"}
     assert listed == own - closed - {"schedule_toggle"}
     assert "route" not in listed and result["tool_calls"][0]["is_error"] is True
     assert "not available" in result["tool_calls"][0]["result"]
