@@ -15,7 +15,7 @@ from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotFound
 from butlers.dashboard.sql import row_json
 from butlers.jsonutil import to_json
-from butlers.modules.switchboard import triage_store as store
+from butlers.modules.switchboard import store
 from butlers.spec import SWITCHBOARD_MODULE
 from butlers.switchboard.triage import Action, RuleChannel, TriageMatch
 

@@ -27,6 +27,7 @@ from butlers.stores.records import Record, expression
 from butlers.switchboard.classification import RouteEntry
 from butlers.switchboard.dispatch import INBOX_STATUS, RouteOutcome, TriggerAnswer, inbox_status
 from butlers.switchboard.envelope import IngestEnvelopeV1
+from butlers.switchboard.triage import MAX_RULES, Rule, TriageRuleSpec
 
 OPEN_STATUSES = ("accepted", "classified")
 # `ignored`: a triage rule said so; stored, nothing ran.
@@ -687,3 +688,65 @@ INBOX_CHANGES = Changes(
     default="message_done",
     start=("message_accepted", "accepted"),
 )
+
+
+# Triage: the records and the dashboard's reads (the butler's writes: `triage_store.py`).
+MAX_PINNED = 1000  # pinned threads listed at most
+
+
+@dataclass(frozen=True, slots=True)
+class TriageRuleRow(Record):
+    id: uuid.UUID
+    name: str
+    priority: int
+    enabled: bool
+    channel: str
+    match: JsonValue
+    action: str
+    butler: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    def rule(self) -> Rule:
+        spec = TriageRuleSpec.model_validate(
+            {k: getattr(self, k) for k in TriageRuleSpec.model_fields}
+        )
+        return Rule(str(self.id), spec)
+
+
+@dataclass(frozen=True, slots=True)
+class AffinitySettings(Record):
+    affinity_enabled: bool
+    affinity_ttl_days: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadAffinity(Record):
+    channel: str
+    thread_id: str
+    butler: str
+    pinned: bool
+    request_id: uuid.UUID | None
+    updated_at: datetime
+
+
+RULE_COLUMNS = TriageRuleRow.columns()
+RULES_SQL = f"SELECT {RULE_COLUMNS} FROM triage_rules ORDER BY priority, name LIMIT {MAX_RULES}"
+
+
+async def triage_rules(db: Reader) -> list[TriageRuleRow]:
+    return [TriageRuleRow.from_row(r) for r in await db.fetch(RULES_SQL)]
+
+
+async def affinity_settings(db: Reader) -> AffinitySettings:
+    rows = await db.fetch(f"SELECT {AffinitySettings.columns()} FROM triage_settings")
+    return AffinitySettings.from_row(rows[0])
+
+
+async def pinned_threads(db: Reader) -> list[ThreadAffinity]:
+    rows = await db.fetch(
+        f"SELECT {ThreadAffinity.columns()} FROM thread_affinity WHERE pinned "
+        f"ORDER BY updated_at DESC LIMIT {MAX_PINNED}"
+    )
+    return [ThreadAffinity.from_row(r) for r in rows]

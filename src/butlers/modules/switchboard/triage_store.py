@@ -8,82 +8,26 @@ the thread to (a `pinned` row, kept until removed). Learning never replaces a pi
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import asyncpg
-from pydantic import JsonValue
 
 from butlers.db.pool import dumps
 from butlers.db.sql import affected
-from butlers.modules.view import Reader
-from butlers.stores.records import Record
-from butlers.switchboard.triage import MAX_RULES, Rule, TriageRuleSpec
-
-MAX_PINNED = 1000  # pinned threads listed at most
+from butlers.modules.switchboard.store import (
+    RULE_COLUMNS,
+    AffinitySettings,
+    ThreadAffinity,
+    TriageRuleRow,
+    affinity_settings,
+    pinned_threads,
+    triage_rules,
+)
+from butlers.switchboard.triage import MAX_RULES, TriageRuleSpec
 
 
 class TooManyRules(Exception):
     pass
-
-
-@dataclass(frozen=True, slots=True)
-class TriageRuleRow(Record):
-    id: uuid.UUID
-    name: str
-    priority: int
-    enabled: bool
-    channel: str
-    match: JsonValue
-    action: str
-    butler: str | None
-    created_at: datetime
-    updated_at: datetime
-
-    def rule(self) -> Rule:
-        spec = TriageRuleSpec.model_validate(
-            {k: getattr(self, k) for k in TriageRuleSpec.model_fields}
-        )
-        return Rule(str(self.id), spec)
-
-
-@dataclass(frozen=True, slots=True)
-class AffinitySettings(Record):
-    affinity_enabled: bool
-    affinity_ttl_days: int
-    updated_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadAffinity(Record):
-    channel: str
-    thread_id: str
-    butler: str
-    pinned: bool
-    request_id: uuid.UUID | None
-    updated_at: datetime
-
-
-RULE_COLUMNS = TriageRuleRow.columns()
-RULES_SQL = f"SELECT {RULE_COLUMNS} FROM triage_rules ORDER BY priority, name LIMIT {MAX_RULES}"
-
-
-async def triage_rules(db: Reader) -> list[TriageRuleRow]:
-    return [TriageRuleRow.from_row(r) for r in await db.fetch(RULES_SQL)]
-
-
-async def affinity_settings(db: Reader) -> AffinitySettings:
-    rows = await db.fetch(f"SELECT {AffinitySettings.columns()} FROM triage_settings")
-    return AffinitySettings.from_row(rows[0])
-
-
-async def pinned_threads(db: Reader) -> list[ThreadAffinity]:
-    rows = await db.fetch(
-        f"SELECT {ThreadAffinity.columns()} FROM thread_affinity WHERE pinned "
-        f"ORDER BY updated_at DESC LIMIT {MAX_PINNED}"
-    )
-    return [ThreadAffinity.from_row(r) for r in rows]
 
 
 def _spec_values(spec: TriageRuleSpec) -> list[Any]:
