@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from butlers.testing.script_server import Script, call, step
+from butlers.modules.memory.recall import HEADER as RECALL
+from butlers.testing.script_server import Script, call, measured_usage, step
 
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import scripted_cost
@@ -27,6 +28,17 @@ PIPELINE_BUDGET = 120.0
 MESSAGES = 5
 MAX_COST_PER_MESSAGE = 0.02  # USD, seed 000
 TOKEN_SLACK = 2  # measured tokens that may differ between alike messages (formatting)
+
+
+def _without_recall(request: dict[str, Any]) -> int:
+    """Measured input tokens of a request without the memory recall block: recall is
+    bounded by its budget and depends on the request's words, not on history."""
+    messages = [dict(m) for m in request.get("messages") or []]
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, str) and RECALL in content:
+            message["content"] = content.split(RECALL)[0].rstrip()
+    return measured_usage({**request, "messages": messages}, {})["input_tokens"]
 
 
 def _weight_message(script: Script, value: str, *, usage: Any = None) -> str:
@@ -140,7 +152,9 @@ async def test_cost_per_message_is_flat_over_n_messages(
                 scripted_cost(row["input_tokens"], row["output_tokens"]), abs=1e-9
             )
         per_message.append(sum(float(row["cost_usd"]) for row in rows))
-        sent.append((rows[0]["input_tokens"], rows[1]["input_tokens"]))
+        target = [r for r in llm_script.requests if r.get("session_id") == route["session_id"]]
+        assert len(target) == 2, target  # the tool call, then the answer
+        sent.append((rows[0]["input_tokens"], sum(_without_recall(r) for r in target)))
     for kind, tokens in zip(("classification", "target"), zip(*sent, strict=True), strict=True):
         assert max(tokens) - min(tokens) <= TOKEN_SLACK, f"{kind} sessions were sent {tokens}"
     first = per_message[0]
