@@ -144,6 +144,17 @@ FACT = Fact.columns()
 RULE = Rule.columns()
 EPISODE = Episode.columns()
 RUN = Run.columns()
+# A fact and every fact it superseded, newest first (bounded at 100).
+HISTORY_SQL = f"""
+    WITH RECURSIVE chain AS (
+        SELECT {FACT}, 1 AS depth FROM memory_facts WHERE id = $1
+        UNION ALL
+        SELECT {", ".join(f"f.{c.strip()}" for c in FACT.split(","))}, chain.depth + 1
+        FROM memory_facts f JOIN chain ON f.id = chain.supersedes
+        WHERE chain.depth < 100
+    )
+    SELECT {FACT} FROM chain ORDER BY depth
+"""
 TEXT = {
     "fact": "subject || ' · ' || predicate || ' · ' || content",
     "rule": "content",
@@ -297,19 +308,7 @@ class MemoryStore:
 
     async def history(self, id_: uuid.UUID) -> list[Fact]:
         """The fact and every fact it superseded, newest first (bounded at 100)."""
-        rows = await self._pool.fetch(
-            f"""
-            WITH RECURSIVE chain AS (
-                SELECT {FACT}, 1 AS depth FROM memory_facts WHERE id = $1
-                UNION ALL
-                SELECT {", ".join(f"f.{c.strip()}" for c in FACT.split(","))}, chain.depth + 1
-                FROM memory_facts f JOIN chain ON f.id = chain.supersedes
-                WHERE chain.depth < 100
-            )
-            SELECT {FACT} FROM chain ORDER BY depth
-            """,
-            id_,
-        )
+        rows = await self._pool.fetch(HISTORY_SQL, id_)
         return [Fact.from_row(row) for row in rows]
 
     async def feedback(self, id_: uuid.UUID, outcome: Outcome) -> Fact | Rule:
@@ -648,19 +647,7 @@ class FactShown:
 
 
 async def fact_shown(reader: Reader, id_: uuid.UUID) -> FactShown | None:
-    rows = await reader.fetch(
-        f"""
-        WITH RECURSIVE chain AS (
-            SELECT {FACT}, 1 AS depth FROM memory_facts WHERE id = $1
-            UNION ALL
-            SELECT {", ".join(f"f.{c.strip()}" for c in FACT.split(","))}, chain.depth + 1
-            FROM memory_facts f JOIN chain ON f.id = chain.supersedes
-            WHERE chain.depth < 100
-        )
-        SELECT {FACT} FROM chain ORDER BY depth
-        """,
-        id_,
-    )
+    rows = await reader.fetch(HISTORY_SQL, id_)
     if not rows:
         return None
     history = [Fact.from_row(row) for row in rows]
