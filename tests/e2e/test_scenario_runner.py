@@ -28,6 +28,7 @@ from .harness.scenario_run import (
     classification_session,
     db_assertion_problems,
     route_to,
+    rows_of_request,
     run_scenario_input,
     scripted_steps,
     session_row,
@@ -90,7 +91,9 @@ async def test_scripted_scenario_matches_its_declaration_and_golden_files(
         f"the model was asked by {asked}: classification must come first, once"
     )
     changes = changed_rows(before[0], await snapshot_tables(pool))
-    routing = changed_rows(before[1], await snapshot_tables(switchboard))
+    routing = rows_of_request(
+        changed_rows(before[1], await snapshot_tables(switchboard)), answer["request_id"]
+    )
     files = golden_files(
         scenario, answer, llm_script.requests, [classification, session], changes, routing
     )

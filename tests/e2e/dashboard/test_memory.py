@@ -172,7 +172,8 @@ async def test_one_butlers_memory_is_invisible_to_another(
         f"What is the neighbour's {secret}?",
         step("No idea."),
     )
-    assert HEADER not in _opening(llm_script, "health", secret).split("?", 1)[1]
+    # Health may recall its own facts (other tests store some); never relationship's.
+    assert secret not in _opening(llm_script, "health", secret).split("?", 1)[1]
     found = await butler_ecosystem.call("relationship", "memory_search", {"query": secret})
     assert [hit["id"] for hit in found] == [stored["id"]]
     stats = (await dashboard.get("/api/memory/stats")).json()

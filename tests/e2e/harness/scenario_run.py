@@ -163,5 +163,18 @@ def changed_rows(before: Snapshot, after: Snapshot) -> dict[str, list[dict[str, 
     return changes
 
 
+def rows_of_request(
+    changes: dict[str, list[dict[str, Any]]], request_id: str
+) -> dict[str, list[dict[str, Any]]]:
+    """The changed rows that belong to one request: rows naming another request (a message
+    an earlier test left finishing, say) are dropped, rows naming none are kept."""
+    kept = {}
+    for table, rows in changes.items():
+        mine = [r for r in rows if str(r.get("request_id", request_id)) == str(request_id)]
+        if mine:
+            kept[table] = mine
+    return kept
+
+
 def _canonical(row: dict[str, Any]) -> str:
     return json.dumps(row, sort_keys=True, default=str)
