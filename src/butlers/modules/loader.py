@@ -226,7 +226,9 @@ async def start_modules(
 
     for name in order:
         cls = module_class(name)
-        if name in disabled:
+        if name in disabled and cls.required:
+            log.warning("module %s is required (%s): its override is ignored", name, cls.required)
+        elif name in disabled:
             for job in cls.owned_jobs:
                 services.jobs.park(job, off_reason(name))
             record(disabled_state(name, disabled[name]))
