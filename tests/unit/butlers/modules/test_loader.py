@@ -1,9 +1,9 @@
 """Module start-up without a database: ordering, config errors, isolation, cascades."""
 
 import json
-from datetime import UTC, datetime
 import subprocess
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
