@@ -41,6 +41,8 @@ NEVER_IN_A_SESSION = {
     "schedule_update",
     "schedule_delete",
     "schedule_toggle",
+    # Which modules run: what the butler can do is the owner's to change.
+    "module_set_enabled",
     # Credentials are the owner's: a session never lists, writes or re-keys them.
     "secret_list",
     "secret_put",

@@ -408,7 +408,9 @@ export interface paths {
         };
         /**
          * Butler Module States
-         * @description Module states; modules are enabled in the Butler spec, so none can be toggled here.
+         * @description Each module of `spec.modules`: on or off, and whether by the spec or by the owner's
+         *     runtime switch (read from the butler's schema, so an override shows while the butler
+         *     is down), with the outcome of its start as the butler last reported it.
          */
         get: operations["butler_module_states_api_butlers__name__module_states_get"];
         put?: never;
@@ -429,7 +431,10 @@ export interface paths {
         get?: never;
         /**
          * Toggle Module
-         * @description 501: modules are enabled in the Butler spec (`spec.modules`), not at runtime.
+         * @description Switch a module of the butler off or on while it runs (its `module_set_enabled`
+         *     tool; kept across restarts). A required module, one that others still on depend on,
+         *     or one whose dependency is off is TOOL_ERROR naming why; a butler that does not
+         *     answer is BUTLER_UNREACHABLE (nothing changed).
          */
         put: operations["toggle_module_api_butlers__name__module_states__module__enabled_put"];
         post?: never;
@@ -3496,6 +3501,10 @@ export interface components {
         };
         /** ModuleState */
         ModuleState: {
+            /** Disabled At */
+            disabled_at?: string | null;
+            /** Disabled By */
+            disabled_by?: string | null;
             /** Enabled */
             enabled: boolean;
             /** Error */
@@ -3504,6 +3513,13 @@ export interface components {
             name: string;
             /** Phase */
             phase: string | null;
+            /** Required */
+            required?: string | null;
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "spec" | "runtime";
             /** Status */
             status: string;
             /** Toggleable */
@@ -3524,6 +3540,11 @@ export interface components {
             phase?: string | null;
             /** Status */
             status: string;
+        };
+        /** ModuleToggle */
+        ModuleToggle: {
+            /** Enabled */
+            enabled: boolean;
         };
         /** NextSchedule */
         NextSchedule: {
@@ -7105,7 +7126,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModuleToggle"];
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {

@@ -31,6 +31,7 @@ export type MemoryFactDetail = S["MemoryFactDetail"];
 export type MemoryRule = S["MemoryRule"];
 export type MemoryRuleDetail = S["MemoryRuleDetail"];
 export type MemoryStats = S["MemoryStats"];
+export type ModuleState = S["ModuleState"];
 export type ModuleStatus = S["ModuleStatus"];
 export type Notification = S["Notification"];
 export type NotificationStats = S["NotificationStats"];

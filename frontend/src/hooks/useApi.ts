@@ -80,6 +80,15 @@ export function useButlerConfig(name: string | undefined) {
   });
 }
 
+export function useModuleStates(name: string | undefined) {
+  return useQuery({
+    queryKey: butlerKeys.modules(name ?? ""),
+    queryFn: () => api.get("/api/butlers/{name}/module-states", { path: { name: name ?? "" } }),
+    enabled: !!name,
+    refetchInterval: 30 * SECONDS,
+  });
+}
+
 export function useButlerTools(name: string | undefined) {
   return useQuery({
     queryKey: butlerKeys.tools(name ?? ""),

@@ -280,3 +280,16 @@ export function useDeleteOAuthCredentials() {
     },
   });
 }
+
+export function useToggleModule(butler: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ module, enabled }: { module: string; enabled: boolean }) =>
+      api.put("/api/butlers/{name}/module-states/{module}/enabled", {
+        path: { name: butler, module },
+        body: { enabled },
+      }),
+    // Its tools, its status and the butler's module list all change.
+    onSuccess: () => client.invalidateQueries({ queryKey: butlerKeys.all }),
+  });
+}

@@ -9,6 +9,7 @@ import { useButler, useButlerSessions } from "../hooks/useApi";
 import { ActionsPanel } from "./butler/ActionsPanel";
 import { ConfigPanel } from "./butler/ConfigPanel";
 import { LogsPanel } from "./butler/LogsPanel";
+import { ModulesPanel } from "./butler/ModulesPanel";
 import { SchedulesPanel } from "./butler/SchedulesPanel";
 import { StatePanel } from "./butler/StatePanel";
 import { TablesPanel } from "./butler/TablesPanel";
@@ -19,6 +20,7 @@ const TABS: [string, string][] = [
   ["state", "State"],
   ["schedules", "Schedules"],
   ["tools", "Tools"],
+  ["modules", "Modules"],
   ["tables", "Data"],
   ["config", "Config"],
   ["logs", "Logs"],
@@ -58,7 +60,7 @@ export function ButlerPage() {
               <div><dt>MCP endpoint</dt><dd className="mono">{b.url}</dd></div>
               <div><dt>Schema</dt><dd className="mono">{b.db_schema}</dd></div>
               <div><dt>Version</dt><dd>{b.version ?? "—"}</dd></div>
-              <div><dt>Modules</dt><dd>{b.modules.map((m) => `${m.name}${m.error ? ` (failed: ${m.error})` : ""}`).join(", ") || "none"}</dd></div>
+              <div><dt>Modules</dt><dd>{b.modules.map((m) => `${m.name}${m.enabled ? "" : " (switched off)"}${m.error ? ` (failed: ${m.error})` : ""}`).join(", ") || "none"}</dd></div>
               {b.kube ? (
                 <div>
                   <dt>Kubernetes</dt>
@@ -88,6 +90,7 @@ export function ButlerPage() {
         {tab === "state" ? <StatePanel butler={name} /> : null}
         {tab === "schedules" ? <SchedulesPanel butler={name} /> : null}
         {tab === "tools" ? <ToolsPanel butler={name} /> : null}
+        {tab === "modules" ? <ModulesPanel butler={name} /> : null}
         {tab === "tables" ? <TablesPanel butler={name} /> : null}
         {tab === "config" ? <ConfigPanel butler={name} /> : null}
         {tab === "logs" ? <LogsPanel butler={name} /> : null}

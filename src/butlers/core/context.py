@@ -24,9 +24,23 @@ class ModuleState:
     status: str  # "active" | "failed" | "cascade_failed" | "disabled"
     phase: str | None = None  # where it failed: "config", "credentials", "startup", ...
     error: str | None = None
+    # The owner's runtime override ("disabled"): who switched it off, when (ISO 8601).
+    disabled_by: str | None = None
+    disabled_at: str | None = None
+    # Why the owner may not switch it off at runtime (a required module), if so.
+    required: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "phase": self.phase, "error": self.error}
+        return {
+            "name": self.name,
+            "status": self.status,
+            "phase": self.phase,
+            "error": self.error,
+            "source": "runtime" if self.status == "disabled" else "spec",
+            "disabled_by": self.disabled_by,
+            "disabled_at": self.disabled_at,
+            "required": self.required,
+        }
 
 
 @dataclass

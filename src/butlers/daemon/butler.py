@@ -25,10 +25,12 @@ from butlers.daemon.routes import RouteCheck
 from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.modules.base import ModuleServices, Webhook
 from butlers.modules.loader import ModuleSet, session_hidden_tools, start_modules
+from butlers.modules.switch import ModuleSwitch, register_switch_tool
 from butlers.scheduling.jobs import JobRegistry
 from butlers.secretbox import KeySource
 from butlers.settings import ButlerSettings
 from butlers.spec import ButlerResource
+from butlers.stores.modules import disabled_modules
 
 
 @dataclass
@@ -114,7 +116,7 @@ async def build_butler(
         switchboard_url=settings.switchboard_url,
         jobs=services.jobs,
     )
-    modules = await start_modules(server, context, shared)
+    modules = await start_modules(server, context, shared, await disabled_modules(pool))
     routes = RouteCheck(context, settings.switchboard_url)
     butler = Butler(
         context=context,
@@ -129,7 +131,9 @@ async def build_butler(
         await services.sync_schedules(resource.spec.schedules)
         # Tool calls of sessions whose runtime calls back over HTTP (claude-code).
         server.middleware.insert(0, SessionCallRecorder(services.spawner))
-        await finalize_server(
+        switch = ModuleSwitch(server, context, modules, _unset_refresh)
+        register_switch_tool(server, switch)
+        switch.refresh = await finalize_server(
             server,
             context,
             services.redactor,
@@ -139,3 +143,7 @@ async def build_butler(
         await butler.aclose()
         raise
     return butler
+
+
+async def _unset_refresh() -> None:
+    raise RuntimeError("the butler's tool tables are not built yet")

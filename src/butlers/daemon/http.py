@@ -53,7 +53,7 @@ def build_http_app(
         Route("/ready", ready, methods=["GET"]),
         *streamable.routes,
         *sse.routes,
-        *(Route(path, handler, methods=["POST"]) for path, handler in webhooks.items()),
+        *(Route(path, _live(webhooks, path), methods=["POST"]) for path in webhooks),
     ]
     # Outermost first: who is calling (Host, Origin, token) before any body is read,
     # the body within its size and deadline, then plain `tools/call`s answered directly.
@@ -67,3 +67,18 @@ def build_http_app(
         lifespan=streamable.router.lifespan_context,
         middleware=middleware,
     )
+
+
+def _live(
+    webhooks: Mapping[str, Callable[[Request], Awaitable[Response]]], path: str
+) -> Callable[[Request], Awaitable[Response]]:
+    """The handler `webhooks` holds for `path` when a push arrives: gone while its module
+    is switched off (404), the new instance's once switched on again."""
+
+    async def endpoint(request: Request) -> Response:
+        handler = webhooks.get(path)
+        if handler is None:
+            return JSONResponse({"error": f"{path} is off: its module is switched off"}, 404)
+        return await handler(request)
+
+    return endpoint

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from fastmcp import FastMCP
 from fastmcp.tools import Tool
@@ -92,19 +92,27 @@ async def finalize_server(
     redactor: Redactor,
     *,
     session_hidden: tuple[str, ...] = (),
-) -> None:
+) -> Callable[[], Awaitable[None]]:
     """Once every tool is registered: the access table, the input-schema table, the tools'
-    declared sensitive arguments given to the redaction policy, and the tool spans."""
-    tools = await mcp.list_tools()
-    butler.access.install(tools, session_hidden)
-    modules = {t.name: str((t.meta or {}).get("module", "core")) for t in tools}
-    sensitive: dict[str, set[str]] = {
-        t.name: set((t.meta or {}).get("sensitive_args", ())) for t in tools
-    }
-    for rule in butler.resource.spec.approvals.rules:
-        sensitive.setdefault(rule.tool, set()).update(rule.sensitive_args)
-    redactor.declare_sensitive_args(sensitive)
+    declared sensitive arguments given to the redaction policy, and the tool spans.
+    Returns the refresh to await whenever the set of tools changes (a module switched)."""
+    owners: dict[str, str] = {}
+
+    async def refresh() -> None:
+        tools = await mcp.list_tools()
+        butler.access.install(tools, session_hidden)
+        owners.clear()
+        owners.update({t.name: str((t.meta or {}).get("module", "core")) for t in tools})
+        sensitive: dict[str, set[str]] = {
+            t.name: set((t.meta or {}).get("sensitive_args", ())) for t in tools
+        }
+        for rule in butler.resource.spec.approvals.rules:
+            sensitive.setdefault(rule.tool, set()).update(rule.sensitive_args)
+        redactor.declare_sensitive_args(sensitive)
+        await install_schema_lookup(mcp, tools)
+
     # Outermost, so a call the approval gate holds, denies or lets expire has its span
     # (and log line) too, covering the wait.
-    mcp.middleware.insert(0, ToolSpanMiddleware(butler.name, modules.get, redactor))
-    await install_schema_lookup(mcp, tools)
+    mcp.middleware.insert(0, ToolSpanMiddleware(butler.name, owners.get, redactor))
+    await refresh()
+    return refresh

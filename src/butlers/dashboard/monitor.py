@@ -83,6 +83,15 @@ class ButlerMonitor:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._round_done.wait(), remaining)
 
+    def module_changed(self, name: str, state: dict[str, Any]) -> None:
+        """A module of butler `name` was switched: its state as the butler answered
+        (shown until the next `status` call)."""
+        health = self.health.get(name)
+        if health is not None:
+            health.modules = [
+                state if m.get("name") == state.get("name") else m for m in health.modules
+            ]
+
     def poke(self) -> None:
         """Probe now (a write just failed, a butler was added)."""
         self._wake.set()
@@ -171,7 +180,7 @@ def _verdict(code: int, health: ButlerHealth) -> tuple[str, str | None]:
     failed = [
         m
         for m in health.modules
-        if m.get("status") not in ("active", None) and m.get("phase") != "credentials"
+        if m.get("status") not in ("active", "disabled", None) and m.get("phase") != "credentials"
     ]
     if failed:
         return "degraded", "; ".join(

@@ -15,10 +15,10 @@ Status = Literal["ok", "degraded", "down", "unknown"]
 
 class ModuleStatus(BaseModel):
     name: str
-    status: str  # active | failed | cascade_failed | unknown
+    status: str  # active | failed | cascade_failed | disabled (by the owner) | unknown
     phase: str | None = None
     error: str | None = None
-    enabled: bool = True
+    enabled: bool = True  # False: switched off by the owner at runtime
 
 
 class KubeCondition(BaseModel):
@@ -64,6 +64,7 @@ def modules_of(dashboard: Dashboard, info: ButlerInfo) -> list[ModuleStatus]:
                 status=str(reported.get("status") or "unknown"),
                 phase=reported.get("phase"),
                 error=reported.get("error"),
+                enabled=reported.get("status") != "disabled",
             )
         )
     return result

@@ -168,6 +168,12 @@ class Module:
     chain: ClassVar[Chain | None] = None
     # Tools of this module that an LLM session of the butler must not see.
     session_hidden_tools: ClassVar[tuple[str, ...]] = ()
+    # Why the owner may not switch this module off while the butler runs (None: they
+    # may; a required module is only removed from `spec.modules`).
+    required: ClassVar[str | None] = None
+    # The jobs (`ModuleServices.jobs`) this module registers when it starts, so the
+    # spec's schedules naming them still validate while it is switched off.
+    owned_jobs: ClassVar[tuple[str, ...]] = ()
 
     async def start(self, ctx: ModuleContext) -> None:
         """Check credentials, open clients; raise ModuleError to fail cleanly."""
@@ -177,6 +183,10 @@ class Module:
 
     async def ready(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         """Called once every active module has registered its tools."""
+
+    async def tools_changed(self, mcp: FastMCP, ctx: ModuleContext) -> None:
+        """Called when the owner switched another module on or off while this one runs
+        (its tools came or went)."""
 
     async def stop(self) -> None:
         """Cancel background tasks and close clients."""

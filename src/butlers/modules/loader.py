@@ -13,6 +13,7 @@ from butlers.core.context import ButlerContext, ModuleState
 from butlers.migrations import CORE, Chain
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, ModuleError, ModuleServices
 from butlers.modules.registry import MODULE_NAMES, module_class
+from butlers.stores.modules import DisabledModule
 from butlers.validation import describe
 
 log = logging.getLogger(__name__)
@@ -96,12 +97,65 @@ def _config_error(name: str, exc: ValidationError) -> str:
 
 
 @dataclass
+class Owned:
+    """What one module put into the shared services when it started (taken out again
+    when the owner switches it off)."""
+
+    tools: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
+    webhooks: tuple[str, ...] = ()
+    briefings: tuple[str, ...] = ()
+    jobs: tuple[str, ...] = ()
+    approver: bool = False
+    outbound: bool = False
+
+
+def _keys(services: ModuleServices) -> tuple[set[str], ...]:
+    return (
+        set(services.channels),
+        set(services.webhooks),
+        set(services.briefings),
+        set(services.jobs.names()),
+    )
+
+
+@dataclass
 class ModuleSet:
     """The started modules of one butler; owns their shutdown."""
 
     butler: ButlerContext
     services: ModuleServices
     started: list[tuple[Module, ModuleContext]] = field(default_factory=list)
+    owned: dict[str, Owned] = field(default_factory=dict)
+
+    def instance(self, name: str) -> tuple[Module, ModuleContext] | None:
+        return next((entry for entry in self.started if entry[1].name == name), None)
+
+    async def stop_one(self, mcp: FastMCP, name: str, reason: str) -> None:
+        """Stop the started module `name`, take its tools off `mcp` and what it owned
+        out of the services (its jobs parked with `reason`)."""
+        entry = self.instance(name)
+        if entry is not None:
+            self.started.remove(entry)
+            await _stop_quietly(entry[0])
+        owned = self.owned.pop(name, Owned())
+        registered = {t.name for t in await mcp.list_tools(run_middleware=False)}
+        for tool in owned.tools:
+            if tool in registered:
+                mcp.local_provider.remove_tool(tool)
+        services = self.services
+        for key in owned.channels:
+            services.channels.pop(key, None)
+        for key in owned.webhooks:
+            services.webhooks.pop(key, None)
+        for key in owned.briefings:
+            services.briefings.pop(key, None)
+        for job in owned.jobs:
+            services.jobs.park(job, reason)
+        if owned.approver:
+            services.approver = None
+        if owned.outbound:
+            services.outbound = None
 
     async def stop(self) -> None:
         for module, ctx in reversed(self.started):
@@ -113,16 +167,41 @@ class ModuleSet:
         self.started.clear()
 
 
-async def start_modules(mcp: FastMCP, butler: ButlerContext, services: ModuleServices) -> ModuleSet:
-    """Start every enabled module; record each outcome in `butler.modules`."""
+def disabled_state(name: str, row: DisabledModule) -> ModuleState:
+    """The state of a module the owner switched off."""
+    return ModuleState(
+        name,
+        "disabled",
+        disabled_by=row.disabled_by,
+        disabled_at=row.disabled_at.isoformat(),
+    )
+
+
+def off_reason(name: str) -> str:
+    return f"module {name} is disabled by the owner (dashboard: the butler's modules)"
+
+
+async def start_modules(
+    mcp: FastMCP,
+    butler: ButlerContext,
+    services: ModuleServices,
+    disabled: Mapping[str, DisabledModule] | None = None,
+) -> ModuleSet:
+    """Start every enabled module the owner did not switch off (`disabled`, the
+    `disabled_modules` rows); record each outcome in `butler.modules`."""
     enabled = butler.resource.spec.modules
+    disabled = disabled or {}
     modules = ModuleSet(butler=butler, services=services)
     states: dict[str, ModuleState] = {}
 
     def record(state: ModuleState) -> None:
+        if state.name in MODULE_NAMES:
+            state.required = module_class(state.name).required
         states[state.name] = state
         butler.modules.append(state)
-        if state.status != "active":
+        if state.status == "disabled":
+            log.info("Module %s is disabled by %s", state.name, state.disabled_by)
+        elif state.status != "active":
             log.warning(
                 "Module %s %s (phase %s): %s", state.name, state.status, state.phase, state.error
             )
@@ -147,6 +226,13 @@ async def start_modules(mcp: FastMCP, butler: ButlerContext, services: ModuleSer
 
     for name in order:
         cls = module_class(name)
+        if name in disabled and cls.required:
+            log.warning("module %s is required (%s): its override is ignored", name, cls.required)
+        elif name in disabled:
+            for job in cls.owned_jobs:
+                services.jobs.park(job, off_reason(name))
+            record(disabled_state(name, disabled[name]))
+            continue
         missing = [d for d in cls.dependencies if d not in enabled]
         if missing:
             record(
@@ -165,11 +251,12 @@ async def start_modules(mcp: FastMCP, butler: ButlerContext, services: ModuleSer
                     name,
                     "cascade_failed",
                     "dependencies",
-                    f"depends on {', '.join(broken)}, which did not start",
+                    f"depends on {', '.join(broken)}, which "
+                    + ("is disabled" if _all_disabled(broken, states) else "did not start"),
                 )
             )
             continue
-        state = await _start_one(mcp, butler, cls, enabled[name], modules)
+        state = await start_one(mcp, butler, cls, enabled[name], modules)
         record(state)
 
     for module, ctx in modules.started:
@@ -180,6 +267,35 @@ async def start_modules(mcp: FastMCP, butler: ButlerContext, services: ModuleSer
             state = states[ctx.name]
             state.status, state.phase, state.error = "failed", "ready", f"{exc}"
     return modules
+
+
+def _all_disabled(names: list[str], states: Mapping[str, ModuleState]) -> bool:
+    return all(states[n].status == "disabled" for n in names)
+
+
+async def start_one(
+    mcp: FastMCP, butler: ButlerContext, cls: type[Module], raw: Any, modules: ModuleSet
+) -> ModuleState:
+    """Start one module, noting what it put into the shared services."""
+    services = modules.services
+    before, approver, outbound = _keys(services), services.approver, services.outbound
+    tools = {t.name for t in await mcp.list_tools(run_middleware=False)}
+    state = await _start_one(mcp, butler, cls, raw, modules)
+    added = {t.name for t in await mcp.list_tools(run_middleware=False)} - tools
+    after = _keys(services)
+    channels, webhooks, briefings, jobs = (
+        tuple(sorted(a - b)) for a, b in zip(after, before, strict=True)
+    )
+    modules.owned[cls.name] = Owned(
+        tools=tuple(sorted(added)),
+        channels=channels,
+        webhooks=webhooks,
+        briefings=briefings,
+        jobs=jobs,
+        approver=services.approver is not approver,
+        outbound=services.outbound is not outbound,
+    )
+    return state
 
 
 async def _start_one(

@@ -39,17 +39,30 @@ class JobRegistry:
     def __init__(self, jobs: dict[str, Job] | None = None) -> None:
         self._jobs: dict[str, Job] = {}
         self._validators: dict[str, Validator] = {}
+        # Jobs of a module the owner switched off: schedules naming them still
+        # validate, a firing fails with the reason.
+        self._parked: dict[str, str] = {}
         for name, job in (jobs or {}).items():
             self.register(name, job)
 
     def register(self, name: str, job: Job) -> None:
         self._jobs[name] = job
         self._validators[name] = arguments_validator(job, skip=("ctx",))
+        self._parked.pop(name, None)
+
+    def park(self, name: str, reason: str) -> None:
+        """Take `name` out of service (`get` raises UnknownJob with `reason`) while
+        schedules naming it stay valid; `register` brings it back."""
+        self._jobs.pop(name, None)
+        self._parked[name] = reason
 
     def validate(self, name: str, args: dict[str, Any]) -> None:
         """Raise UnknownJob or InvalidJobArguments (bounds included) before anything
         stores or runs these arguments."""
-        self.get(name)
+        if name in self._parked and name not in self._validators:
+            return  # never registered in this process: its arguments are checked once it is
+        if name not in self._parked:
+            self.get(name)
         try:
             self._validators[name](dict(args))
         except ValidationError as exc:
@@ -59,6 +72,8 @@ class JobRegistry:
         return sorted(self._jobs)
 
     def get(self, name: str) -> Job:
+        if name in self._parked:
+            raise UnknownJob(f"job {name!r} is off: {self._parked[name]}")
         try:
             return self._jobs[name]
         except KeyError:

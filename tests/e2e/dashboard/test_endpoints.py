@@ -329,9 +329,11 @@ async def test_modules_and_module_states_report_each_modules_start(
     assert modules["email"]["phase"] == "credentials"
     assert "EMAIL_USERNAME" in modules["email"]["error"]
     states = data(await dashboard.get("/api/butlers/messenger/module-states"))
-    assert {s["name"]: (s["status"], s["toggleable"]) for s in states} == {
-        name: (m["status"], False) for name, m in modules.items()
+    assert {s["name"]: (s["status"], s["enabled"], s["source"]) for s in states} == {
+        name: (m["status"], True, "spec") for name, m in modules.items()
     }
+    toggleable = {s["name"] for s in states if s["toggleable"]}
+    assert toggleable == set(modules) - {"approvals"}, "approvals is required"
 
 
 async def test_logs_tail_the_butlers_log(

@@ -55,6 +55,7 @@ PAGES = [
     ("/butlers/general/state", "general"),
     ("/butlers/general/schedules", "general"),
     ("/butlers/general/tools", "general"),
+    ("/butlers/general/modules", "general"),
     ("/butlers/general/tables", "general"),
     ("/butlers/general/config", "general"),
     ("/butlers/general/logs", "general"),
@@ -465,6 +466,30 @@ async def test_schedule_create_toggle_and_delete_from_the_ui(
     await row.get_by_role("button", name=f"Delete {name}").click()
     await row.wait_for(state="detached")
     assert await over_mcp() is None
+    assert watcher.problems == []
+
+
+async def test_a_module_is_switched_off_and_on_from_the_ui(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle
+) -> None:
+    page, watcher = ui
+
+    async def tools() -> set[str]:
+        async with butler_ecosystem.client("health") as client:
+            return {t.name for t in await client.list_tools()}
+
+    before = await tools()
+    await _open(page, "/butlers/health/modules")
+    row = page.locator("tr[data-module='health']")
+    await row.locator(".badge[data-status='enabled']").wait_for()
+    try:
+        await row.get_by_role("button", name="Disable module health").click()  # confirmed
+        await row.locator(".badge[data-status='disabled']").first.wait_for()
+        assert "measurement_log" not in await tools()
+    finally:
+        await row.get_by_role("button", name="Enable module health").click()
+    await row.locator(".badge[data-status='enabled']").wait_for()
+    assert await tools() == before
     assert watcher.problems == []
 
 

@@ -138,6 +138,7 @@ async def test_session_sees_only_its_own_tools(make_app, llm_script: Script):
     }
     # The butler's credentials are the owner's: no session lists, writes or re-keys them.
     closed |= {"secret_list", "secret_put", "secret_delete", "secrets_reencrypt"}
+    closed |= {"module_set_enabled"}  # what the butler can do is the owner's to change
     assert listed == own - closed - {"schedule_toggle"}
     assert "route" not in listed and result["tool_calls"][0]["is_error"] is True
     assert "not available" in result["tool_calls"][0]["result"]

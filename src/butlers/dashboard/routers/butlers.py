@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
-from pydantic import BaseModel
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict
 
 from butlers import __version__
 from butlers.dashboard.context import Ctx
 from butlers.dashboard.envelopes import ApiResponse, ok
-from butlers.dashboard.errors import NotSupported
-from butlers.dashboard.support import empty_data, not_supported
+from butlers.dashboard.errors import NotFound, NotSupported
+from butlers.dashboard.support import empty_data
 from butlers.dashboard.views import ButlerSummary, ModuleStatus, modules_of, summary
 from butlers.redaction import MASK, SENSITIVE_KEY
+from butlers.stores.modules import disabled_modules
 
 router = APIRouter(tags=["butlers"])
 LOG_TAIL_BYTES = 1 << 20
@@ -61,10 +63,22 @@ class Skill(BaseModel):
 class ModuleState(BaseModel):
     name: str
     enabled: bool
-    status: str
+    # spec: as `spec.modules` says; runtime: switched off by the owner (kept across restarts)
+    source: Literal["spec", "runtime"]
+    status: str  # active | failed | cascade_failed | disabled | unknown
     phase: str | None
     error: str | None
+    disabled_by: str | None = None
+    disabled_at: datetime | None = None
     toggleable: bool
+    # Why it cannot be switched off at runtime (a required module), if so.
+    required: str | None = None
+
+
+class ModuleToggle(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool
 
 
 class LogTail(BaseModel):
@@ -167,37 +181,75 @@ async def butler_modules(name: str, dashboard: Ctx) -> dict[str, Any]:
     return ok(modules_of(dashboard, info))
 
 
+def _module_state(reported: dict[str, Any], in_spec: bool) -> ModuleState:
+    status = str(reported.get("status") or "unknown")
+    required = reported.get("required")
+    return ModuleState(
+        name=str(reported.get("name")),
+        enabled=status != "disabled",
+        source="runtime" if status == "disabled" else "spec",
+        status=status,
+        phase=reported.get("phase"),
+        error=reported.get("error"),
+        disabled_by=reported.get("disabled_by"),
+        disabled_at=reported.get("disabled_at"),
+        toggleable=in_spec and not required and status != "unknown",
+        required=required,
+    )
+
+
 @router.get("/api/butlers/{name}/module-states", response_model=ApiResponse[list[ModuleState]])
 async def butler_module_states(name: str, dashboard: Ctx) -> dict[str, Any]:
-    """Module states; modules are enabled in the Butler spec, so none can be toggled here."""
+    """Each module of `spec.modules`: on or off, and whether by the spec or by the owner's
+    runtime switch (read from the butler's schema, so an override shows while the butler
+    is down), with the outcome of its start as the butler last reported it."""
     info = dashboard.butler(name)
-    states = [
-        ModuleState(
-            name=m.name,
-            enabled=True,
-            status=m.status,
-            phase=m.phase,
-            error=m.error,
-            toggleable=False,
-        )
-        for m in modules_of(dashboard, info)
-    ]
+    overrides = await dashboard.db.read(name, disabled_modules)
+    live = {m.get("name"): m for m in dashboard.monitor.get(name).modules}
+    states = []
+    for module in modules_of(dashboard, info):
+        reported = dict(live.get(module.name) or {"name": module.name})
+        row = overrides.get(module.name)
+        if row is not None:
+            reported |= {
+                "status": "disabled",
+                "phase": None,
+                "error": None,
+                "disabled_by": row.disabled_by,
+                "disabled_at": row.disabled_at.isoformat(),
+            }
+        elif reported.get("status") == "disabled":
+            reported["status"] = "unknown"  # switched on since the butler last reported
+        states.append(_module_state(reported, module.name in info.modules))
     return ok(states)
 
 
 @router.put(
     "/api/butlers/{name}/module-states/{module}/enabled",
     response_model=ApiResponse[ModuleState],
-    openapi_extra=not_supported("modules are enabled in the Butler spec, not at runtime"),
 )
-async def toggle_module(name: str, module: str, dashboard: Ctx) -> dict[str, Any]:
-    """501: modules are enabled in the Butler spec (`spec.modules`), not at runtime."""
-    dashboard.butler(name)
-    raise NotSupported(
-        f"modules cannot be toggled at runtime; enable or remove {module!r} under "
-        f"spec.modules of the Butler resource {name!r} and re-apply it",
-        butler=name,
+async def toggle_module(
+    name: str, module: str, body: ModuleToggle, request: Request, dashboard: Ctx
+) -> dict[str, Any]:
+    """Switch a module of the butler off or on while it runs (its `module_set_enabled`
+    tool; kept across restarts). A required module, one that others still on depend on,
+    or one whose dependency is off is TOOL_ERROR naming why; a butler that does not
+    answer is BUTLER_UNREACHABLE (nothing changed)."""
+    info = dashboard.butler(name)
+    if module not in info.modules:
+        raise NotFound(
+            f"butler {name!r} has no module {module!r} in spec.modules "
+            f"(its modules: {', '.join(info.modules) or 'none'})",
+            butler=name,
+        )
+    operation = "module.enable" if body.enabled else "module.disable"
+    arguments = {"module": module, "enabled": body.enabled}
+    outcome = await dashboard.write(
+        request, info, operation, "module_set_enabled", arguments, target=module
     )
+    state = outcome.data if isinstance(outcome.data, dict) else {"name": module}
+    dashboard.monitor.module_changed(name, state)
+    return ok(_module_state(state, in_spec=True))
 
 
 @router.get("/api/butlers/{name}/logs", response_model=ApiResponse[LogTail])

@@ -78,7 +78,7 @@ def _live(dashboard: Dashboard) -> list[Issue]:
                 )
             )
         for module in health.modules:
-            if module.get("status") in ("active", None):
+            if module.get("status") in ("active", "disabled", None):
                 continue
             credentials = module.get("phase") == "credentials"
             issues.append(

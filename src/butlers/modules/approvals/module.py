@@ -26,6 +26,10 @@ class ApprovalsModule(Module):
     chain = migration_chain(NAME, __file__)
     # Housekeeping for people (the dashboard, a client), not for a session's model.
     session_hidden_tools = ("approval_expire_stale",)
+    required = (
+        "it is the owner's approval gate: without it gated tools and held sends would not "
+        "wait for the owner"
+    )
 
     def __init__(self) -> None:
         self.gate: ApprovalGate | None = None
@@ -130,6 +134,9 @@ class ApprovalsModule(Module):
     async def ready(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         assert self.gate is not None
         await self.gate.refresh(mcp, ctx.butler.resource.spec.approvals)
+
+    async def tools_changed(self, mcp: FastMCP, ctx: ModuleContext) -> None:
+        await self.ready(mcp, ctx)  # a module's gated tools came or went
 
     async def stop(self) -> None:
         if self.gate is not None:

@@ -72,6 +72,7 @@ class MemoryModule(Module):
     config_model = MemoryConfig
     chain = migration_chain(NAME, __file__)
     session_hidden_tools = ("memory_delete",)
+    owned_jobs = (JOB,)
 
     def __init__(self) -> None:
         self.store: MemoryStore | None = None

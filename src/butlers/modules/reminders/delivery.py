@@ -81,16 +81,20 @@ class OwnerLine:
     ) -> None:
         self._mcp = mcp
         self._butler = butler
-        self._local = "notify" if "notify" in local_tools else None
-        if self._local is None and "owner_notify" in local_tools:
-            self._local = "owner_notify"
-        self._gather_here = "briefing_gather" in local_tools
+        self.use_local(local_tools)
         self._switchboard = switchboard_url
         self._client = McpClient(
             {"Authorization": f"Bearer {token}"} if token else None,
             timeout=SEND_TIMEOUT,
             client_name=f"butler {butler} reminders",
         )
+
+    def use_local(self, local_tools: set[str]) -> None:
+        """Which of the butler's own tools carry the line (again when modules change)."""
+        self._local: str | None = "notify" if "notify" in local_tools else None
+        if self._local is None and "owner_notify" in local_tools:
+            self._local = "owner_notify"
+        self._gather_here = "briefing_gather" in local_tools
 
     @property
     def route(self) -> str:

@@ -59,12 +59,14 @@ class RemindersConfig(ModuleConfig):
 
 class RemindersModule(Module):
     name = NAME
+    owned_jobs = ("morning_briefing",)
     config_model = RemindersConfig
     chain = migration_chain(NAME, __file__)
 
     def __init__(self) -> None:
         self.loop: DeliveryLoop | None = None
         self.briefing: Briefing | None = None
+        self.line: OwnerLine | None = None
 
     async def run_briefing(self, sections: list[str]) -> dict[str, object]:
         if self.briefing is None:
@@ -226,7 +228,12 @@ class RemindersModule(Module):
             sources=ctx.services.briefings,
             tz=zone(config.time_zone),
         )
+        self.line = line
         self.loop.start()
+
+    async def tools_changed(self, mcp: FastMCP, ctx: ModuleContext) -> None:
+        if self.line is not None:
+            self.line.use_local({t.name for t in await mcp.list_tools(run_middleware=False)})
 
     async def stop(self) -> None:
         if self.loop is not None:

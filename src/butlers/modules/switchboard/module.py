@@ -68,6 +68,7 @@ def _validation_message(exc: ValidationError) -> str:
 
 class SwitchboardModule(Module):
     name = NAME
+    required = "every incoming message of the ecosystem is routed through it"
     config_model = SwitchboardConfig
     chain = migration_chain(NAME, __file__)
     # A classification session must not re-enter the pipeline, nor change where

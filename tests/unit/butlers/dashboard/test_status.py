@@ -14,6 +14,11 @@ def test_missing_credentials_do_not_degrade_a_butler_other_failures_do() -> None
     assert status == "degraded" and "email" in str(reason) and "telegram" not in str(reason)
 
 
+def test_a_module_the_owner_switched_off_does_not_degrade_a_butler() -> None:
+    off = {"name": "health", "status": "disabled", "phase": None, "source": "runtime"}
+    assert _verdict(200, ButlerHealth(modules=[off])) == ("ok", None)
+
+
 def test_not_ready_is_degraded_with_the_ready_detail() -> None:
     health = ButlerHealth(ready={"status": "not_ready", "database": "unreachable: refused"})
     assert _verdict(503, health) == ("degraded", "not ready (database: unreachable: refused)")
