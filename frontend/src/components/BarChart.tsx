@@ -96,7 +96,7 @@ export function Chart({
             <LineChart data={points}>
               {axes}
               {keys.map((key) => (
-                <Line key={key} dataKey={key} stroke={colourFor(key, keys)} dot={false} connectNulls isAnimationActive={false} />
+                <Line key={key} dataKey={key} stroke={colourFor(key, keys)} dot={{ r: 2 }} connectNulls isAnimationActive={false} />
               ))}
             </LineChart>
           )}

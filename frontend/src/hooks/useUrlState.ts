@@ -1,4 +1,4 @@
-import { useCallback, useMemo } from "react";
+import { useCallback, useMemo, useState } from "react";
 import { useSearchParams } from "react-router-dom";
 
 /** A page's filters as strings, each with its default (left out of the URL). */
@@ -76,4 +76,32 @@ export function sinceOf(range: TimeRange | "", now: number = Date.now()): string
   if (!range) return undefined;
   const minute = Math.floor(now / 60_000) * 60_000;
   return new Date(minute - RANGE_MS[range]).toISOString();
+}
+
+/**
+ * A text field bound to a URL value. Navigations are transitions, so a field whose value
+ * came straight from the URL would lose keys typed before the URL caught up: the field
+ * keeps what is typed, sends it to the URL, and takes the URL's value only when the URL
+ * changed otherwise (the back button, a link).
+ */
+export function useUrlText(urlValue: string, commit: (value: string) => void) {
+  const [draft, setDraft] = useState(urlValue);
+  const [seen, setSeen] = useState(urlValue);
+  const [ours, setOurs] = useState<string[]>([]); // sent, not yet seen in the URL
+  if (urlValue !== seen) {
+    setSeen(urlValue);
+    const at = ours.indexOf(urlValue);
+    if (at >= 0) {
+      setOurs(ours.slice(at + 1));
+    } else {
+      setOurs([]);
+      setDraft(urlValue);
+    }
+  }
+  const change = (typed: string, sent: string = typed) => {
+    setDraft(typed);
+    if (sent !== (ours.length ? ours[ours.length - 1] : seen)) setOurs([...ours, sent]);
+    commit(sent);
+  };
+  return [draft, change] as const;
 }

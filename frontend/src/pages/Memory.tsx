@@ -10,7 +10,7 @@ import { StatusBadge } from "../components/Status";
 import { sessionPath } from "../components/SessionTable";
 import { useConsolidations, useFact, useFacts, useMemoryStats, useRules } from "../hooks/useApi";
 import { type MemoryCorrection, useCorrectMemory } from "../hooks/useMutations";
-import { offsetOf, oneOf, useUrlState } from "../hooks/useUrlState";
+import { offsetOf, oneOf, useUrlState, useUrlText } from "../hooks/useUrlState";
 import { when } from "../lib/format";
 
 const PAGE = 25;
@@ -124,13 +124,14 @@ function Facts() {
   const provenance = oneOf(url.provenance, PROVENANCES);
   const offset = offsetOf(url.offset);
   const selected = url.fact || null;
+  const [q, setQ] = useUrlText(url.q, (text) => setUrl({ q: text }, { replace: true }));
   const facts = useFacts({ q: url.q || undefined, validity: validity || undefined, provenance: provenance || undefined, offset, limit: PAGE });
   return (
     <>
       <div className="filters">
         <label className="field">
           <span>Search facts</span>
-          <input value={url.q} onChange={(e) => setUrl({ q: e.target.value }, { replace: true })} aria-label="Search facts" />
+          <input value={q} onChange={(e) => setQ(e.target.value)} aria-label="Search facts" />
         </label>
         <Select label="Validity" value={validity} options={FACT_VALIDITIES} onChange={(v) => setUrl({ validity: v })} />
         <Select label="Provenance" value={provenance} options={PROVENANCES} onChange={(v) => setUrl({ provenance: v })} />

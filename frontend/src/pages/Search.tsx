@@ -4,12 +4,12 @@ import { DataState } from "../components/DataState";
 import { sessionPath } from "../components/SessionTable";
 import { StatusBadge } from "../components/Status";
 import { SEARCH_MIN_LENGTH, useSearch } from "../hooks/useSearch";
-import { useUrlState } from "../hooks/useUrlState";
+import { useUrlState, useUrlText } from "../hooks/useUrlState";
 import { ago, json } from "../lib/format";
 
 export function SearchPage() {
   const [url, setUrl] = useUrlState({ q: "" });
-  const query = url.q;
+  const [query, setQuery] = useUrlText(url.q, (q) => setUrl({ q }, { replace: true }));
   const search = useSearch(query);
   const results = search.results.data?.data;
   return (
@@ -17,7 +17,7 @@ export function SearchPage() {
       <h1>Search</h1>
       <label className="field wide">
         <span>Search sessions and state</span>
-        <input type="search" value={query} onChange={(e) => setUrl({ q: e.target.value }, { replace: true })} placeholder={`at least ${SEARCH_MIN_LENGTH} characters`} />
+        <input type="search" value={query} onChange={(e) => setQuery(e.target.value)} placeholder={`at least ${SEARCH_MIN_LENGTH} characters`} />
       </label>
       {search.settled.length < SEARCH_MIN_LENGTH ? (
         <p className="muted">Type at least {SEARCH_MIN_LENGTH} characters.</p>

@@ -5,7 +5,7 @@ import { Pager } from "../components/Pager";
 import { SessionTable } from "../components/SessionTable";
 import { useButlers, useSessions } from "../hooks/useApi";
 import { useAutoRefresh } from "../hooks/useAutoRefresh";
-import { TIME_RANGES, offsetOf, oneOf, sinceOf, useUrlState } from "../hooks/useUrlState";
+import { TIME_RANGES, offsetOf, oneOf, sinceOf, useUrlState, useUrlText } from "../hooks/useUrlState";
 
 const LIMIT = 25;
 const FILTERS = { butler: "", status: "", trigger: "", range: "", offset: "0" };
@@ -15,6 +15,7 @@ export function SessionsPage() {
   const status = oneOf(url.status, SESSION_STATUSES);
   const range = oneOf(url.range, TIME_RANGES);
   const offset = offsetOf(url.offset);
+  const [trigger, setTrigger] = useUrlText(url.trigger, (t) => setUrl({ trigger: t }, { replace: true }));
   const refresh = useAutoRefresh(30);
   const butlers = useButlers();
   const sessions = useSessions(
@@ -38,9 +39,9 @@ export function SessionsPage() {
         <label className="field">
           <span>Trigger source</span>
           <input
-            value={url.trigger}
+            value={trigger}
             placeholder="e.g. route or schedule:daily"
-            onChange={(e) => setUrl({ trigger: e.target.value.trim() }, { replace: true })}
+            onChange={(e) => setTrigger(e.target.value, e.target.value.trim())}
           />
         </label>
         <AutoRefreshControl {...refresh} />
