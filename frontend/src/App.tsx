@@ -1,14 +1,15 @@
-import { useEffect } from "react";
+import { lazy, Suspense, useCallback, useEffect, useState } from "react";
 import { NavLink, Route, Routes } from "react-router-dom";
 
 import { loginUrl } from "./api/client";
 import { ErrorBox } from "./components/DataState";
+import { KeyboardHelp, ThemeSwitch } from "./components/KeyboardHelp";
 import { useApprovalActions, useAuthStatus } from "./hooks/useApi";
+import { useKeyboard } from "./hooks/useKeyboard";
 import { LiveEventsProvider, useLive } from "./hooks/useLiveEvents";
+import { useTheme } from "./lib/theme";
 import { ApprovalsPage } from "./pages/Approvals";
 import { AuditPage } from "./pages/Audit";
-import { ButlerPage } from "./pages/Butler";
-import { CostsPage } from "./pages/Costs";
 import { IssuesPage } from "./pages/Issues";
 import { MemoryPage } from "./pages/Memory";
 import { NotificationsPage } from "./pages/Notifications";
@@ -23,6 +24,12 @@ import { SessionsPage } from "./pages/Sessions";
 import { TracePage } from "./pages/Trace";
 import { TracesPage } from "./pages/Traces";
 
+// The pages with charts load the charting library when first opened, a butler's page
+// the Markdown renderer of its tools' descriptions.
+const ButlerPage = lazy(() => import("./pages/Butler").then((m) => ({ default: m.ButlerPage })));
+const CostsPage = lazy(() => import("./pages/Costs").then((m) => ({ default: m.CostsPage })));
+const MetricsPage = lazy(() => import("./pages/Metrics").then((m) => ({ default: m.MetricsPage })));
+
 const LINKS: [string, string][] = [
   ["/", "Overview"],
   ["/sessions", "Sessions"],
@@ -30,6 +37,7 @@ const LINKS: [string, string][] = [
   ["/approvals", "Approvals"],
   ["/memory", "Memory"],
   ["/calendar", "Calendar"],
+  ["/metrics", "Metrics"],
   ["/costs", "Costs"],
   ["/issues", "Issues"],
   ["/notifications", "Notifications"],
@@ -69,6 +77,11 @@ function Connection() {
 
 export function App() {
   const auth = useAuthStatus();
+  const [theme, setTheme] = useTheme();
+  const [help, setHelp] = useState(false);
+  const toggleHelp = useCallback(() => setHelp((h) => !h), []);
+  const closeHelp = useCallback(() => setHelp(false), []);
+  useKeyboard({ toggleHelp, closeHelp });
   const needsLogin = auth.data && auth.data.data.token_required && !auth.data.data.authenticated;
   useEffect(() => {
     if (needsLogin) window.location.assign(loginUrl());
@@ -78,6 +91,16 @@ export function App() {
   return (
     <LiveEventsProvider>
     <div className="app">
+      <a
+        className="skip-link"
+        href="#main"
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById("main")?.focus();
+        }}
+      >
+        Skip to content
+      </a>
       <header className="top">
         <span className="brand">Butlers</span>
         <nav aria-label="Main">
@@ -93,12 +116,17 @@ export function App() {
           </ul>
         </nav>
         <Connection />
+        <ThemeSwitch choice={theme} onChange={setTheme} />
+        <button type="button" className="help-button" onClick={toggleHelp} aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)">
+          ?
+        </button>
         {auth.data?.data.token_required && auth.data.data.authenticated ? (
           <SignOut who={auth.data.data.actor} />
         ) : null}
       </header>
-      <main>
+      <main id="main" tabIndex={-1}>
         {auth.error ? <ErrorBox error={auth.error} /> : null}
+        <Suspense fallback={<p role="status">Loading…</p>}>
         <Routes>
           <Route path="/" element={<OverviewPage />} />
           <Route path="/butlers/:name" element={<ButlerPage />} />
@@ -110,6 +138,7 @@ export function App() {
           <Route path="/approvals" element={<ApprovalsPage />} />
           <Route path="/memory" element={<MemoryPage />} />
           <Route path="/calendar" element={<CalendarPage />} />
+          <Route path="/metrics" element={<MetricsPage />} />
           <Route path="/costs" element={<CostsPage />} />
           <Route path="/issues" element={<IssuesPage />} />
           <Route path="/notifications" element={<NotificationsPage />} />
@@ -120,7 +149,9 @@ export function App() {
           <Route path="/search" element={<SearchPage />} />
           <Route path="*" element={<NotFound />} />
         </Routes>
+        </Suspense>
       </main>
+      {help ? <KeyboardHelp onClose={closeHelp} /> : null}
     </div>
     </LiveEventsProvider>
   );

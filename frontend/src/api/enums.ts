@@ -31,6 +31,17 @@ export const DELIVERY_STATUSES = membersOf<DeliveryStatus>({
   refused: true,
 });
 
+export type MetricRange = NonNullable<Query<"/api/metrics">["range"]>;
+export const METRIC_RANGE_NAMES: Record<MetricRange, string> = {
+  "24h": "24 hours",
+  "7d": "7 days",
+  "30d": "30 days",
+  "90d": "90 days",
+};
+export const METRIC_RANGES = membersOf(METRIC_RANGE_NAMES);
+export type MetricGroup = NonNullable<Query<"/api/metrics">["by"]>;
+export const METRIC_GROUPS = membersOf<MetricGroup>({ butler: true, model: true });
+
 export type CostPeriod = NonNullable<Query<"/api/costs/summary">["period"]>;
 export const COST_PERIOD_NAMES: Record<CostPeriod, string> = {
   "24h": "24 hours",

@@ -7,6 +7,7 @@ import {
   butlerKeys,
   costKeys,
   issueKeys,
+  metricKeys,
   overviewKeys,
   scheduleKeys,
   sessionKeys,
@@ -67,6 +68,7 @@ export function keysFor(type: EventType, data: EventData): QueryKey[] | "all" {
         overviewKeys.all,
         timelineKeys.all,
         costKeys.all,
+        metricKeys.all,
         issueKeys.all,
       ];
     case "approval_requested":

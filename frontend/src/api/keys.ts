@@ -56,6 +56,11 @@ export const costKeys = {
   bySchedule: (params?: Params) => ["costs", "by-schedule", params ?? {}] as const,
 };
 
+export const metricKeys = {
+  all: ["metrics"] as const,
+  series: (params?: Params) => ["metrics", params ?? {}] as const,
+};
+
 export const issueKeys = { all: ["issues"] as const };
 export const auditKeys = {
   all: ["audit"] as const,

@@ -1453,6 +1453,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Metrics
+         * @description Sessions, errors, cost and session duration per time bucket, one series per
+         *     butler or per model.
+         */
+        get: operations["metrics_api_metrics_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/notifications": {
         parameters: {
             query?: never;
@@ -2024,6 +2045,11 @@ export interface components {
         /** ApiResponse[MemoryStats] */
         ApiResponse_MemoryStats_: {
             data: components["schemas"]["MemoryStats"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[Metrics] */
+        ApiResponse_Metrics_: {
+            data: components["schemas"]["Metrics"];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[ModuleState] */
@@ -3476,6 +3502,54 @@ export interface components {
             supported: boolean;
         } & {
             [key: string]: unknown;
+        };
+        /** MetricSeries */
+        MetricSeries: {
+            /** Cost Usd */
+            cost_usd: number[];
+            /** Errors */
+            errors: number[];
+            /** Key */
+            key: string;
+            /** Max Duration Ms */
+            max_duration_ms: (number | null)[];
+            /** Mean Duration Ms */
+            mean_duration_ms: (number | null)[];
+            /** Priced */
+            priced: boolean | null;
+            /** Sessions */
+            sessions: number[];
+            /** Unpriced Sessions */
+            unpriced_sessions: number[];
+        };
+        /** Metrics */
+        Metrics: {
+            /** Bucket Seconds */
+            bucket_seconds: number;
+            /** Buckets */
+            buckets: string[];
+            /**
+             * By
+             * @enum {string}
+             */
+            by: "butler" | "model";
+            /**
+             * Range
+             * @enum {string}
+             */
+            range: "24h" | "7d" | "30d" | "90d";
+            /** Series */
+            series: components["schemas"]["MetricSeries"][];
+            /**
+             * Since
+             * Format: date-time
+             */
+            since: string;
+            /**
+             * Until
+             * Format: date-time
+             */
+            until: string;
         };
         /** ModelCost */
         ModelCost: {
@@ -13132,6 +13206,110 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiResponse_MemoryStats_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    metrics_api_metrics_get: {
+        parameters: {
+            query?: {
+                range?: "24h" | "7d" | "30d" | "90d";
+                by?: "butler" | "model";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_Metrics_"];
                 };
             };
             /** @description Bad Request */

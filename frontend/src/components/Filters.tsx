@@ -1,6 +1,7 @@
 import type { ChangeEvent } from "react";
 
 import { REFRESH_CHOICES, type RefreshSeconds } from "../hooks/useAutoRefresh";
+import { TIME_RANGE_NAMES, TIME_RANGES, type TimeRange } from "../hooks/useUrlState";
 
 /** A filter: "all" ("") or one of `options` (a value, or a value and its label). */
 export function Select<T extends string>({
@@ -63,5 +64,22 @@ export function AutoRefreshControl({
         {paused ? "Resume auto-refresh" : "Pause auto-refresh"}
       </button>
     </div>
+  );
+}
+
+/** A time range filter ("all time" or one of the ranges), for a page keeping it in its URL. */
+export function RangeSelect({ value, onChange }: { value: TimeRange | ""; onChange: (value: TimeRange | "") => void }) {
+  return (
+    <label className="field">
+      <span>Time range</span>
+      <select value={value} onChange={(e: ChangeEvent<HTMLSelectElement>) => onChange(e.target.value as TimeRange | "")}>
+        <option value="">all time</option>
+        {TIME_RANGES.map((r) => (
+          <option key={r} value={r}>
+            {TIME_RANGE_NAMES[r]}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }

@@ -12,6 +12,7 @@ import {
   costKeys,
   healthKeys,
   issueKeys,
+  metricKeys,
   memoryKeys,
   notificationKeys,
   oauthKeys,
@@ -248,6 +249,15 @@ export function useCostSummary(period: CostPeriod) {
     queryKey: costKeys.summary({ period }),
     queryFn: () => api.get("/api/costs/summary", { query: { period } }),
     refetchInterval: 60 * SECONDS,
+  });
+}
+
+export function useMetrics(query: Query<"/api/metrics">) {
+  return useQuery({
+    queryKey: metricKeys.series(query),
+    queryFn: () => api.get("/api/metrics", { query }),
+    refetchInterval: 60 * SECONDS,
+    placeholderData: keepPreviousData,
   });
 }
 

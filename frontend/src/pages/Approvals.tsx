@@ -8,6 +8,7 @@ import { StatusBadge } from "../components/Status";
 import { sessionPath } from "../components/SessionTable";
 import { useApprovalActions, useApprovalMetrics, useApprovalRules, useExecutedActions } from "../hooks/useApi";
 import { useDecideApproval, useExpireStale } from "../hooks/useMutations";
+import { offsetOf, useUrlState } from "../hooks/useUrlState";
 import { ago, countdown, json, when } from "../lib/format";
 
 function useNow(periodMs = 1000): number {
@@ -91,7 +92,8 @@ function Metrics() {
 }
 
 function History() {
-  const [offset, setOffset] = useState(0);
+  const [url, setUrl] = useUrlState({ offset: "0" });
+  const offset = offsetOf(url.offset);
   const executed = useExecutedActions({ offset, limit: 20 });
   return (
     <DataState loading={executed.isLoading} error={executed.error} empty={executed.data?.data.length === 0} emptyText="No decisions yet.">
@@ -119,7 +121,7 @@ function History() {
           ))}
         </tbody>
       </table>
-      <Pager offset={offset} limit={20} total={executed.data?.meta.total} hasMore={executed.data?.meta.has_more ?? false} onChange={setOffset} label="decisions" />
+      <Pager offset={offset} limit={20} total={executed.data?.meta.total} hasMore={executed.data?.meta.has_more ?? false} onChange={(o) => setUrl({ offset: String(o) })} label="decisions" />
     </DataState>
   );
 }

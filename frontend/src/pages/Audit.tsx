@@ -1,28 +1,30 @@
-import { useState } from "react";
-
-import { AUDIT_OUTCOMES, type AuditOutcome } from "../api/enums";
+import { AUDIT_OUTCOMES } from "../api/enums";
 import { DataState } from "../components/DataState";
-import { Select } from "../components/Filters";
+import { RangeSelect, Select } from "../components/Filters";
 import { Pager } from "../components/Pager";
 import { StatusBadge } from "../components/Status";
 import { useAuditLog, useButlers } from "../hooks/useApi";
+import { TIME_RANGES, offsetOf, oneOf, sinceOf, useUrlState } from "../hooks/useUrlState";
 import { duration, json, when } from "../lib/format";
 
 const LIMIT = 50;
+const FILTERS = { butler: "", status: "", range: "", offset: "0" };
 
 export function AuditPage() {
-  const [butler, setButler] = useState("");
-  const [status, setStatus] = useState<AuditOutcome | "">("");
-  const [offset, setOffset] = useState(0);
+  const [url, setUrl] = useUrlState(FILTERS);
+  const status = oneOf(url.status, AUDIT_OUTCOMES);
+  const range = oneOf(url.range, TIME_RANGES);
+  const offset = offsetOf(url.offset);
   const butlers = useButlers();
-  const audit = useAuditLog({ butler, status: status || undefined, offset, limit: LIMIT });
+  const audit = useAuditLog({ butler: url.butler, status: status || undefined, since: sinceOf(range), offset, limit: LIMIT });
   return (
     <section>
       <h1>Audit log</h1>
       <p className="muted">Every write made through the dashboard, who made it and what came of it.</p>
       <div className="toolbar">
-        <Select label="Butler" value={butler} options={(butlers.data?.data ?? []).map((b) => b.name)} onChange={(v) => { setButler(v); setOffset(0); }} />
-        <Select label="Outcome" value={status} options={AUDIT_OUTCOMES} onChange={(v) => { setStatus(v); setOffset(0); }} />
+        <Select label="Butler" value={url.butler} options={(butlers.data?.data ?? []).map((b) => b.name)} onChange={(butler) => setUrl({ butler })} />
+        <Select label="Outcome" value={status} options={AUDIT_OUTCOMES} onChange={(s) => setUrl({ status: s })} />
+        <RangeSelect value={range} onChange={(r) => setUrl({ range: r })} />
       </div>
       <DataState loading={audit.isLoading} error={audit.error} empty={audit.data?.data.length === 0} emptyText="No writes yet.">
         <table className="table" aria-label="Audit log">
@@ -61,7 +63,7 @@ export function AuditPage() {
             ))}
           </tbody>
         </table>
-        <Pager offset={offset} limit={LIMIT} total={audit.data?.meta.total} hasMore={audit.data?.meta.has_more ?? false} onChange={setOffset} label="audit entries" />
+        <Pager offset={offset} limit={LIMIT} total={audit.data?.meta.total} hasMore={audit.data?.meta.has_more ?? false} onChange={(o) => setUrl({ offset: String(o) })} label="audit entries" />
       </DataState>
     </section>
   );

@@ -1,4 +1,3 @@
-import { useState } from "react";
 import { Link } from "react-router-dom";
 
 import { COST_PERIOD_NAMES, COST_PERIODS, type CostPeriod } from "../api/enums";
@@ -7,6 +6,7 @@ import { type Bar, BarChart } from "../components/BarChart";
 import { DataState } from "../components/DataState";
 import { sessionPath } from "../components/SessionTable";
 import { useCostSummary, useCostsBySchedule, useDailyCosts, useTopSessions } from "../hooks/useApi";
+import { oneOf, useUrlState } from "../hooks/useUrlState";
 import { ago, money, tokens } from "../lib/format";
 
 // Days of the daily chart for each period.
@@ -20,7 +20,8 @@ export function dailyBars(days: DailyCost[]): Bar[] {
 }
 
 export function CostsPage() {
-  const [period, setPeriod] = useState<CostPeriod>("7d");
+  const [url, setUrl] = useUrlState({ period: "7d" });
+  const period: CostPeriod = oneOf(url.period, COST_PERIODS) || "7d";
   const summary = useCostSummary(period);
   const daily = useDailyCosts(DAYS[period]);
   const top = useTopSessions(period);
@@ -31,7 +32,7 @@ export function CostsPage() {
       <h1>Costs</h1>
       <div className="toolbar" role="group" aria-label="Period">
         {COST_PERIODS.map((value) => (
-          <button key={value} type="button" aria-pressed={period === value} onClick={() => setPeriod(value)}>
+          <button key={value} type="button" aria-pressed={period === value} onClick={() => setUrl({ period: value })}>
             {COST_PERIOD_NAMES[value]}
           </button>
         ))}
@@ -56,8 +57,20 @@ export function CostsPage() {
         <>
           <BarChart
             title="Cost by model (USD)"
-            bars={s.by_model.map((m) => ({ label: `     ${m.key}`, parts: [{ series: m.key, value: m.cost_usd }] }))}
+            bars={s.by_model.filter((m) => m.price).map((m) => ({ label: m.key, parts: [{ series: m.key, value: m.cost_usd }] }))}
             format={(n) => money(n)}
+            notes={
+              s.by_model.some((m) => !m.price) ? (
+                <ul className="chart-notes" aria-label="Unpriced models">
+                  {s.by_model.filter((m) => !m.price).map((m) => (
+                    <li key={m.key} data-unpriced={m.key}>
+                      <strong className="mono">{m.key}</strong>: no price known for this model; {m.unpriced_sessions} session
+                      {m.unpriced_sessions === 1 ? "" : "s"} unpriced, not counted in the cost (set <code>BUTLERS_PRICES</code>).
+                    </li>
+                  ))}
+                </ul>
+              ) : null
+            }
           />
           <h2>By model</h2>
           <table className="table" aria-label="Cost by model">

@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { Link } from "react-router-dom";
 
-import { FACT_VALIDITIES, type FactValidity, PROVENANCES, type Provenance as ProvenanceName } from "../api/enums";
+import { FACT_VALIDITIES, PROVENANCES } from "../api/enums";
 import type { MemoryFact, MemoryFactDetail, MemoryRule } from "../api/types";
 import { DataState, ErrorBox } from "../components/DataState";
 import { Select } from "../components/Filters";
@@ -10,9 +10,12 @@ import { StatusBadge } from "../components/Status";
 import { sessionPath } from "../components/SessionTable";
 import { useConsolidations, useFact, useFacts, useMemoryStats, useRules } from "../hooks/useApi";
 import { type MemoryCorrection, useCorrectMemory } from "../hooks/useMutations";
+import { offsetOf, oneOf, useUrlState, useUrlText } from "../hooks/useUrlState";
 import { when } from "../lib/format";
 
 const PAGE = 25;
+// The fact list's filters and the fact shown, in the URL.
+const FACT_FILTERS = { q: "", validity: "active", provenance: "", offset: "0", fact: "" };
 
 function Provenance({ value }: { value: string }) {
   if (value === "untrusted") {
@@ -116,21 +119,22 @@ function FactDetail({ id, onClose }: { id: string; onClose: () => void }) {
 }
 
 function Facts() {
-  const [q, setQ] = useState("");
-  const [validity, setValidity] = useState<FactValidity | "">("active");
-  const [provenance, setProvenance] = useState<ProvenanceName | "">("");
-  const [offset, setOffset] = useState(0);
-  const [selected, setSelected] = useState<string | null>(null);
-  const facts = useFacts({ q: q || undefined, validity: validity || undefined, provenance: provenance || undefined, offset, limit: PAGE });
+  const [url, setUrl] = useUrlState(FACT_FILTERS);
+  const validity = oneOf(url.validity, FACT_VALIDITIES);
+  const provenance = oneOf(url.provenance, PROVENANCES);
+  const offset = offsetOf(url.offset);
+  const selected = url.fact || null;
+  const [q, setQ] = useUrlText(url.q, (text) => setUrl({ q: text }, { replace: true }));
+  const facts = useFacts({ q: url.q || undefined, validity: validity || undefined, provenance: provenance || undefined, offset, limit: PAGE });
   return (
     <>
       <div className="filters">
         <label className="field">
           <span>Search facts</span>
-          <input value={q} onChange={(e) => { setQ(e.target.value); setOffset(0); }} aria-label="Search facts" />
+          <input value={q} onChange={(e) => setQ(e.target.value)} aria-label="Search facts" />
         </label>
-        <Select label="Validity" value={validity} options={FACT_VALIDITIES} onChange={(v) => { setValidity(v); setOffset(0); }} />
-        <Select label="Provenance" value={provenance} options={PROVENANCES} onChange={(v) => { setProvenance(v); setOffset(0); }} />
+        <Select label="Validity" value={validity} options={FACT_VALIDITIES} onChange={(v) => setUrl({ validity: v })} />
+        <Select label="Provenance" value={provenance} options={PROVENANCES} onChange={(v) => setUrl({ provenance: v })} />
       </div>
       <DataState loading={facts.isLoading} error={facts.error} empty={facts.data?.data.length === 0} emptyText="No facts match.">
         <table className="table" aria-label="Facts">
@@ -148,7 +152,7 @@ function Facts() {
             {facts.data?.data.map((f: MemoryFact) => (
               <tr key={f.id}>
                 <td>
-                  <button type="button" className="link" onClick={() => setSelected(f.id)}>{factText(f)}</button>
+                  <button type="button" className="link" onClick={() => setUrl({ fact: f.id, offset: url.offset })}>{factText(f)}</button>
                 </td>
                 <td>{f.butler}</td>
                 <td><Provenance value={f.provenance} /></td>
@@ -159,9 +163,9 @@ function Facts() {
             ))}
           </tbody>
         </table>
-        <Pager offset={offset} limit={PAGE} total={facts.data?.meta.total} hasMore={facts.data?.meta.has_more ?? false} onChange={setOffset} label="facts" />
+        <Pager offset={offset} limit={PAGE} total={facts.data?.meta.total} hasMore={facts.data?.meta.has_more ?? false} onChange={(o) => setUrl({ offset: String(o), fact: url.fact })} label="facts" />
       </DataState>
-      {selected ? <FactDetail id={selected} onClose={() => setSelected(null)} /> : null}
+      {selected ? <FactDetail id={selected} onClose={() => setUrl({ fact: "", offset: url.offset })} /> : null}
     </>
   );
 }

@@ -1,21 +1,22 @@
-import { useState } from "react";
-
-import { DELIVERY_STATUSES, type DeliveryStatus } from "../api/enums";
+import { DELIVERY_STATUSES } from "../api/enums";
 import { DataState, FailedButlers } from "../components/DataState";
-import { Select } from "../components/Filters";
+import { RangeSelect, Select } from "../components/Filters";
 import { Pager } from "../components/Pager";
 import { StatusBadge } from "../components/Status";
 import { useNotifications, useNotificationStats } from "../hooks/useApi";
+import { TIME_RANGES, offsetOf, oneOf, sinceOf, useUrlState } from "../hooks/useUrlState";
 import { ago, when } from "../lib/format";
 
 const LIMIT = 25;
+const FILTERS = { status: "", channel: "", range: "", offset: "0" };
 
 export function NotificationsPage() {
-  const [status, setStatus] = useState<DeliveryStatus | "">("");
-  const [channel, setChannel] = useState("");
-  const [offset, setOffset] = useState(0);
+  const [url, setUrl] = useUrlState(FILTERS);
+  const status = oneOf(url.status, DELIVERY_STATUSES);
+  const range = oneOf(url.range, TIME_RANGES);
+  const offset = offsetOf(url.offset);
   const stats = useNotificationStats();
-  const list = useNotifications({ status: status || undefined, channel, offset, limit: LIMIT });
+  const list = useNotifications({ status: status || undefined, channel: url.channel, since: sinceOf(range), offset, limit: LIMIT });
   const st = stats.data?.data;
   return (
     <section>
@@ -36,8 +37,9 @@ export function NotificationsPage() {
         ) : null}
       </DataState>
       <div className="toolbar">
-        <Select label="Status" value={status} options={DELIVERY_STATUSES} onChange={(v) => { setStatus(v); setOffset(0); }} />
-        <Select label="Channel" value={channel} options={Object.keys(st?.by_channel ?? {})} onChange={(v) => { setChannel(v); setOffset(0); }} />
+        <Select label="Status" value={status} options={DELIVERY_STATUSES} onChange={(s) => setUrl({ status: s })} />
+        <Select label="Channel" value={url.channel} options={Object.keys(st?.by_channel ?? {})} onChange={(channel) => setUrl({ channel })} />
+        <RangeSelect value={range} onChange={(r) => setUrl({ range: r })} />
       </div>
       <DataState loading={list.isLoading} error={list.error} empty={list.data?.data.length === 0} emptyText="No deliveries.">
         <FailedButlers names={list.data?.meta.failed_butlers} />
@@ -68,7 +70,7 @@ export function NotificationsPage() {
             ))}
           </tbody>
         </table>
-        <Pager offset={offset} limit={LIMIT} total={list.data?.meta.total} hasMore={list.data?.meta.has_more ?? false} onChange={setOffset} label="deliveries" />
+        <Pager offset={offset} limit={LIMIT} total={list.data?.meta.total} hasMore={list.data?.meta.has_more ?? false} onChange={(o) => setUrl({ offset: String(o) })} label="deliveries" />
       </DataState>
     </section>
   );

@@ -1,11 +1,10 @@
 import { Link } from "react-router-dom";
 
-import { describe } from "../api/events";
 import type { ButlerCard, Overview } from "../api/types";
+import { ActivityFeed } from "../components/ActivityFeed";
 import { DataState, FailedButlers } from "../components/DataState";
 import { StatusBadge } from "../components/Status";
-import { useOverview, useTimeline } from "../hooks/useApi";
-import { useLive } from "../hooks/useLiveEvents";
+import { useOverview } from "../hooks/useApi";
 import { ago, money } from "../lib/format";
 
 function Totals({ totals }: { totals: Overview["totals"] }) {
@@ -94,38 +93,6 @@ export function ButlerCardView({ card }: { card: ButlerCard }) {
         </div>
       </dl>
     </article>
-  );
-}
-
-function ActivityFeed() {
-  const { events } = useLive();
-  const history = useTimeline({ limit: 20 });
-  return (
-    <section aria-labelledby="activity">
-      <h2 id="activity">Live activity</h2>
-      {events.length ? (
-        <ol className="feed" aria-live="polite">
-          {events.map((e, i) => (
-            <li key={`${e.id ?? "x"}-${i}`}>
-              <time>{new Date(e.receivedAt).toLocaleTimeString()}</time> {describe(e)}
-            </li>
-          ))}
-        </ol>
-      ) : (
-        <p className="muted">No events since this page opened.</p>
-      )}
-      <h3>Recently</h3>
-      <DataState loading={history.isLoading} error={history.error} empty={!history.data?.data.length}>
-        <ol className="feed">
-          {history.data?.data.map((t) => (
-            <li key={`${t.kind}-${t.ref}-${t.at}`}>
-              <time>{ago(t.at)}</time> <strong>{t.butler}</strong> {t.kind}: {t.summary}{" "}
-              {t.status ? <StatusBadge status={t.status} /> : null}
-            </li>
-          ))}
-        </ol>
-      </DataState>
-    </section>
   );
 }
 

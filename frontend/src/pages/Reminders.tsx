@@ -1,20 +1,20 @@
-import { useState } from "react";
-
 import { DataState, FailedButlers } from "../components/DataState";
 import { Select } from "../components/Filters";
 import { Pager } from "../components/Pager";
 import { StatusBadge } from "../components/Status";
 import { useReminders } from "../hooks/useApi";
 import { useCancelReminder } from "../hooks/useMutations";
+import { offsetOf, oneOf, useUrlState } from "../hooks/useUrlState";
 import { when } from "../lib/format";
 
 const LIMIT = 25;
 const STATUSES = ["pending", "delivered", "failed", "cancelled"] as const;
-type ReminderStatus = (typeof STATUSES)[number];
+const FILTERS = { status: "", offset: "0" };
 
 export function RemindersPage() {
-  const [status, setStatus] = useState<ReminderStatus | "">("");
-  const [offset, setOffset] = useState(0);
+  const [url, setUrl] = useUrlState(FILTERS);
+  const status = oneOf(url.status, STATUSES);
+  const offset = offsetOf(url.offset);
   const list = useReminders({ status: status || undefined, offset, limit: LIMIT });
   const cancel = useCancelReminder();
   return (
@@ -25,7 +25,7 @@ export function RemindersPage() {
         (RFC 5545 rules in the owner's time zone).
       </p>
       <div className="toolbar">
-        <Select label="Status" value={status} options={STATUSES} onChange={(v) => { setStatus(v); setOffset(0); }} />
+        <Select label="Status" value={status} options={STATUSES} onChange={(s) => setUrl({ status: s })} />
       </div>
       {cancel.error ? <p role="alert" className="error">{String(cancel.error.message)}</p> : null}
       <DataState loading={list.isLoading} error={list.error} empty={list.data?.data.length === 0} emptyText="No reminders.">
@@ -73,7 +73,7 @@ export function RemindersPage() {
             ))}
           </tbody>
         </table>
-        <Pager offset={offset} limit={LIMIT} total={list.data?.meta.total} hasMore={list.data?.meta.has_more ?? false} onChange={setOffset} label="reminders" />
+        <Pager offset={offset} limit={LIMIT} total={list.data?.meta.total} hasMore={list.data?.meta.has_more ?? false} onChange={(o) => setUrl({ offset: String(o) })} label="reminders" />
       </DataState>
     </section>
   );

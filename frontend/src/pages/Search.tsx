@@ -1,14 +1,15 @@
-import { useState } from "react";
 import { Link } from "react-router-dom";
 
 import { DataState } from "../components/DataState";
 import { sessionPath } from "../components/SessionTable";
 import { StatusBadge } from "../components/Status";
 import { SEARCH_MIN_LENGTH, useSearch } from "../hooks/useSearch";
+import { useUrlState, useUrlText } from "../hooks/useUrlState";
 import { ago, json } from "../lib/format";
 
 export function SearchPage() {
-  const [query, setQuery] = useState("");
+  const [url, setUrl] = useUrlState({ q: "" });
+  const [query, setQuery] = useUrlText(url.q, (q) => setUrl({ q }, { replace: true }));
   const search = useSearch(query);
   const results = search.results.data?.data;
   return (

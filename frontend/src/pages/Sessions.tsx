@@ -1,48 +1,47 @@
-import { useState } from "react";
-
-import { SESSION_STATUSES, type SessionStatus } from "../api/enums";
+import { SESSION_STATUSES } from "../api/enums";
 import { DataState, FailedButlers } from "../components/DataState";
-import { AutoRefreshControl, Select } from "../components/Filters";
+import { AutoRefreshControl, RangeSelect, Select } from "../components/Filters";
 import { Pager } from "../components/Pager";
 import { SessionTable } from "../components/SessionTable";
 import { useButlers, useSessions } from "../hooks/useApi";
 import { useAutoRefresh } from "../hooks/useAutoRefresh";
+import { TIME_RANGES, offsetOf, oneOf, sinceOf, useUrlState, useUrlText } from "../hooks/useUrlState";
 
 const LIMIT = 25;
+const FILTERS = { butler: "", status: "", trigger: "", range: "", offset: "0" };
 
 export function SessionsPage() {
-  const [butler, setButler] = useState("");
-  const [status, setStatus] = useState<SessionStatus | "">("");
-  const [trigger, setTrigger] = useState("");
-  const [offset, setOffset] = useState(0);
+  const [url, setUrl] = useUrlState(FILTERS);
+  const status = oneOf(url.status, SESSION_STATUSES);
+  const range = oneOf(url.range, TIME_RANGES);
+  const offset = offsetOf(url.offset);
+  const [trigger, setTrigger] = useUrlText(url.trigger, (t) => setUrl({ trigger: t }, { replace: true }));
   const refresh = useAutoRefresh(30);
   const butlers = useButlers();
   const sessions = useSessions(
     {
-      butler: butler ? [butler] : undefined,
+      butler: url.butler ? [url.butler] : undefined,
       status: status || undefined,
-      trigger_source: trigger,
+      trigger_source: url.trigger,
+      since: sinceOf(range),
       offset,
       limit: LIMIT,
     },
     refresh.interval,
   );
-  const reset = <T,>(set: (v: T) => void) => (v: T) => {
-    set(v);
-    setOffset(0);
-  };
   return (
     <section>
       <h1>Sessions</h1>
       <div className="toolbar">
-        <Select label="Butler" value={butler} options={(butlers.data?.data ?? []).map((b) => b.name)} onChange={reset(setButler)} />
-        <Select label="Status" value={status} options={SESSION_STATUSES} onChange={reset(setStatus)} />
+        <Select label="Butler" value={url.butler} options={(butlers.data?.data ?? []).map((b) => b.name)} onChange={(butler) => setUrl({ butler })} />
+        <Select label="Status" value={status} options={SESSION_STATUSES} onChange={(s) => setUrl({ status: s })} />
+        <RangeSelect value={range} onChange={(r) => setUrl({ range: r })} />
         <label className="field">
           <span>Trigger source</span>
           <input
             value={trigger}
             placeholder="e.g. route or schedule:daily"
-            onChange={(e) => reset(setTrigger)(e.target.value.trim())}
+            onChange={(e) => setTrigger(e.target.value, e.target.value.trim())}
           />
         </label>
         <AutoRefreshControl {...refresh} />
@@ -55,7 +54,7 @@ export function SessionsPage() {
           limit={LIMIT}
           total={sessions.data?.meta.total}
           hasMore={sessions.data?.meta.has_more ?? false}
-          onChange={setOffset}
+          onChange={(o) => setUrl({ offset: String(o) })}
           label="sessions"
         />
       </DataState>

@@ -2,6 +2,7 @@ import { type FormEvent, useState } from "react";
 
 import type { ToolInfo } from "../../api/types";
 import { DataState, ErrorBox } from "../../components/DataState";
+import { Markdown } from "../../components/Markdown";
 import { useButlerTools } from "../../hooks/useApi";
 import { useCallTool } from "../../hooks/useMutations";
 import { json } from "../../lib/format";
@@ -56,7 +57,7 @@ export function ToolsPanel({ butler }: { butler: string }) {
               <strong className="mono">{t.name}</strong> <span className="muted">{t.module ?? "core"}</span>
               {t.approval_mode && t.approval_mode !== "never" ? <span className="chip">approval: {t.approval_mode}</span> : null}
             </header>
-            <p>{t.description}</p>
+            {t.description ? <Markdown text={t.description} className="description" /> : null}
             <details>
               <summary>Input schema</summary>
               <pre>{json(t.input_schema)}</pre>
