@@ -283,3 +283,98 @@ async def test_free_slots_avoid_busy_times_within_working_hours(
     )
     spans = [(s["start"][11:16], s["end"][11:16]) for s in result["slots"]]
     assert spans == [("09:00", "10:00"), ("12:00", "14:00")]
+
+
+async def _approve_when_held(butler: ModuleButler, tool: str, arguments: dict[str, Any]) -> Any:
+    call = asyncio.create_task(butler.call(tool, arguments))
+    row = await _pending(butler, tool)
+    await butler.call(
+        "approval_decide", {"approval_id": row["id"], "decision": "approved", "decided_by": "me"}
+    )
+    return await asyncio.wait_for(call, 10)
+
+
+async def test_one_occurrence_is_moved_and_another_cancelled_the_series_kept(
+    module_butler: ButlerFactory, radicale: RadicaleServer
+) -> None:
+    butler, calendar = await _butler(module_butler, radicale)
+    await asyncio.to_thread(calendar.save_event, WEEKLY)
+    await butler.call("calendar_sync")
+    window = ("2026-03-01T00:00:00Z", "2026-05-01T00:00:00Z")
+    listed = await _list(butler, *window)
+    by_start = {e["starts_at"]: e for e in listed}
+    after_dst = by_start["2026-03-30T07:00:00+00:00"]
+    event_id = after_dst["event_id"]
+
+    moved = await butler.call(
+        "calendar_update_occurrence",
+        {
+            "event_id": event_id,
+            "recurrence_id": after_dst["recurrence_id"],
+            "start": "2026-03-31T10:00:00",
+            "summary": "Standup (Tuesday)",
+        },
+    )
+    assert (moved["starts_at"], moved["ends_at"]) == (
+        "2026-03-31T08:00:00+00:00",
+        "2026-03-31T08:30:00+00:00",
+    ), "moved to Tuesday 10:00 Paris, its 30 minutes kept"
+    vevents = await asyncio.to_thread(_events_on_server, calendar)
+    [master] = [v for v in vevents if "RECURRENCE-ID" not in v]
+    [override] = [v for v in vevents if "RECURRENCE-ID" in v]
+    assert override["RECURRENCE-ID"].dt == datetime(2026, 3, 30, 9, tzinfo=PARIS)
+    assert override["DTSTART"].dt == datetime(2026, 3, 31, 10, tzinfo=PARIS)
+    assert str(override["SUMMARY"]) == "Standup (Tuesday)"
+    assert str(master["SUMMARY"]) == "Standup" and "RRULE" in master, "the series unchanged"
+    assert [(e["starts_at"], e["summary"]) for e in await _list(butler, *window)] == [
+        ("2026-03-16T08:00:00+00:00", "Standup"),
+        ("2026-03-23T08:00:00+00:00", "Standup"),
+        ("2026-03-31T08:00:00+00:00", "Standup (Tuesday)"),
+        ("2026-04-13T07:00:00+00:00", "Standup"),
+    ]
+
+    cancelled = await _approve_when_held(
+        butler,
+        "calendar_cancel_occurrence",
+        {
+            "event_id": event_id,
+            "recurrence_id": by_start["2026-03-23T08:00:00+00:00"]["recurrence_id"],
+        },
+    )
+    assert cancelled["cancelled"] is True
+    # Cancelling the moved occurrence drops its override and excludes its original date.
+    await _approve_when_held(
+        butler,
+        "calendar_cancel_occurrence",
+        {"event_id": event_id, "recurrence_id": after_dst["recurrence_id"]},
+    )
+    [master] = await asyncio.to_thread(_events_on_server, calendar)
+    excluded = {d.dt for entry in master["EXDATE"] for d in entry.dts}
+    assert excluded == {
+        datetime(2026, 4, 6, 9, tzinfo=PARIS),
+        datetime(2026, 3, 23, 9, tzinfo=PARIS),
+        datetime(2026, 3, 30, 9, tzinfo=PARIS),
+    }
+    assert [e["starts_at"] for e in await _list(butler, *window)] == [
+        "2026-03-16T08:00:00+00:00",
+        "2026-04-13T07:00:00+00:00",
+    ]
+    # What cannot be named is refused with what to do.
+    gone = await butler.call_raw(
+        "calendar_update_occurrence",
+        {"event_id": event_id, "recurrence_id": after_dst["recurrence_id"], "summary": "x"},
+    )
+    assert gone.is_error and "no occurrence starting" in gone.content[0].text
+    single = await butler.call(
+        "calendar_create_event",
+        {"summary": "Once", "start": "2026-04-20T10:00:00", "end": "2026-04-20T11:00:00"},
+    )
+    refused = await butler.call_raw(
+        "calendar_update_occurrence",
+        {
+            "event_id": single["event_id"],
+            "recurrence_id": "2026-04-20T08:00:00+00:00",
+            "summary": "x",
+        },
+    )
+    assert refused.is_error and "does not recur" in refused.content[0].text

@@ -45,6 +45,14 @@ Rule = Annotated[
         max_length=MAX_FIELD_CHARS, description="RFC 5545 RRULE value, e.g. FREQ=WEEKLY;BYDAY=MO,WE"
     ),
 ]
+Occurrence = Annotated[
+    str,
+    Field(
+        min_length=10,
+        max_length=64,
+        description="the occurrence's `recurrence_id` from calendar_list_events",
+    ),
+]
 
 
 class CalendarConfig(ModuleConfig):
@@ -200,6 +208,15 @@ class CalendarModule(Module):
             found.update(etag=event.etag, rrule=event.rrule)
             return found
 
+        async def occurrence(event_id: uuid.UUID, recurrence_id: str) -> dict[str, AnyJson]:
+            """One occurrence as listed, after a change."""
+            found = await store.occurrence(event_id, ical.recurrence_key(recurrence_id, owner))
+            if found is None:
+                return {"event_id": str(event_id), "recurrence_id": recurrence_id}
+            listed = to_json(found)
+            assert isinstance(listed, dict)
+            return listed
+
         def conflict(exc: Conflict) -> ToolError:
             return ToolError(
                 f"conflict: {exc}; the local copy now holds the server's version "
@@ -315,6 +332,58 @@ class CalendarModule(Module):
             except CalDavError as exc:
                 raise ToolError(f"could not delete the event: {exc}") from None
             return {"event_id": str(event_id), "deleted": True, "summary": event.summary}
+
+        @tool(mcp, meta=meta, annotations={"idempotentHint": True})
+        async def calendar_update_occurrence(
+            event_id: uuid.UUID,
+            recurrence_id: Occurrence,
+            summary: Title | None = None,
+            start: datetime | None = None,
+            end: datetime | None = None,
+            description: Note | None = None,
+            location: ShortText | None = None,
+        ) -> AnyJson:
+            """Change one occurrence of a recurring event, the rest of the series unchanged:
+            `recurrence_id` is the occurrence's as calendar_list_events shows it. A new
+            `start` alone moves it and keeps its length. Refused as a conflict if the event
+            changed on the server since the last sync."""
+            event = await stored(event_id)
+            fields = ical.EventFields(
+                summary=summary,
+                start=None if start is None else when(start, event.all_day),
+                end=None if end is None else when(end, event.all_day),
+                description=description,
+                location=location,
+            )
+            if fields == ical.EventFields():
+                raise ToolError("nothing to update: pass at least one field")
+            try:
+                await sync.update_occurrence(event, recurrence_id, fields)
+            except Conflict as exc:
+                raise conflict(exc) from None
+            except (CalDavError, ValueError) as exc:
+                raise ToolError(f"could not update the occurrence: {exc}") from None
+            return await occurrence(event_id, recurrence_id)
+
+        @tool(mcp, meta=tool_meta(NAME, "always"), annotations={"destructiveHint": True})
+        async def calendar_cancel_occurrence(
+            event_id: uuid.UUID, recurrence_id: Occurrence
+        ) -> AnyJson:
+            """Remove one occurrence of a recurring event from the owner's calendar, the rest
+            of the series kept (needs approval)."""
+            event = await stored(event_id)
+            try:
+                await sync.cancel_occurrence(event, recurrence_id)
+            except Conflict as exc:
+                raise conflict(exc) from None
+            except (CalDavError, ValueError) as exc:
+                raise ToolError(f"could not cancel the occurrence: {exc}") from None
+            return {
+                "event_id": str(event_id),
+                "recurrence_id": recurrence_id,
+                "cancelled": True,
+                "summary": event.summary,
+            }
 
         @tool(mcp, meta=meta, annotations=read)
         async def calendar_free_slots(

@@ -283,6 +283,14 @@ class CalendarStore:
         )
         return None if row is None else EventInstance.from_row(row)
 
+    async def occurrence(self, event_id: uuid.UUID, recurrence_id: str) -> EventInstance | None:
+        row = await self.pool.fetchrow(
+            _INSTANCE_COLUMNS + "WHERE i.event_id = $1 AND i.recurrence_id = $2",
+            event_id,
+            recurrence_id,
+        )
+        return None if row is None else EventInstance.from_row(row)
+
     async def busy(self, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
         """Busy intervals overlapping [start, end): instances of events not cancelled,
         not transparent, merged."""
