@@ -9,10 +9,16 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import httpx2 as httpx
 import pytest
 from icalendar import Calendar
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from tests.support.radicale import RadicaleServer, start_radicale
+from tests.support.serving import served_asgi
 
 from .conftest import ButlerFactory, ModuleButler
 
@@ -378,3 +384,105 @@ async def test_one_occurrence_is_moved_and_another_cancelled_the_series_kept(
         },
     )
     assert refused.is_error and "does not recur" in refused.content[0].text
+
+
+BUSY_DAY = """BEGIN:VCALENDAR
+VERSION:2.0
+PRODID:-//test//EN
+BEGIN:VEVENT
+UID:{uid}
+DTSTAMP:20260101T000000Z
+DTSTART:{start}
+DTEND:{end}
+SUMMARY:{uid}
+{extra}END:VEVENT
+END:VCALENDAR
+"""
+BUSY_EVENTS = (
+    ("meeting", "20261005T100000Z", "20261005T110000Z", ""),
+    ("overlap", "20261005T103000Z", "20261005T113000Z", ""),
+    ("maybe", "20261005T120000Z", "20261005T130000Z", "STATUS:TENTATIVE\n"),
+    ("reading", "20261005T140000Z", "20261005T150000Z", "TRANSP:TRANSPARENT\n"),
+    ("called-off", "20261005T160000Z", "20261005T170000Z", "STATUS:CANCELLED\n"),
+    ("run", "20261005T060000Z", "20261005T063000Z", "RRULE:FREQ=DAILY;COUNT=3\n"
+     "EXDATE:20261006T060000Z\n"),
+)  # fmt: skip
+EXPECTED_BUSY = [
+    ("2026-10-05T06:00:00+00:00", "2026-10-05T06:30:00+00:00", "BUSY"),
+    ("2026-10-05T10:00:00+00:00", "2026-10-05T11:30:00+00:00", "BUSY"),
+    ("2026-10-05T12:00:00+00:00", "2026-10-05T13:00:00+00:00", "BUSY-TENTATIVE"),
+    ("2026-10-07T06:00:00+00:00", "2026-10-07T06:30:00+00:00", "BUSY"),
+]
+
+
+def _utc_periods(answer: dict[str, Any]) -> list[tuple[str, str, str]]:
+    [calendar] = answer["calendars"]
+    return [
+        (
+            datetime.fromisoformat(p["start"]).astimezone(ZoneInfo("UTC")).isoformat(),
+            datetime.fromisoformat(p["end"]).astimezone(ZoneInfo("UTC")).isoformat(),
+            p["type"],
+        )
+        for p in calendar["busy"]
+    ]
+
+
+def _refusing_free_busy(radicale: RadicaleServer) -> Any:
+    """Radicale behind a proxy that answers the free-busy report as a server without it."""
+    upstream = httpx.AsyncClient(base_url=radicale.url)
+
+    async def forward(request: Request) -> Response:
+        body = await request.body()
+        if request.method == "REPORT" and b"free-busy-query" in body:
+            return Response("report not supported", status_code=501)
+        keep = ("content-type", "depth", "if-match", "if-none-match", "authorization")
+        answer = await upstream.request(
+            request.method,
+            request.url.path,
+            content=body,
+            headers={k: v for k, v in request.headers.items() if k in keep},
+        )
+        headers = {k: v for k, v in answer.headers.items() if k in ("content-type", "etag")}
+        return Response(answer.content, status_code=answer.status_code, headers=headers)
+
+    methods = ["GET", "PUT", "DELETE", "PROPFIND", "REPORT", "OPTIONS"]
+    return Starlette(routes=[Route("/{path:path}", forward, methods=methods)])
+
+
+async def test_free_busy_comes_from_the_server_else_from_the_local_copy_saying_so(
+    module_butler: ButlerFactory, radicale: RadicaleServer
+) -> None:
+    butler, calendar = await _butler(module_butler, radicale)
+    for uid, start, end, extra in BUSY_EVENTS:
+        ics = BUSY_DAY.format(uid=uid, start=start, end=end, extra=extra)
+        await asyncio.to_thread(calendar.save_event, ics)
+    await butler.call("calendar_sync")
+    window = {"start": "2026-10-05T00:00:00Z", "end": "2026-10-08T00:00:00Z"}
+    answer = await butler.call("calendar_free_busy", window)
+    assert answer["calendars"][0]["source"] == "server"
+    assert answer["calendars"][0]["reason"] is None
+    assert _utc_periods(answer) == EXPECTED_BUSY, "overlaps merged; free time left out"
+
+    owner = str(calendar.url).rstrip("/").split("/")[-2]
+    async with served_asgi(_refusing_free_busy(radicale)) as url:
+        # A second butler reads the same calendar through a proxy without the report.
+        other = await module_butler(
+            {
+                "approvals": {},
+                "calendar": {
+                    "url": f"{url}/{owner}/",
+                    "usernameEnv": "CAL_USER",
+                    "timezone": "Europe/Paris",
+                    "syncIntervalSeconds": 0,
+                },
+            },
+            environ={"CAL_USER": owner},
+        )
+        await other.call("calendar_sync")
+        local = await other.call("calendar_free_busy", window)
+        [entry] = local["calendars"]
+        assert entry["source"] == "local copy"
+        assert "no free-busy report" in entry["reason"] and "501" in entry["reason"]
+        assert _utc_periods(local) == EXPECTED_BUSY, "the same periods, computed locally"
+    missing = await butler.call_raw("calendar_free_busy", {**window, "calendar": "work"})
+    assert missing.is_error and "calendars: home" in missing.content[0].text

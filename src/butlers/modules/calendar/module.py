@@ -24,6 +24,7 @@ from butlers.modules.base import (
 from butlers.modules.briefing import MAX_LINES, day_bounds
 from butlers.modules.calendar import ical
 from butlers.modules.calendar.caldav import CalDavError, Conflict
+from butlers.modules.calendar.freebusy import free_busy
 from butlers.modules.calendar.login import caldav_client
 from butlers.modules.calendar.store import (
     CalendarStore,
@@ -407,6 +408,43 @@ class CalendarModule(Module):
                         "end": b.astimezone(owner).isoformat(),
                     }
                     for a, b in slots[:limit]
+                ],
+            }
+
+        @tool(mcp, meta=meta, annotations=read)
+        async def calendar_free_busy(
+            start: datetime, end: datetime, calendar: ShortText | None = None
+        ) -> AnyJson:
+            """Busy periods between `start` and `end` per calendar (all, or the one named),
+            as the CalDAV server computes them (its free-busy report); a server without
+            the report gets them computed from the synced events, and `source` says which
+            (with the reason). Each period's `type` is BUSY, BUSY-TENTATIVE or
+            BUSY-UNAVAILABLE."""
+            start, end = span(start, end)
+            sources = await store.sources()
+            if calendar is not None:
+                sources = [s for s in sources if calendar in (s.name, s.href)]
+                if not sources:
+                    known = ", ".join(s.name for s in await store.sources()) or "none"
+                    raise ToolError(f"no calendar {calendar!r}; calendars: {known}")
+            found = await free_busy(sync.client, store, sources, start, end)
+            return {
+                "timezone": config.timezone,
+                "calendars": [
+                    {
+                        "calendar": item.calendar,
+                        "source": item.source,
+                        "reason": item.reason,
+                        "busy": [
+                            {
+                                "start": p.start.astimezone(owner).isoformat(),
+                                "end": p.end.astimezone(owner).isoformat(),
+                                "type": p.kind,
+                            }
+                            for p in item.periods
+                        ],
+                    }
+                    for item in found
                 ],
             }
 

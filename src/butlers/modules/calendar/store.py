@@ -283,6 +283,28 @@ class CalendarStore:
         )
         return None if row is None else EventInstance.from_row(row)
 
+    async def busy_instances(
+        self, source_id: uuid.UUID, start: datetime, end: datetime, limit: int
+    ) -> list[tuple[datetime, datetime, str]]:
+        """(start, end, status) of one calendar's occurrences overlapping [start, end)
+        that take time: neither cancelled nor transparent."""
+        rows = await self.pool.fetch(
+            """
+            SELECT i.starts_at, i.ends_at, coalesce(upper(e.status), 'CONFIRMED') AS status
+            FROM calendar_event_instances i
+            JOIN calendar_events e ON e.id = i.event_id
+            WHERE e.source_id = $1 AND i.starts_at < $3 AND i.ends_at > $2
+              AND coalesce(upper(e.status), '') <> 'CANCELLED'
+              AND position('TRANSP:TRANSPARENT' in e.ics) = 0
+            ORDER BY i.starts_at LIMIT $4
+            """,
+            source_id,
+            start,
+            end,
+            limit,
+        )
+        return [(row["starts_at"], row["ends_at"], row["status"]) for row in rows]
+
     async def occurrence(self, event_id: uuid.UUID, recurrence_id: str) -> EventInstance | None:
         row = await self.pool.fetchrow(
             _INSTANCE_COLUMNS + "WHERE i.event_id = $1 AND i.recurrence_id = $2",
