@@ -18,12 +18,13 @@ from butlers.modules.base import (
     Module,
     ModuleConfig,
     ModuleContext,
+    ModuleError,
     migration_chain,
     tool_meta,
 )
 from butlers.modules.briefing import MAX_LINES, day_bounds
 from butlers.modules.calendar import ical
-from butlers.modules.calendar.caldav import CalDavError, Conflict
+from butlers.modules.calendar.caldav import CalDavClient, CalDavError, Conflict
 from butlers.modules.calendar.freebusy import free_busy
 from butlers.modules.calendar.login import caldav_client
 from butlers.modules.calendar.store import (
@@ -109,6 +110,7 @@ class CalendarModule(Module):
     def __init__(self) -> None:
         self.sync: CalendarSync | None = None
         self._loop: asyncio.Task[None] | None = None
+        self._retired: set[asyncio.Task[None]] = set()
 
     async def start(self, ctx: ModuleContext) -> None:
         config: CalendarConfig = ctx.config
@@ -136,10 +138,38 @@ class CalendarModule(Module):
                 log.exception("calendar sync failed; trying again in %.0f s", interval)
             await asyncio.sleep(interval)
 
+    async def credentials_changed(self, ctx: ModuleContext, names: frozenset[str]) -> None:
+        """A changed URL, username or password: the next request uses a new client (the
+        calendars found again), without a restart. A change that leaves the module without
+        a URL keeps the current client, with a warning."""
+        config: CalendarConfig = ctx.config
+        used = {config.url_env}
+        if config.auth == "basic":
+            used |= {config.username_env, config.password_env}
+        touched = names & {name for name in used if name}
+        if self.sync is None or not touched:
+            return
+        try:
+            client = caldav_client(ctx, config)
+        except ModuleError as exc:
+            log.warning("calendar: keeps its current login: %s", exc)
+            return
+        async with self.sync.lock:
+            old, self.sync.client = self.sync.client, client
+            self.sync.discovered_at = None
+        log.info("calendar: logs in with the changed %s", ", ".join(sorted(touched)))
+        # A request under way on the old client may finish within its deadline.
+        retire = asyncio.create_task(_close_later(old, config.timeout_seconds))
+        self._retired.add(retire)
+        retire.add_done_callback(self._retired.discard)
+
     async def stop(self) -> None:
         if self._loop is not None:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
+        for retire in list(self._retired):
+            retire.cancel()
+        await asyncio.gather(*self._retired, return_exceptions=True)
         if self.sync is not None:
             await self.sync.client.aclose()
 
@@ -462,6 +492,13 @@ class CalendarModule(Module):
         async def calendar_list_calendars() -> AnyJson:
             """The owner's calendars with their sync state."""
             return to_json(await store.sources())
+
+
+async def _close_later(client: CalDavClient, delay: float) -> None:
+    try:
+        await asyncio.sleep(delay)
+    finally:
+        await client.aclose()
 
 
 def _briefing_line(event: Any, tz: ZoneInfo) -> str:
