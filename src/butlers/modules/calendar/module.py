@@ -29,7 +29,9 @@ from butlers.modules.calendar.freebusy import free_busy
 from butlers.modules.calendar.login import caldav_client
 from butlers.modules.calendar.store import (
     CalendarStore,
+    ListingCache,
     Source,
+    copy_version,
     list_instances,
     list_instances_json,
 )
@@ -179,6 +181,7 @@ class CalendarModule(Module):
         config: CalendarConfig = ctx.config
         owner = sync.owner
         store = sync.store
+        listings = ListingCache()
 
         async def today(day: date, tz: ZoneInfo) -> list[str]:
             """The owner's events of `day` (from the local copy), for the briefing."""
@@ -260,16 +263,24 @@ class CalendarModule(Module):
             end: datetime,
             limit: Annotated[int, Field(ge=1, le=2000)] = 500,
             include_butler: bool = True,
-        ) -> dict[str, AnyJson]:
+        ) -> AnyJson:
             """Events between `start` and `end` (the owner's, recurrences expanded), from the
             local copy; `include_butler` adds this butler's own entries (its schedules)."""
             start, end = span(start, end)
-            result: dict[str, Any] = {
-                "timezone": config.timezone,
-                "events": await list_instances_json(store.pool, start, end, limit),
-            }
+            key = (start, end, limit)
             if include_butler:
-                entries = await butler_entries(store.pool, butler, start, end, limit)
+                version, entries = await asyncio.gather(
+                    copy_version(store.pool),
+                    butler_entries(store.pool, butler, start, end, limit),
+                )
+            else:
+                version, entries = await copy_version(store.pool), None
+            events = listings.get(key, version)
+            if events is None:
+                events = await list_instances_json(store.pool, start, end, limit)
+                listings.put(key, version, events)  # read after the version: never newer
+            result: dict[str, Any] = {"timezone": config.timezone, "events": events}
+            if entries is not None:
                 result["butler_events"] = to_json(entries)
             return result
 

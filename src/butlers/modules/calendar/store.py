@@ -16,6 +16,7 @@ import asyncpg
 from pydantic import JsonValue
 
 from butlers.db.pool import dumps
+from butlers.jsoncodec import loads
 from butlers.modules.view import Reader
 from butlers.stores.records import Record
 
@@ -109,7 +110,7 @@ def _utc(column: str) -> str:
 
 # The same listing built as JSON by PostgreSQL: the tools return it as it comes.
 _INSTANCE_JSON_SQL = f"""
-SELECT coalesce(json_agg(t.item ORDER BY t.starts_at, t.event_id), '[]'::json)
+SELECT coalesce(json_agg(t.item ORDER BY t.starts_at, t.event_id), '[]'::json)::text
 FROM (
     SELECT i.starts_at, i.event_id, json_build_object(
         'event_id', i.event_id, 'uid', e.uid, 'calendar', s.name, 'source_id', s.id,
@@ -133,10 +134,38 @@ FROM (
 async def list_instances_json(
     reader: Reader, start: datetime, end: datetime, limit: int = MAX_LISTED
 ) -> list[dict[str, JsonValue]]:
-    """`list_instances` as JSON objects (times in UTC), for the tools."""
+    """`list_instances` as JSON objects (times in UTC), for the tools (read as text and
+    decoded by the hot path's codec: a month's listing is ~150 kB of JSON)."""
     [row] = await reader.fetch(_INSTANCE_JSON_SQL, start, end, limit)
-    found: list[dict[str, JsonValue]] = row[0]
+    found: list[dict[str, JsonValue]] = loads(row[0].encode())
     return found
+
+
+async def copy_version(reader: Reader) -> int:
+    """The local copy's version: it changes whenever a listing could (a trigger)."""
+    [row] = await reader.fetch("SELECT version FROM calendar_copy_version")
+    return int(row[0])
+
+
+class ListingCache:
+    """Recent listings (JSON, as `list_instances_json` gives them) with the version of
+    the copy each was read at; one is served again only while that version is current."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._entries: dict[tuple[datetime, datetime, int], tuple[int, Any]] = {}
+
+    def get(self, key: tuple[datetime, datetime, int], version: int) -> Any | None:
+        found = self._entries.get(key)
+        if found is None or found[0] != version:
+            return None
+        return found[1]
+
+    def put(self, key: tuple[datetime, datetime, int], version: int, value: Any) -> None:
+        self._entries.pop(key, None)
+        if len(self._entries) >= self.size:
+            del self._entries[next(iter(self._entries))]
+        self._entries[key] = (version, value)
 
 
 async def list_sources(reader: Reader) -> list[Source]:
