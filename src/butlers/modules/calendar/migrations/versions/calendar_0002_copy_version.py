@@ -49,9 +49,10 @@ def upgrade() -> None:
         "OR OLD.writable IS DISTINCT FROM NEW.writable) "
         "EXECUTE FUNCTION calendar_copy_changed()"
     )
+    # Per row: a discovery's upsert that finds the calendar is no insertion.
     op.execute(
         "CREATE TRIGGER calendar_sources_rows_version AFTER INSERT OR DELETE "
-        "ON calendar_sources FOR EACH STATEMENT EXECUTE FUNCTION calendar_copy_changed()"
+        "ON calendar_sources FOR EACH ROW EXECUTE FUNCTION calendar_copy_changed()"
     )
 
 
