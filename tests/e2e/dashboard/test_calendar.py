@@ -12,7 +12,7 @@ import pytest
 from icalendar import Calendar
 
 from ..harness.ecosystem import EcosystemHandle
-from ..harness.env import CALDAV_CALENDAR, CALDAV_SERVER, CALDAV_USER
+from ..harness.env import CALDAV_CALENDAR, CALDAV_SERVER, CALDAV_UNREACHABLE, CALDAV_USER
 
 WEEK = {"start": "2026-12-07T00:00:00Z", "end": "2026-12-14T00:00:00Z"}
 
@@ -21,7 +21,7 @@ WEEK = {"start": "2026-12-07T00:00:00Z", "end": "2026-12-14T00:00:00Z"}
 def caldav_url(request: pytest.FixtureRequest, butler_ecosystem: EcosystemHandle) -> str:
     url = request.config.stash.get(CALDAV_SERVER, None)
     if url is None:
-        pytest.skip(f"no CalDAV server reachable from the {butler_ecosystem.backend} backend")
+        pytest.skip(CALDAV_UNREACHABLE)
     return url
 
 

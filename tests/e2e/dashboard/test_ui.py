@@ -25,7 +25,7 @@ from butlers.testing.script_server import Script, call, step
 
 from ..conftest import ROOT
 from ..harness.ecosystem import EcosystemHandle
-from ..harness.env import CALDAV_SERVER
+from ..harness.env import CALDAV_SERVER, CALDAV_UNREACHABLE
 from .conftest import extra_dashboard
 
 SHOTS = ROOT / ".tmp" / "screenshots"
@@ -524,7 +524,7 @@ async def test_calendar_event_created_and_renamed_from_the_ui(
     ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle, request: pytest.FixtureRequest
 ) -> None:
     if request.config.stash.get(CALDAV_SERVER, None) is None:
-        pytest.skip("no CalDAV server for the general butler's calendar")
+        pytest.skip(CALDAV_UNREACHABLE)
     page, watcher = ui
     title = f"UI event {uuid.uuid4().hex[:6]}"
     await _open(page, "/calendar")
