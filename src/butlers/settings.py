@@ -20,6 +20,7 @@ DEFAULT_DATA_DIR = Path(".butlers")
 DEFAULT_ROSTER_DIR = Path("roster")
 DEFAULT_HEARTBEAT_INTERVAL = 15.0
 DEFAULT_TICK_INTERVAL = 30.0
+DEFAULT_SECRETS_RELOAD_SECONDS = 10.0
 # Secrets of the butler itself: read into settings, kept out of `environ` (what modules
 # and sessions may draw credentials from).
 AUTH_SECRET_VARS = (
@@ -167,6 +168,9 @@ class ButlerSettings:
     secrets_key: str | None = field(default=None, repr=False)
     secrets_key_file: Path | None = None
     shared_secrets_schema: str | None = None
+    # How often the stores are checked for values changed by another process (the
+    # dashboard's shared store): a change reaches the running modules within this.
+    secrets_reload_seconds: float = DEFAULT_SECRETS_RELOAD_SECONDS
     google: GoogleEndpoints = field(default_factory=lambda: GoogleEndpoints())
 
     def env_value(self, name: str) -> str | None:
@@ -233,6 +237,9 @@ class ButlerSettings:
             secrets_key=env.get("BUTLERS_SECRETS_KEY") or None,
             secrets_key_file=_path(env, "BUTLERS_SECRETS_KEY_FILE"),
             shared_secrets_schema=env.get("BUTLERS_SHARED_SECRETS_SCHEMA") or None,
+            secrets_reload_seconds=_positive_float(
+                env, "BUTLERS_SECRETS_RELOAD_SECONDS", DEFAULT_SECRETS_RELOAD_SECONDS
+            ),
             google=GoogleEndpoints.from_env(env),
         )
 

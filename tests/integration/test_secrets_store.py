@@ -77,3 +77,30 @@ async def test_the_own_store_wins_over_the_shared_one_and_both_over_the_environm
     await shared.put("LATER", keyring=ring, value="written-while-running")
     assert resolver.cached("LATER") is None
     assert await resolver.get("LATER") == "written-while-running"
+
+
+async def test_a_refresh_names_what_now_resolves_differently_and_a_reseal_is_no_change(
+    butler_schema: ProvisionedSchema,
+) -> None:
+    old, new = new_key(), new_key()
+    pool = butler_schema.pool
+    store = SecretStore(pool)
+    for name in ("A", "B"):
+        await store.put(name, keyring=Keyring.parse(old), value=f"{name}-1")
+    resolver = SecretResolver(pool, KeySource(f"{new},{old}"), environ={"B": "B-env"})
+    await resolver.load()
+    heard: list[frozenset[str]] = []
+
+    async def listener(names: frozenset[str]) -> None:
+        heard.append(names)
+
+    resolver.listeners.append(listener)
+    assert await resolver.fingerprint() == resolver.digest
+    await store.reencrypt(Keyring.parse(f"{new},{old}"))
+    assert await resolver.fingerprint() != resolver.digest, "a re-sealing is seen"
+    assert await resolver.refresh() == frozenset(), "but changes no value"
+    await store.put("A", keyring=Keyring.parse(new), value="A-2")
+    await store.delete("B")
+    assert await resolver.refresh() == {"A", "B"}
+    assert (resolver.cached("A"), resolver.cached("B")) == ("A-2", "B-env")
+    assert heard == [frozenset({"A", "B"})], "listeners hear only a refresh that changed values"

@@ -1,8 +1,10 @@
-"""A real CalDAV server for tests: Radicale on loopback, scratch storage, any login accepted.
+"""A real CalDAV server for tests: Radicale on loopback, scratch storage, any login accepted
+(or, with `users`, only those users with their passwords).
 
 `start_radicale(directory)` runs `python -m radicale` (installed by the dev extra) on a
 free port and waits until it answers; `RadicaleServer.calendar_url(user, name)` is where a
-calendar lives, `make_calendar` creates one with the independent `caldav` client.
+calendar lives, `make_calendar` creates one with the independent `caldav` client;
+`set_password` changes a user's password (Radicale reads its users file at each login).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,7 @@ class RadicaleServer:
     url: str
     process: subprocess.Popen[bytes]
     log: Path
+    users_file: Path | None = None
 
     def principal_url(self, user: str) -> str:
         return f"{self.url}/{user}/"
@@ -34,27 +37,47 @@ class RadicaleServer:
     def calendar_url(self, user: str, name: str) -> str:
         return f"{self.url}/{user}/{name}/"
 
-    def client(self, user: str) -> object:
+    def client(self, user: str, password: str = "x") -> object:
         """An independent CalDAV client (the `caldav` library) logged in as `user`."""
         import caldav
 
-        return caldav.DAVClient(url=self.url, username=user, password="x")
+        return caldav.DAVClient(url=self.url, username=user, password=password)
 
-    def make_calendar(self, user: str, name: str) -> object:
+    def make_calendar(self, user: str, name: str, password: str = "x") -> object:
         """A new event calendar `name` of `user`, made with the `caldav` library."""
-        principal = self.client(user).principal()  # type: ignore[attr-defined]
+        principal = self.client(user, password).principal()  # type: ignore[attr-defined]
         return principal.make_calendar(name=name, cal_id=name)
+
+    def set_password(self, user: str, password: str) -> None:
+        assert self.users_file is not None, "started without `users`"
+        lines = [
+            line
+            for line in self.users_file.read_text().splitlines()
+            if line and line.split(":", 1)[0] != user
+        ]
+        self.users_file.write_text("\n".join([*lines, f"{user}:{password}"]) + "\n")
 
 
 @contextmanager
-def start_radicale(directory: Path) -> Iterator[RadicaleServer]:
+def start_radicale(
+    directory: Path, users: Mapping[str, str] | None = None
+) -> Iterator[RadicaleServer]:
     port = free_port()
     config = directory / "config"
     storage = directory / "collections"
     log = directory / "radicale.log"
+    users_file = None
+    auth = "[auth]\ntype = none\n"
+    if users is not None:
+        users_file = directory / "users"
+        users_file.write_text("".join(f"{u}:{p}\n" for u, p in users.items()))
+        auth = (
+            f"[auth]\ntype = htpasswd\nhtpasswd_filename = {users_file}\n"
+            "htpasswd_encryption = plain\ndelay = 0.05\n"
+        )
     config.write_text(
         f"[server]\nhosts = 127.0.0.1:{port}\n"
-        "[auth]\ntype = none\n"
+        f"{auth}"
         f"[storage]\nfilesystem_folder = {storage}\n"
         "[rights]\ntype = owner_only\n"
         "[logging]\nlevel = warning\n"
@@ -67,7 +90,7 @@ def start_radicale(directory: Path) -> Iterator[RadicaleServer]:
             stdin=subprocess.DEVNULL,
         )
     url = f"http://127.0.0.1:{port}"
-    server = RadicaleServer(url, process, log)
+    server = RadicaleServer(url, process, log, users_file)
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while True:

@@ -910,7 +910,8 @@ export interface paths {
         put?: never;
         /**
          * Calendar User Events
-         * @description Create, update or delete one of the owner's events through the butler's tools.
+         * @description Create, update or delete one of the owner's events through the butler's tools;
+         *     with `recurrence_id`, update or cancel one occurrence of a recurring event.
          */
         post: operations["calendar_user_events_api_calendar_workspace_user_events_post"];
         delete?: never;
@@ -2643,6 +2644,8 @@ export interface components {
             id: string;
             /** Location */
             location: string | null;
+            /** Recurrence Id */
+            recurrence_id: string | null;
             /** Recurring */
             recurring: boolean;
             /** Ref */
@@ -4960,6 +4963,8 @@ export interface components {
             event?: components["schemas"]["EventFields"];
             /** Event Id */
             event_id?: string | null;
+            /** Recurrence Id */
+            recurrence_id?: string | null;
         };
         /** WriteOutcome */
         WriteOutcome: {

@@ -31,6 +31,8 @@ function dayLabel(date: Date): string {
 
 type Draft = {
   event_id?: string;
+  recurrence_id?: string; // set on an occurrence of a recurring event
+  occurrence_only?: boolean; // change or delete that occurrence, not the series
   butler?: string;
   summary: string;
   start: string;
@@ -96,6 +98,8 @@ export function CalendarPage() {
     setNotice(null);
     setDraft({
       event_id: entry.event_id ?? undefined,
+      recurrence_id: entry.recurring ? (entry.recurrence_id ?? undefined) : undefined,
+      occurrence_only: entry.recurring && entry.recurrence_id !== null,
       butler: entry.butler,
       summary: entry.title,
       start: localInput(entry.start),
@@ -119,6 +123,7 @@ export function CalendarPage() {
       action: draft.event_id ? "update" : "create",
       butler: draft.butler ?? writable[0] ?? null,
       event_id: draft.event_id ?? null,
+      recurrence_id: draft.occurrence_only ? (draft.recurrence_id ?? null) : null,
       event: fields,
     });
     setDraft(null);
@@ -127,7 +132,12 @@ export function CalendarPage() {
 
   async function remove() {
     if (!draft?.event_id) return;
-    const outcome = await write.mutateAsync({ action: "delete", butler: draft.butler ?? null, event_id: draft.event_id });
+    const outcome = await write.mutateAsync({
+      action: "delete",
+      butler: draft.butler ?? null,
+      event_id: draft.event_id,
+      recurrence_id: draft.occurrence_only ? (draft.recurrence_id ?? null) : null,
+    });
     setDraft(null);
     setNotice(
       outcome.data.status === "pending_approval"
@@ -186,6 +196,9 @@ export function CalendarPage() {
             <label>Butler <select value={draft.butler ?? writable[0]} onChange={(e) => setDraft({ ...draft, butler: e.target.value })}>
               {writable.map((name) => <option key={name}>{name}</option>)}
             </select></label>
+          ) : null}
+          {draft.recurrence_id ? (
+            <label><input type="checkbox" checked={draft.occurrence_only ?? false} onChange={(e) => setDraft({ ...draft, occurrence_only: e.target.checked })} /> Only this occurrence (else the whole series)</label>
           ) : null}
           <label>Title <input required maxLength={300} value={draft.summary} onChange={(e) => setDraft({ ...draft, summary: e.target.value })} /></label>
           <label>Start <input type="datetime-local" required value={draft.start} onChange={(e) => setDraft({ ...draft, start: e.target.value })} /></label>

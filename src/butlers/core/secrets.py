@@ -1,17 +1,23 @@
 """Where a butler's credentials come from: its own secrets store, then the shared
 store, then its environment; the first that has a value wins.
 
-`SecretResolver.load()` reads both stores once at start-up (modules check their
-credentials then, through `ModuleContext.credential`); `get()` reads afresh, for a
-value written while the butler runs (an OAuth grant). A value that does not open
-(a key missing from the keyring) is reported per name and never falls back silently
-to an older environment value.
+`SecretResolver.load()` reads both stores at start-up (modules check their credentials
+then, through `ModuleContext.credential`); `get()` reads afresh, for a value written
+while the butler runs (an OAuth grant). A value that does not open (a key missing from
+the keyring) is reported per name and never falls back silently to an older environment
+value.
+
+While the butler runs, `refresh()` reads both stores again and tells its listeners (the
+modules, the log redactor) which names now resolve to something else: the butler's own
+secret tools call it after each write, and `watch()` calls it when a digest of both
+stores changes (the shared store is written by the dashboard, another process).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -23,6 +29,7 @@ from butlers.stores.secrets import SecretStore, sealed_rows
 log = logging.getLogger(__name__)
 OWN_TABLE = "secrets"
 SHARED_TABLE = "shared_secrets"
+Listener = Callable[[frozenset[str]], Awaitable[None]]
 
 
 def shared_table(schema: str) -> str:
@@ -38,6 +45,10 @@ class SecretResolver:
     values: dict[str, str] = field(default_factory=dict, repr=False)
     sources: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    # Called with the names whose value changed, after a refresh that changed any.
+    listeners: list[Listener] = field(default_factory=list, repr=False)
+    digest: str | None = field(default=None, repr=False)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     @property
     def own(self) -> SecretStore:
@@ -54,6 +65,11 @@ class SecretResolver:
         sources: dict[str, str] = {}
         errors: dict[str, str] = {}
         keyring = None
+        try:
+            self.digest = await self.fingerprint()  # before the rows: a later write is seen
+        except (asyncpg.PostgresError, OSError) as exc:
+            log.warning("secrets: stores not readable: %s", exc)
+            self.digest = None
         try:
             keyring = self.keys.keyring()
         except KeyringError as exc:
@@ -82,6 +98,58 @@ class SecretResolver:
         self.values, self.sources, self.errors = values, sources, errors
         if errors:
             log.warning("secrets that do not open: %s", "; ".join(errors.values()))
+
+    async def fingerprint(self) -> str:
+        """A digest of what both stores hold (names, sealing keys, write times); it
+        changes with every write, deletion or re-sealing."""
+        parts = []
+        for source, table in self._tables():
+            try:
+                digest = await self.pool.fetchval(
+                    "SELECT md5(coalesce(string_agg(key || ' ' || coalesce(key_id, '') || ' ' "
+                    f"|| updated_at::text, ',' ORDER BY key), '')) FROM {table} "
+                    "WHERE value IS NOT NULL"
+                )
+            except (asyncpg.UndefinedTableError, asyncpg.InsufficientPrivilegeError):
+                digest = "unreadable"
+            parts.append(f"{source}:{digest}")
+        return " ".join(parts)
+
+    def _resolved(self) -> dict[str, tuple[str, str]]:
+        return {n: ("value", v) for n, v in self.values.items()} | {
+            n: ("error", e) for n, e in self.errors.items()
+        }
+
+    async def refresh(self) -> frozenset[str]:
+        """Read both stores again; tell the listeners the names that now resolve to
+        another value (set, changed, deleted: back to the environment's, or unreadable)."""
+        async with self._lock:
+            before = self._resolved()
+            await self.load()
+            after = self._resolved()
+        changed = frozenset(
+            n for n in before.keys() | after.keys() if before.get(n) != after.get(n)
+        )
+        if changed:
+            log.info("secrets changed while running: %s", ", ".join(sorted(changed)))
+            for listener in list(self.listeners):
+                try:
+                    await listener(changed)
+                except Exception:
+                    log.exception("a listener of changed secrets failed")
+        return changed
+
+    async def watch(self, interval: float) -> None:
+        """Refresh whenever the stores' digest changes, checked every `interval` s."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if await self.fingerprint() != self.digest:
+                    await self.refresh()
+            except (asyncpg.PostgresError, OSError) as exc:
+                log.warning("secrets: could not check the stores for changes: %s", exc)
+            except Exception:
+                log.exception("secrets: checking the stores for changes failed")
 
     def cached(self, name: str) -> str | None:
         """The value from the last load, else the environment's."""

@@ -10,7 +10,8 @@ Nothing runs in the background until `Butler.start()`; `aclose()` stops it all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 
 import asyncpg
 from fastmcp import FastMCP
@@ -44,6 +45,9 @@ class Butler:
     routes: RouteCheck
     # Modules' push endpoints (path → handler), served beside /mcp.
     webhooks: dict[str, Webhook]
+    # How often the secrets stores are checked for changes made by another process.
+    secrets_reload_seconds: float = 10.0
+    _watch: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -51,11 +55,25 @@ class Butler:
 
     async def start(self) -> None:
         """Background work: secrets masked in this process's logs, sessions a dead process
-        left `running` marked interrupted, the scheduler loop."""
+        left `running` marked interrupted, the scheduler loop, the watch on the secrets
+        stores (changed values reach the modules while the butler runs)."""
         await self.services.start()
+        self.watch_secrets()
+
+    def watch_secrets(self) -> None:
+        """Check the secrets stores for changes every `secrets_reload_seconds` (once)."""
+        secrets = self.context.secrets
+        if secrets is not None and self._watch is None:
+            self._watch = asyncio.create_task(
+                secrets.watch(self.secrets_reload_seconds), name="secrets-watch"
+            )
 
     async def aclose(self) -> None:
         """Stop the scheduler and sessions first (they call module tools), then modules."""
+        if self._watch is not None:
+            self._watch.cancel()
+            await asyncio.gather(self._watch, return_exceptions=True)
+            self._watch = None
         try:
             await self.services.aclose()
         finally:
@@ -125,7 +143,15 @@ async def build_butler(
         modules=modules,
         routes=routes,
         webhooks=shared.webhooks,
+        secrets_reload_seconds=settings.secrets_reload_seconds,
     )
+    secrets = context.secrets
+
+    async def mask(changed: frozenset[str]) -> None:
+        """New values are masked in logs too (old ones stay masked)."""
+        services.redactor.update([*services.redactor.secrets, *secrets.values.values()])
+
+    secrets.listeners += [mask, modules.credentials_changed]
     try:
         register_session_service_tools(server, services, routes.refusal)
         await services.sync_schedules(resource.spec.schedules)

@@ -188,5 +188,10 @@ class Module:
         """Called when the owner switched another module on or off while this one runs
         (its tools came or went)."""
 
+    async def credentials_changed(self, ctx: ModuleContext, names: frozenset[str]) -> None:
+        """Credentials `names` now resolve to other values (written, rotated or deleted
+        while the butler runs; `ctx.credential` gives the new ones). A module holding a
+        client built from one of them rebuilds it here; by default nothing."""
+
     async def stop(self) -> None:
         """Cancel background tasks and close clients."""

@@ -157,6 +157,15 @@ class ModuleSet:
         if owned.outbound:
             services.outbound = None
 
+    async def credentials_changed(self, names: frozenset[str]) -> None:
+        """Tell every started module which credentials now resolve to other values."""
+        for module, ctx in list(self.started):  # a module may be switched off meanwhile
+            try:
+                async with asyncio.timeout(START_TIMEOUT):
+                    await module.credentials_changed(ctx, names)
+            except Exception:
+                log.exception("module %s failed to take changed credentials", ctx.name)
+
     async def stop(self) -> None:
         for module, ctx in reversed(self.started):
             try:

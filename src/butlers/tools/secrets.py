@@ -59,8 +59,8 @@ def register_secret_tools(mcp: FastMCP, resolver: SecretResolver) -> None:
         ] = None,
     ) -> AnyJson:
         """Create or update a secret, sealed with the secrets key. Omitted fields keep
-        their stored value (new secrets: category "general", sensitive). A module reads
-        a new value at the butler's next start (an OAuth grant is read when used)."""
+        their stored value (new secrets: category "general", sensitive). A new value
+        reaches the running modules at once (one holding a connection reconnects)."""
         try:
             keyring = resolver.keys.require(reload=True) if value is not None else None
             meta = await store.put(
@@ -74,14 +74,16 @@ def register_secret_tools(mcp: FastMCP, resolver: SecretResolver) -> None:
             )
         except (SecretInputError, KeyringError) as exc:
             raise ToolError(f"secret_put({key!r}): {exc}") from None
+        await resolver.refresh()
         return to_json(meta)
 
     @tool(mcp, meta=CLOSED, annotations={"destructiveHint": True})
     async def secret_delete(key: Key) -> AnyJson:
-        """Delete a secret; modules fall back to the shared store or the environment at
-        the butler's next start."""
+        """Delete a secret; the running modules fall back to the shared store's value or
+        the environment's at once."""
         if not await store.delete(key):
             raise ToolError(f"secret_delete: no secret {key!r} in this butler's store")
+        await resolver.refresh()
         return {"key": key, "deleted": True}
 
     @tool(mcp, meta=CLOSED)
@@ -93,4 +95,5 @@ def register_secret_tools(mcp: FastMCP, resolver: SecretResolver) -> None:
             changed = await store.reencrypt(keyring)
         except KeyringError as exc:
             raise ToolError(f"secrets_reencrypt: {exc}") from None
+        await resolver.refresh()
         return {"reencrypted": changed, "key_id": keyring.primary_id}

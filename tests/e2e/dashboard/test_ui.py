@@ -11,7 +11,7 @@ import re
 import shutil
 import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +25,7 @@ from butlers.testing.script_server import Script, call, step
 
 from ..conftest import ROOT
 from ..harness.ecosystem import EcosystemHandle
-from ..harness.env import CALDAV_SERVER
+from ..harness.env import CALDAV_SERVER, CALDAV_UNREACHABLE
 from .conftest import extra_dashboard
 
 SHOTS = ROOT / ".tmp" / "screenshots"
@@ -524,7 +524,7 @@ async def test_calendar_event_created_and_renamed_from_the_ui(
     ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle, request: pytest.FixtureRequest
 ) -> None:
     if request.config.stash.get(CALDAV_SERVER, None) is None:
-        pytest.skip("no CalDAV server for the general butler's calendar")
+        pytest.skip(CALDAV_UNREACHABLE)
     page, watcher = ui
     title = f"UI event {uuid.uuid4().hex[:6]}"
     await _open(page, "/calendar")
@@ -555,6 +555,45 @@ async def test_calendar_event_created_and_renamed_from_the_ui(
     await page.get_by_role("button", name=re.compile(re.escape(title + " renamed"))).wait_for()
     mine = [summary for summary in await on_the_calendar() if summary.startswith(title)]
     assert mine == [title + " renamed"], "renamed in place, not a second event"
+    assert watcher.problems == []
+
+
+async def test_one_occurrence_of_a_series_is_renamed_from_the_ui(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle, request: pytest.FixtureRequest
+) -> None:
+    if request.config.stash.get(CALDAV_SERVER, None) is None:
+        pytest.skip(CALDAV_UNREACHABLE)
+    page, watcher = ui
+    title = f"Series {uuid.uuid4().hex[:6]}"
+    monday = datetime.now(UTC).date()
+    monday -= timedelta(days=monday.weekday())
+    first = datetime.combine(monday, time(12), tzinfo=UTC)
+    made = await butler_ecosystem.call(
+        "general",
+        "calendar_create_event",
+        {
+            "summary": title,
+            "start": first.isoformat(),
+            "end": (first + timedelta(hours=1)).isoformat(),
+            "rrule": "FREQ=DAILY;COUNT=3",
+        },
+    )
+    await _open(page, "/calendar")
+    entries = page.get_by_role("button", name=re.compile(re.escape(title)))
+    await entries.nth(2).wait_for()
+    await entries.nth(1).click()
+    edit = page.get_by_role("form", name="Edit event")
+    assert await edit.get_by_label("Only this occurrence").is_checked()
+    await edit.get_by_label("Title").fill(title + " moved")
+    await edit.get_by_role("button", name="Save").click()
+    await page.get_by_role("button", name=re.compile(re.escape(title + " moved"))).wait_for()
+    listed = await butler_ecosystem.call(
+        "general",
+        "calendar_list_events",
+        {"start": first.isoformat(), "end": (first + timedelta(days=3)).isoformat()},
+    )
+    mine = [e["summary"] for e in listed["events"] if e["event_id"] == made["event_id"]]
+    assert mine == [title, title + " moved", title], "the series kept, one occurrence renamed"
     assert watcher.problems == []
 
 

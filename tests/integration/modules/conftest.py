@@ -11,6 +11,7 @@ import pytest
 from fastmcp import Client
 
 from butlers import migrations
+from butlers.core.secrets import SHARED_TABLE
 from butlers.daemon.butler import build_butler
 from butlers.db.pool import create_pool
 from butlers.db.provision import deprovision, provision
@@ -20,6 +21,10 @@ from butlers.stores.secrets import SecretStore
 from tests.support.butlers import UNUSED_MCP_URL, InProcessButler, make_resource, make_settings
 
 _counter = itertools.count()
+SHARED_DDL = (
+    "CREATE TABLE shared_secrets (LIKE secrets INCLUDING DEFAULTS INCLUDING CONSTRAINTS, "
+    "PRIMARY KEY (key))"
+)
 ModuleButler = InProcessButler
 ButlerFactory = Callable[..., Awaitable[ModuleButler]]
 
@@ -38,10 +43,14 @@ async def module_butler(
             approval_timeout: float | None = None,
             db_port: int | None = None,
             stored: Mapping[str, str] | None = None,
+            shared: Mapping[str, str] | None = None,
+            watch_secrets: float | None = None,
         ) -> ModuleButler:
             """`db_port`: the butler's pool reaches PostgreSQL through this local port
             (a proxy the test controls) instead of directly. `stored`: secrets put in
-            the butler's store (sealed with a fresh key the butler gets) before it starts."""
+            the butler's store (sealed with a fresh key the butler gets) before it starts;
+            `shared`: in a shared store (a `shared_secrets` table in its schema, as the
+            dashboard's). `watch_secrets`: the stores are checked for changes this often."""
             schema = f"{session_tag}m{next(_counter)}"
             resource = make_resource(
                 "probe", description="test butler", modules=modules, approvals=approvals or {}
@@ -56,15 +65,26 @@ async def module_butler(
             pool = await create_pool(dsn, schema)
             stack.push_async_callback(pool.close)
             settings = make_settings(environ=environ, approval_timeout_seconds=approval_timeout)
-            if stored:
+            if stored is not None or shared is not None:
                 key = new_key()
-                for name, value in stored.items():
+                for name, value in (stored or {}).items():
                     await SecretStore(pool).put(name, keyring=Keyring.parse(key), value=value)
                 settings = replace(settings, secrets_key=key)
+            if shared is not None:
+                await pool.execute(SHARED_DDL)
+                for name, value in shared.items():
+                    await SecretStore(pool, SHARED_TABLE).put(
+                        name, keyring=Keyring.parse(key), value=value
+                    )
+                settings = replace(settings, shared_secrets_schema=schema)
+            if watch_secrets is not None:
+                settings = replace(settings, secrets_reload_seconds=watch_secrets)
             built = await build_butler(
                 resource, pool, settings, schema=schema, mcp_url=UNUSED_MCP_URL
             )
             stack.push_async_callback(built.aclose)
+            if watch_secrets is not None:
+                built.watch_secrets()
             client = await stack.enter_async_context(Client(built.server))
             return ModuleButler(built=built, client=client)
 

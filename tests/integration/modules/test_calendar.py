@@ -9,10 +9,16 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import httpx2 as httpx
 import pytest
 from icalendar import Calendar
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from tests.support.radicale import RadicaleServer, start_radicale
+from tests.support.serving import served_asgi
 
 from .conftest import ButlerFactory, ModuleButler
 
@@ -283,3 +289,200 @@ async def test_free_slots_avoid_busy_times_within_working_hours(
     )
     spans = [(s["start"][11:16], s["end"][11:16]) for s in result["slots"]]
     assert spans == [("09:00", "10:00"), ("12:00", "14:00")]
+
+
+async def _approve_when_held(butler: ModuleButler, tool: str, arguments: dict[str, Any]) -> Any:
+    call = asyncio.create_task(butler.call(tool, arguments))
+    row = await _pending(butler, tool)
+    await butler.call(
+        "approval_decide", {"approval_id": row["id"], "decision": "approved", "decided_by": "me"}
+    )
+    return await asyncio.wait_for(call, 10)
+
+
+async def test_one_occurrence_is_moved_and_another_cancelled_the_series_kept(
+    module_butler: ButlerFactory, radicale: RadicaleServer
+) -> None:
+    butler, calendar = await _butler(module_butler, radicale)
+    await asyncio.to_thread(calendar.save_event, WEEKLY)
+    await butler.call("calendar_sync")
+    window = ("2026-03-01T00:00:00Z", "2026-05-01T00:00:00Z")
+    listed = await _list(butler, *window)
+    by_start = {e["starts_at"]: e for e in listed}
+    after_dst = by_start["2026-03-30T07:00:00+00:00"]
+    event_id = after_dst["event_id"]
+
+    moved = await butler.call(
+        "calendar_update_occurrence",
+        {
+            "event_id": event_id,
+            "recurrence_id": after_dst["recurrence_id"],
+            "start": "2026-03-31T10:00:00",
+            "summary": "Standup (Tuesday)",
+        },
+    )
+    assert (moved["starts_at"], moved["ends_at"]) == (
+        "2026-03-31T08:00:00+00:00",
+        "2026-03-31T08:30:00+00:00",
+    ), "moved to Tuesday 10:00 Paris, its 30 minutes kept"
+    vevents = await asyncio.to_thread(_events_on_server, calendar)
+    [master] = [v for v in vevents if "RECURRENCE-ID" not in v]
+    [override] = [v for v in vevents if "RECURRENCE-ID" in v]
+    assert override["RECURRENCE-ID"].dt == datetime(2026, 3, 30, 9, tzinfo=PARIS)
+    assert override["DTSTART"].dt == datetime(2026, 3, 31, 10, tzinfo=PARIS)
+    assert str(override["SUMMARY"]) == "Standup (Tuesday)"
+    assert str(master["SUMMARY"]) == "Standup" and "RRULE" in master, "the series unchanged"
+    assert [(e["starts_at"], e["summary"]) for e in await _list(butler, *window)] == [
+        ("2026-03-16T08:00:00+00:00", "Standup"),
+        ("2026-03-23T08:00:00+00:00", "Standup"),
+        ("2026-03-31T08:00:00+00:00", "Standup (Tuesday)"),
+        ("2026-04-13T07:00:00+00:00", "Standup"),
+    ]
+
+    cancelled = await _approve_when_held(
+        butler,
+        "calendar_cancel_occurrence",
+        {
+            "event_id": event_id,
+            "recurrence_id": by_start["2026-03-23T08:00:00+00:00"]["recurrence_id"],
+        },
+    )
+    assert cancelled["cancelled"] is True
+    # Cancelling the moved occurrence drops its override and excludes its original date.
+    await _approve_when_held(
+        butler,
+        "calendar_cancel_occurrence",
+        {"event_id": event_id, "recurrence_id": after_dst["recurrence_id"]},
+    )
+    [master] = await asyncio.to_thread(_events_on_server, calendar)
+    excluded = {d.dt for entry in master["EXDATE"] for d in entry.dts}
+    assert excluded == {
+        datetime(2026, 4, 6, 9, tzinfo=PARIS),
+        datetime(2026, 3, 23, 9, tzinfo=PARIS),
+        datetime(2026, 3, 30, 9, tzinfo=PARIS),
+    }
+    assert [e["starts_at"] for e in await _list(butler, *window)] == [
+        "2026-03-16T08:00:00+00:00",
+        "2026-04-13T07:00:00+00:00",
+    ]
+    # What cannot be named is refused with what to do.
+    gone = await butler.call_raw(
+        "calendar_update_occurrence",
+        {"event_id": event_id, "recurrence_id": after_dst["recurrence_id"], "summary": "x"},
+    )
+    assert gone.is_error and "no occurrence starting" in gone.content[0].text
+    single = await butler.call(
+        "calendar_create_event",
+        {"summary": "Once", "start": "2026-04-20T10:00:00", "end": "2026-04-20T11:00:00"},
+    )
+    refused = await butler.call_raw(
+        "calendar_update_occurrence",
+        {
+            "event_id": single["event_id"],
+            "recurrence_id": "2026-04-20T08:00:00+00:00",
+            "summary": "x",
+        },
+    )
+    assert refused.is_error and "does not recur" in refused.content[0].text
+
+
+BUSY_DAY = """BEGIN:VCALENDAR
+VERSION:2.0
+PRODID:-//test//EN
+BEGIN:VEVENT
+UID:{uid}
+DTSTAMP:20260101T000000Z
+DTSTART:{start}
+DTEND:{end}
+SUMMARY:{uid}
+{extra}END:VEVENT
+END:VCALENDAR
+"""
+BUSY_EVENTS = (
+    ("meeting", "20261005T100000Z", "20261005T110000Z", ""),
+    ("overlap", "20261005T103000Z", "20261005T113000Z", ""),
+    ("maybe", "20261005T120000Z", "20261005T130000Z", "STATUS:TENTATIVE\n"),
+    ("reading", "20261005T140000Z", "20261005T150000Z", "TRANSP:TRANSPARENT\n"),
+    ("called-off", "20261005T160000Z", "20261005T170000Z", "STATUS:CANCELLED\n"),
+    ("run", "20261005T060000Z", "20261005T063000Z", "RRULE:FREQ=DAILY;COUNT=3\n"
+     "EXDATE:20261006T060000Z\n"),
+)  # fmt: skip
+EXPECTED_BUSY = [
+    ("2026-10-05T06:00:00+00:00", "2026-10-05T06:30:00+00:00", "BUSY"),
+    ("2026-10-05T10:00:00+00:00", "2026-10-05T11:30:00+00:00", "BUSY"),
+    ("2026-10-05T12:00:00+00:00", "2026-10-05T13:00:00+00:00", "BUSY-TENTATIVE"),
+    ("2026-10-07T06:00:00+00:00", "2026-10-07T06:30:00+00:00", "BUSY"),
+]
+
+
+def _utc_periods(answer: dict[str, Any]) -> list[tuple[str, str, str]]:
+    [calendar] = answer["calendars"]
+    return [
+        (
+            datetime.fromisoformat(p["start"]).astimezone(ZoneInfo("UTC")).isoformat(),
+            datetime.fromisoformat(p["end"]).astimezone(ZoneInfo("UTC")).isoformat(),
+            p["type"],
+        )
+        for p in calendar["busy"]
+    ]
+
+
+def _refusing_free_busy(radicale: RadicaleServer) -> Any:
+    """Radicale behind a proxy that answers the free-busy report as a server without it."""
+    upstream = httpx.AsyncClient(base_url=radicale.url)
+
+    async def forward(request: Request) -> Response:
+        body = await request.body()
+        if request.method == "REPORT" and b"free-busy-query" in body:
+            return Response("report not supported", status_code=501)
+        keep = ("content-type", "depth", "if-match", "if-none-match", "authorization")
+        answer = await upstream.request(
+            request.method,
+            request.url.path,
+            content=body,
+            headers={k: v for k, v in request.headers.items() if k in keep},
+        )
+        headers = {k: v for k, v in answer.headers.items() if k in ("content-type", "etag")}
+        return Response(answer.content, status_code=answer.status_code, headers=headers)
+
+    methods = ["GET", "PUT", "DELETE", "PROPFIND", "REPORT", "OPTIONS"]
+    return Starlette(routes=[Route("/{path:path}", forward, methods=methods)])
+
+
+async def test_free_busy_comes_from_the_server_else_from_the_local_copy_saying_so(
+    module_butler: ButlerFactory, radicale: RadicaleServer
+) -> None:
+    butler, calendar = await _butler(module_butler, radicale)
+    for uid, start, end, extra in BUSY_EVENTS:
+        ics = BUSY_DAY.format(uid=uid, start=start, end=end, extra=extra)
+        await asyncio.to_thread(calendar.save_event, ics)
+    await butler.call("calendar_sync")
+    window = {"start": "2026-10-05T00:00:00Z", "end": "2026-10-08T00:00:00Z"}
+    answer = await butler.call("calendar_free_busy", window)
+    assert answer["calendars"][0]["source"] == "server"
+    assert answer["calendars"][0]["reason"] is None
+    assert _utc_periods(answer) == EXPECTED_BUSY, "overlaps merged; free time left out"
+
+    owner = str(calendar.url).rstrip("/").split("/")[-2]
+    async with served_asgi(_refusing_free_busy(radicale)) as url:
+        # A second butler reads the same calendar through a proxy without the report.
+        other = await module_butler(
+            {
+                "approvals": {},
+                "calendar": {
+                    "url": f"{url}/{owner}/",
+                    "usernameEnv": "CAL_USER",
+                    "timezone": "Europe/Paris",
+                    "syncIntervalSeconds": 0,
+                },
+            },
+            environ={"CAL_USER": owner},
+        )
+        await other.call("calendar_sync")
+        local = await other.call("calendar_free_busy", window)
+        [entry] = local["calendars"]
+        assert entry["source"] == "local copy"
+        assert "no free-busy report" in entry["reason"] and "501" in entry["reason"]
+        assert _utc_periods(local) == EXPECTED_BUSY, "the same periods, computed locally"
+    missing = await butler.call_raw("calendar_free_busy", {**window, "calendar": "work"})
+    assert missing.is_error and "calendars: home" in missing.content[0].text

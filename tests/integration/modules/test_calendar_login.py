@@ -15,7 +15,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from butlers.core.secrets import SHARED_TABLE
 from butlers.oauth import google
+from butlers.stores.secrets import SecretStore
 from tests.support.oauth_server import GoogleStandIn, endpoints, google_stand_in
 from tests.support.radicale import RadicaleServer, start_radicale
 from tests.support.serving import served_asgi
@@ -119,3 +121,52 @@ async def test_google_auth_sends_the_stored_grants_access_token(
             )
             with pytest.raises(ToolError, match="connect Google"):
                 await ungranted.call("calendar_sync")
+
+
+async def test_a_changed_password_reaches_the_running_calendar_without_a_restart(
+    module_butler: ButlerFactory, tmp_path: Path
+) -> None:
+    with start_radicale(tmp_path, users={"ann": "first"}) as server:
+        await asyncio.to_thread(server.make_calendar, "ann", "home", "first")
+        butler = await module_butler(
+            {
+                "approvals": {},
+                "calendar": {
+                    "url": server.principal_url("ann"),
+                    "usernameEnv": "CAL_USER",
+                    "passwordEnv": "CAL_PASSWORD",
+                    **CALENDAR,
+                },
+            },
+            environ={"CAL_USER": "ann", "CAL_PASSWORD": "from-the-environment"},
+            stored={"CAL_PASSWORD": "first"},
+            shared={},
+            watch_secrets=0.1,
+        )
+        [(module, _)] = [m for m in butler.built.modules.started if m[0].name == "calendar"]
+        assert (await butler.call("calendar_sync"))[0]["mode"] != "failed"
+
+        # The password is changed on the server: the butler's login fails...
+        await asyncio.to_thread(server.set_password, "ann", "second")
+        with pytest.raises(ToolError, match="401"):
+            await butler.call("calendar_sync", {"rediscover": True})
+        # ...until the owner stores the new one through the butler's tool.
+        await butler.call("secret_put", {"key": "CAL_PASSWORD", "value": "second"})
+        await butler.call("calendar_sync", {"rediscover": True})
+        assert [c["name"] for c in await butler.call("calendar_list_calendars")] == ["home"]
+
+        # Another process (the dashboard) writes the shared store; the own store's value
+        # is deleted: the shared one applies, found by the watch on the stores.
+        await asyncio.to_thread(server.set_password, "ann", "third")
+        shared = SecretStore(butler.built.context.pool, SHARED_TABLE)
+        keyring = butler.built.context.secrets.keys.require()  # type: ignore[union-attr]
+        await shared.put("CAL_PASSWORD", keyring=keyring, value="third")
+        await SecretStore(butler.built.context.pool).delete("CAL_PASSWORD")
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:
+            outcome = await butler.call_raw("calendar_sync", {"rediscover": True})
+            if not outcome.is_error:
+                break
+            assert asyncio.get_running_loop().time() < deadline, outcome.content[0].text
+            await asyncio.sleep(0.1)
+        assert [m for m in butler.built.modules.started if m[0] is module], "never restarted"

@@ -36,6 +36,7 @@ STALE_AFTER = timedelta(minutes=30)
 HELD_WAIT = 3.0  # seconds a deletion is waited for before answering "pending_approval"
 MAX_HELD = 32  # deletions waiting for approval at once
 _held: set[asyncio.Task[Any]] = set()
+OCCURRENCE_FIELDS = {"summary", "start", "end", "description", "location"}
 
 
 class CalendarEntry(BaseModel):
@@ -45,6 +46,7 @@ class CalendarEntry(BaseModel):
     source_type: Literal["caldav", "schedule", "reminder"]
     calendar: str | None
     event_id: str | None
+    recurrence_id: str | None  # one occurrence of a recurring event (its original start)
     ref: str | None
     title: str
     start: datetime
@@ -95,6 +97,8 @@ class UserEventWrite(BaseModel):
     action: Literal["create", "update", "delete"]
     butler: str | None = None
     event_id: str | None = None
+    # With `recurrence_id`, an update or delete touches that one occurrence of the series.
+    recurrence_id: Annotated[str | None, Field(max_length=64)] = None
     event: EventFields = Field(default_factory=EventFields)
 
 
@@ -154,6 +158,7 @@ def _user_entry(butler: str, item: EventInstance, states: Mapping[str, str]) -> 
         source_type="caldav",
         calendar=item.calendar,
         event_id=str(item.event_id),
+        recurrence_id=item.recurrence_id,
         ref=item.uid,
         title=item.summary,
         start=item.starts_at,
@@ -239,6 +244,7 @@ async def calendar_workspace(
                     source_type=e.kind,
                     calendar=None,
                     event_id=None,
+                    recurrence_id=None,
                     ref=e.ref,
                     title=e.title,
                     start=e.starts_at,
@@ -323,9 +329,11 @@ async def calendar_sync(body: SyncRequest, request: Request, dashboard: Ctx) -> 
     return ok(meta, failed_butlers=sorted(set(failed) | set(unread)))
 
 
-async def _pending_approval(dashboard: Dashboard, butler: str, event_id: str) -> str | None:
+async def _pending_approval(
+    dashboard: Dashboard, butler: str, tool: str, event_id: str
+) -> str | None:
     found = await dashboard.db.read(
-        butler, lambda pool: pending_for(pool, "calendar_delete_event", "event_id", event_id)
+        butler, lambda pool: pending_for(pool, tool, "event_id", event_id)
     )
     return None if found is None else str(found)
 
@@ -334,7 +342,8 @@ async def _pending_approval(dashboard: Dashboard, butler: str, event_id: str) ->
 async def calendar_user_events(
     body: UserEventWrite, request: Request, dashboard: Ctx
 ) -> dict[str, Any]:
-    """Create, update or delete one of the owner's events through the butler's tools."""
+    """Create, update or delete one of the owner's events through the butler's tools;
+    with `recurrence_id`, update or cancel one occurrence of a recurring event."""
     name = _calendar_butler(dashboard, body.butler)
     info = dashboard.butler(name)
     fields = body.event.model_dump(mode="json", exclude_none=True)
@@ -353,12 +362,22 @@ async def calendar_user_events(
         result = outcome.data
     elif body.action == "update":
         fields.pop("calendar", None)
+        tool, arguments = "calendar_update_event", {"event_id": body.event_id, **fields}
+        if body.recurrence_id is not None:
+            extra = sorted(set(fields) - OCCURRENCE_FIELDS)
+            if extra:
+                raise ValidationFailed(
+                    f"one occurrence can change only {', '.join(sorted(OCCURRENCE_FIELDS))}; "
+                    f"change {', '.join(extra)} on the whole series (no `recurrence_id`)"
+                )
+            tool = "calendar_update_occurrence"
+            arguments["recurrence_id"] = body.recurrence_id
         outcome = await dashboard.write(
             request,
             info,
             "calendar.update",
-            "calendar_update_event",
-            {"event_id": body.event_id, **fields},
+            tool,
+            arguments,
             target=body.event_id,
             timeout=60,
         )
@@ -367,13 +386,17 @@ async def calendar_user_events(
         if len(_held) >= MAX_HELD:
             raise ValidationFailed(f"{MAX_HELD} deletions already wait for approval")
         timeout = (info.resource.spec.approvals.timeout_seconds if info.resource else 300) + 30
+        tool, arguments = "calendar_delete_event", {"event_id": body.event_id}
+        if body.recurrence_id is not None:
+            tool = "calendar_cancel_occurrence"
+            arguments["recurrence_id"] = body.recurrence_id
         call = asyncio.create_task(
             dashboard.write(
                 request,
                 info,
                 "calendar.delete",
-                "calendar_delete_event",
-                {"event_id": body.event_id},
+                tool,
+                arguments,
                 target=body.event_id,
                 timeout=timeout,
             )
@@ -386,7 +409,7 @@ async def calendar_user_events(
             result = call.result().data
         else:
             status = "pending_approval"
-            approval_id = await _pending_approval(dashboard, name, str(body.event_id))
+            approval_id = await _pending_approval(dashboard, name, tool, str(body.event_id))
     sources, _ = await _sources(dashboard, [name])
     return ok(
         WriteOutcome(

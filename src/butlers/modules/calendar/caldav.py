@@ -12,6 +12,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from urllib.parse import unquote, urljoin, urlsplit
 
 import httpx2 as httpx
@@ -31,6 +32,10 @@ class CalDavError(Exception):
 
 class Conflict(CalDavError):
     """The resource changed on the server since it was read (412 Precondition Failed)."""
+
+
+class Unsupported(CalDavError):
+    """The server does not answer this kind of request (a report it lacks)."""
 
 
 class SyncTokenInvalid(CalDavError):
@@ -266,6 +271,23 @@ class CalDavClient:
                 found.append(Resource(member, etag, data.text))
         return found
 
+    async def free_busy(self, href: str, start: datetime, end: datetime) -> str:
+        """The VFREEBUSY the server computes for a calendar over [start, end) (RFC 4791
+        free-busy-query); `Unsupported` when the server does not offer the report."""
+        body = (
+            f'<?xml version="1.0"?><c:free-busy-query xmlns:c="{CALDAV}">'
+            f'<c:time-range start="{_utc(start)}" end="{_utc(end)}"/></c:free-busy-query>'
+        ).encode()
+        refused = (400, 403, 405, 415, 422, 501)
+        response = await self._request("REPORT", href, body, {"Depth": "1"}, (200, 207, *refused))
+        kind = response.headers.get("content-type", "")
+        if response.status_code in refused or "text/calendar" not in kind:
+            raise Unsupported(
+                f"CalDAV free-busy-query on {href}: HTTP {response.status_code} "
+                f"{kind or 'no content type'} {response.text[:200].strip()}"
+            )
+        return response.text
+
     async def get(self, href: str) -> Resource:
         response = await self._request("GET", href, ok=(200,))
         return Resource(href, response.headers.get("etag"), response.text)
@@ -283,6 +305,10 @@ class CalDavClient:
     async def delete(self, href: str, etag: str | None) -> None:
         headers = {"If-Match": etag} if etag else {}
         await self._request("DELETE", href, None, headers, ok=(200, 204, 404))
+
+
+def _utc(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def _escape(text: str) -> str:

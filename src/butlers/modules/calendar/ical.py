@@ -7,9 +7,10 @@ owner's zone. Expansion covers a bounded window and at most `MAX_INSTANCES` per 
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -338,4 +339,123 @@ def amend(ics: str, fields: EventFields) -> str:
     _apply(event, fields)
     _set(event, "SEQUENCE", sequence)
     _stamp(event)
+    return _serialise(calendar)
+
+
+# One occurrence of a recurring event. It is named by its recurrence id: its original start
+# as a UTC instant (`Instance.recurrence_id`, what the listing shows). A change is an
+# override VEVENT with that RECURRENCE-ID in the same object; a cancellation an EXDATE on
+# the series (and its override, if any, removed), as RFC 5545 describes.
+_COPIED = (
+    "SUMMARY", "DESCRIPTION", "LOCATION", "ORGANIZER", "ATTENDEE", "STATUS", "TRANSP",
+    "CLASS", "CATEGORIES", "PRIORITY", "URL",
+)  # fmt: skip
+
+
+def _master_of(calendar: Any) -> Any:
+    masters = [e for e in calendar.walk("VEVENT") if "RECURRENCE-ID" not in e]
+    if not masters:
+        raise IcalError("the object holds no master VEVENT to change")
+    return masters[0]
+
+
+def recurrence_key(recurrence_id: str, owner: ZoneInfo) -> str:
+    """`recurrence_id` as the listing stores it (a UTC instant); a time without an
+    offset is the owner's."""
+    try:
+        instant = datetime.fromisoformat(recurrence_id)
+    except ValueError:
+        raise IcalError(
+            f"recurrence_id {recurrence_id!r} is not a time (use an occurrence's "
+            "`recurrence_id` from calendar_list_events)"
+        ) from None
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=owner)
+    return instant.astimezone(UTC).isoformat()
+
+
+def _original(master: Any, recurrence_id: str, owner: ZoneInfo) -> date | datetime:
+    """The occurrence's original start in the form of the series' DTSTART (a date, a
+    floating time, or a time in DTSTART's zone), checked against the series' rule."""
+    if "RRULE" not in master and "RDATE" not in master:
+        raise IcalError("the event does not recur: change it with calendar_update_event")
+    key = recurrence_key(recurrence_id, owner)
+    instant = datetime.fromisoformat(key)
+    window = (instant - timedelta(seconds=1), instant + timedelta(seconds=1))
+    occurrences, _ = _occurrences(master, owner, window)
+    if key not in {found for _, _, found in occurrences}:
+        raise IcalError(
+            f"the series has no occurrence starting {key} (cancelled, or not on its rule); "
+            "list its occurrences with calendar_list_events"
+        )
+    start = master["DTSTART"].dt
+    if not isinstance(start, datetime):
+        return instant.astimezone(owner).date()
+    if start.tzinfo is None:
+        return instant.astimezone(owner).replace(tzinfo=None)
+    return instant.astimezone(start.tzinfo)
+
+
+def _overrides(calendar: Any, key: str, owner: ZoneInfo) -> list[Any]:
+    return [
+        e
+        for e in calendar.walk("VEVENT")
+        if "RECURRENCE-ID" in e and _recurrence_key(e["RECURRENCE-ID"].dt, owner) == key
+    ]
+
+
+def _sequence(*events: Any) -> int:
+    return max(int(event.get("SEQUENCE", 0)) for event in events) + 1
+
+
+def amend_occurrence(ics: str, recurrence_id: str, fields: EventFields, owner: ZoneInfo) -> str:
+    """`ics` with one occurrence of its series changed (moved when `fields` has a start;
+    its length kept unless `fields` has an end), through an override VEVENT."""
+    if fields.rrule is not None:
+        raise IcalError("one occurrence has no rule of its own: change the series' rule")
+    calendar: Any = Calendar.from_ical(ics)
+    master = _master_of(calendar)
+    original = _original(master, recurrence_id, owner)
+    key = _recurrence_key(original, owner)
+    found = _overrides(calendar, key, owner)
+    if found:
+        override = found[0]
+    else:
+        begin, finish = _start_end(master, owner)
+        override = Event()
+        override.add("UID", str(master.get("UID", "")))
+        override.add("RECURRENCE-ID", original)
+        override.add("DTSTART", original)
+        override.add("DTEND", original + (finish - begin))  # type: ignore[operator]
+        for name in _COPIED:
+            if name in master:
+                override[name] = copy.deepcopy(master[name])
+        for alarm in master.walk("VALARM"):
+            override.add_component(copy.deepcopy(alarm))
+        calendar.add_component(override)
+    if fields.start is not None and fields.end is None:
+        begin, finish = _start_end(override, owner)
+        length = _instant(finish, owner) - _instant(begin, owner)
+        if isinstance(fields.start, datetime):
+            fields = replace(fields, end=fields.start + length)
+        else:
+            fields = replace(fields, end=fields.start + timedelta(days=max(1, length.days)))
+    sequence = _sequence(master, override)
+    _apply(override, fields)
+    _set(override, "SEQUENCE", sequence)
+    _stamp(override)
+    return _serialise(calendar)
+
+
+def cancel_occurrence(ics: str, recurrence_id: str, owner: ZoneInfo) -> str:
+    """`ics` with one occurrence of its series excluded (EXDATE; its override removed)."""
+    calendar: Any = Calendar.from_ical(ics)
+    master = _master_of(calendar)
+    original = _original(master, recurrence_id, owner)
+    key = _recurrence_key(original, owner)
+    dropped = _overrides(calendar, key, owner)
+    calendar.subcomponents = [c for c in calendar.subcomponents if all(c is not d for d in dropped)]
+    master.add("EXDATE", original)
+    _set(master, "SEQUENCE", _sequence(master, *dropped))
+    _stamp(master)
     return _serialise(calendar)

@@ -18,16 +18,20 @@ from butlers.modules.base import (
     Module,
     ModuleConfig,
     ModuleContext,
+    ModuleError,
     migration_chain,
     tool_meta,
 )
 from butlers.modules.briefing import MAX_LINES, day_bounds
 from butlers.modules.calendar import ical
-from butlers.modules.calendar.caldav import CalDavError, Conflict
+from butlers.modules.calendar.caldav import CalDavClient, CalDavError, Conflict
+from butlers.modules.calendar.freebusy import free_busy
 from butlers.modules.calendar.login import caldav_client
 from butlers.modules.calendar.store import (
     CalendarStore,
+    ListingCache,
     Source,
+    copy_version,
     list_instances,
     list_instances_json,
 )
@@ -43,6 +47,14 @@ Rule = Annotated[
     str,
     Field(
         max_length=MAX_FIELD_CHARS, description="RFC 5545 RRULE value, e.g. FREQ=WEEKLY;BYDAY=MO,WE"
+    ),
+]
+Occurrence = Annotated[
+    str,
+    Field(
+        min_length=10,
+        max_length=64,
+        description="the occurrence's `recurrence_id` from calendar_list_events",
     ),
 ]
 
@@ -100,6 +112,7 @@ class CalendarModule(Module):
     def __init__(self) -> None:
         self.sync: CalendarSync | None = None
         self._loop: asyncio.Task[None] | None = None
+        self._retired: set[asyncio.Task[None]] = set()
 
     async def start(self, ctx: ModuleContext) -> None:
         config: CalendarConfig = ctx.config
@@ -127,10 +140,38 @@ class CalendarModule(Module):
                 log.exception("calendar sync failed; trying again in %.0f s", interval)
             await asyncio.sleep(interval)
 
+    async def credentials_changed(self, ctx: ModuleContext, names: frozenset[str]) -> None:
+        """A changed URL, username or password: the next request uses a new client (the
+        calendars found again), without a restart. A change that leaves the module without
+        a URL keeps the current client, with a warning."""
+        config: CalendarConfig = ctx.config
+        used = {config.url_env}
+        if config.auth == "basic":
+            used |= {config.username_env, config.password_env}
+        touched = names & {name for name in used if name}
+        if self.sync is None or not touched:
+            return
+        try:
+            client = caldav_client(ctx, config)
+        except ModuleError as exc:
+            log.warning("calendar: keeps its current login: %s", exc)
+            return
+        async with self.sync.lock:
+            old, self.sync.client = self.sync.client, client
+            self.sync.discovered_at = None
+        log.info("calendar: logs in with the changed %s", ", ".join(sorted(touched)))
+        # A request under way on the old client may finish within its deadline.
+        retire = asyncio.create_task(_close_later(old, config.timeout_seconds))
+        self._retired.add(retire)
+        retire.add_done_callback(self._retired.discard)
+
     async def stop(self) -> None:
         if self._loop is not None:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
+        for retire in list(self._retired):
+            retire.cancel()
+        await asyncio.gather(*self._retired, return_exceptions=True)
         if self.sync is not None:
             await self.sync.client.aclose()
 
@@ -140,6 +181,7 @@ class CalendarModule(Module):
         config: CalendarConfig = ctx.config
         owner = sync.owner
         store = sync.store
+        listings = ListingCache()
 
         async def today(day: date, tz: ZoneInfo) -> list[str]:
             """The owner's events of `day` (from the local copy), for the briefing."""
@@ -200,6 +242,15 @@ class CalendarModule(Module):
             found.update(etag=event.etag, rrule=event.rrule)
             return found
 
+        async def occurrence(event_id: uuid.UUID, recurrence_id: str) -> dict[str, AnyJson]:
+            """One occurrence as listed, after a change."""
+            found = await store.occurrence(event_id, ical.recurrence_key(recurrence_id, owner))
+            if found is None:
+                return {"event_id": str(event_id), "recurrence_id": recurrence_id}
+            listed = to_json(found)
+            assert isinstance(listed, dict)
+            return listed
+
         def conflict(exc: Conflict) -> ToolError:
             return ToolError(
                 f"conflict: {exc}; the local copy now holds the server's version "
@@ -212,16 +263,24 @@ class CalendarModule(Module):
             end: datetime,
             limit: Annotated[int, Field(ge=1, le=2000)] = 500,
             include_butler: bool = True,
-        ) -> dict[str, AnyJson]:
+        ) -> AnyJson:
             """Events between `start` and `end` (the owner's, recurrences expanded), from the
             local copy; `include_butler` adds this butler's own entries (its schedules)."""
             start, end = span(start, end)
-            result: dict[str, Any] = {
-                "timezone": config.timezone,
-                "events": await list_instances_json(store.pool, start, end, limit),
-            }
+            key = (start, end, limit)
             if include_butler:
-                entries = await butler_entries(store.pool, butler, start, end, limit)
+                version, entries = await asyncio.gather(
+                    copy_version(store.pool),
+                    butler_entries(store.pool, butler, start, end, limit),
+                )
+            else:
+                version, entries = await copy_version(store.pool), None
+            events = listings.get(key, version)
+            if events is None:
+                events = await list_instances_json(store.pool, start, end, limit)
+                listings.put(key, version, events)  # read after the version: never newer
+            result: dict[str, Any] = {"timezone": config.timezone, "events": events}
+            if entries is not None:
                 result["butler_events"] = to_json(entries)
             return result
 
@@ -316,6 +375,58 @@ class CalendarModule(Module):
                 raise ToolError(f"could not delete the event: {exc}") from None
             return {"event_id": str(event_id), "deleted": True, "summary": event.summary}
 
+        @tool(mcp, meta=meta, annotations={"idempotentHint": True})
+        async def calendar_update_occurrence(
+            event_id: uuid.UUID,
+            recurrence_id: Occurrence,
+            summary: Title | None = None,
+            start: datetime | None = None,
+            end: datetime | None = None,
+            description: Note | None = None,
+            location: ShortText | None = None,
+        ) -> AnyJson:
+            """Change one occurrence of a recurring event, the rest of the series unchanged:
+            `recurrence_id` is the occurrence's as calendar_list_events shows it. A new
+            `start` alone moves it and keeps its length. Refused as a conflict if the event
+            changed on the server since the last sync."""
+            event = await stored(event_id)
+            fields = ical.EventFields(
+                summary=summary,
+                start=None if start is None else when(start, event.all_day),
+                end=None if end is None else when(end, event.all_day),
+                description=description,
+                location=location,
+            )
+            if fields == ical.EventFields():
+                raise ToolError("nothing to update: pass at least one field")
+            try:
+                await sync.update_occurrence(event, recurrence_id, fields)
+            except Conflict as exc:
+                raise conflict(exc) from None
+            except (CalDavError, ValueError) as exc:
+                raise ToolError(f"could not update the occurrence: {exc}") from None
+            return await occurrence(event_id, recurrence_id)
+
+        @tool(mcp, meta=tool_meta(NAME, "always"), annotations={"destructiveHint": True})
+        async def calendar_cancel_occurrence(
+            event_id: uuid.UUID, recurrence_id: Occurrence
+        ) -> AnyJson:
+            """Remove one occurrence of a recurring event from the owner's calendar, the rest
+            of the series kept (needs approval)."""
+            event = await stored(event_id)
+            try:
+                await sync.cancel_occurrence(event, recurrence_id)
+            except Conflict as exc:
+                raise conflict(exc) from None
+            except (CalDavError, ValueError) as exc:
+                raise ToolError(f"could not cancel the occurrence: {exc}") from None
+            return {
+                "event_id": str(event_id),
+                "recurrence_id": recurrence_id,
+                "cancelled": True,
+                "summary": event.summary,
+            }
+
         @tool(mcp, meta=meta, annotations=read)
         async def calendar_free_slots(
             start: datetime,
@@ -341,6 +452,43 @@ class CalendarModule(Module):
                 ],
             }
 
+        @tool(mcp, meta=meta, annotations=read)
+        async def calendar_free_busy(
+            start: datetime, end: datetime, calendar: ShortText | None = None
+        ) -> AnyJson:
+            """Busy periods between `start` and `end` per calendar (all, or the one named),
+            as the CalDAV server computes them (its free-busy report); a server without
+            the report gets them computed from the synced events, and `source` says which
+            (with the reason). Each period's `type` is BUSY, BUSY-TENTATIVE or
+            BUSY-UNAVAILABLE."""
+            start, end = span(start, end)
+            sources = await store.sources()
+            if calendar is not None:
+                sources = [s for s in sources if calendar in (s.name, s.href)]
+                if not sources:
+                    known = ", ".join(s.name for s in await store.sources()) or "none"
+                    raise ToolError(f"no calendar {calendar!r}; calendars: {known}")
+            found = await free_busy(sync.client, store, sources, start, end)
+            return {
+                "timezone": config.timezone,
+                "calendars": [
+                    {
+                        "calendar": item.calendar,
+                        "source": item.source,
+                        "reason": item.reason,
+                        "busy": [
+                            {
+                                "start": p.start.astimezone(owner).isoformat(),
+                                "end": p.end.astimezone(owner).isoformat(),
+                                "type": p.kind,
+                            }
+                            for p in item.periods
+                        ],
+                    }
+                    for item in found
+                ],
+            }
+
         @tool(mcp, meta=meta)
         async def calendar_sync(rediscover: bool = False) -> AnyJson:
             """Bring the local copy up to date with the server now; `rediscover` also looks
@@ -355,6 +503,13 @@ class CalendarModule(Module):
         async def calendar_list_calendars() -> AnyJson:
             """The owner's calendars with their sync state."""
             return to_json(await store.sources())
+
+
+async def _close_later(client: CalDavClient, delay: float) -> None:
+    try:
+        await asyncio.sleep(delay)
+    finally:
+        await client.aclose()
 
 
 def _briefing_line(event: Any, tz: ZoneInfo) -> str:

@@ -16,6 +16,7 @@ import asyncpg
 from pydantic import JsonValue
 
 from butlers.db.pool import dumps
+from butlers.jsoncodec import loads
 from butlers.modules.view import Reader
 from butlers.stores.records import Record
 
@@ -109,7 +110,7 @@ def _utc(column: str) -> str:
 
 # The same listing built as JSON by PostgreSQL: the tools return it as it comes.
 _INSTANCE_JSON_SQL = f"""
-SELECT coalesce(json_agg(t.item ORDER BY t.starts_at, t.event_id), '[]'::json)
+SELECT coalesce(json_agg(t.item ORDER BY t.starts_at, t.event_id), '[]'::json)::text
 FROM (
     SELECT i.starts_at, i.event_id, json_build_object(
         'event_id', i.event_id, 'uid', e.uid, 'calendar', s.name, 'source_id', s.id,
@@ -133,10 +134,38 @@ FROM (
 async def list_instances_json(
     reader: Reader, start: datetime, end: datetime, limit: int = MAX_LISTED
 ) -> list[dict[str, JsonValue]]:
-    """`list_instances` as JSON objects (times in UTC), for the tools."""
+    """`list_instances` as JSON objects (times in UTC), for the tools (read as text and
+    decoded by the hot path's codec: a month's listing is ~150 kB of JSON)."""
     [row] = await reader.fetch(_INSTANCE_JSON_SQL, start, end, limit)
-    found: list[dict[str, JsonValue]] = row[0]
+    found: list[dict[str, JsonValue]] = loads(row[0].encode())
     return found
+
+
+async def copy_version(reader: Reader) -> int:
+    """The local copy's version: it changes whenever a listing could (a trigger)."""
+    [row] = await reader.fetch("SELECT version FROM calendar_copy_version")
+    return int(row[0])
+
+
+class ListingCache:
+    """Recent listings (JSON, as `list_instances_json` gives them) with the version of
+    the copy each was read at; one is served again only while that version is current."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._entries: dict[tuple[datetime, datetime, int], tuple[int, Any]] = {}
+
+    def get(self, key: tuple[datetime, datetime, int], version: int) -> Any | None:
+        found = self._entries.get(key)
+        if found is None or found[0] != version:
+            return None
+        return found[1]
+
+    def put(self, key: tuple[datetime, datetime, int], version: int, value: Any) -> None:
+        self._entries.pop(key, None)
+        if len(self._entries) >= self.size:
+            del self._entries[next(iter(self._entries))]
+        self._entries[key] = (version, value)
 
 
 async def list_sources(reader: Reader) -> list[Source]:
@@ -280,6 +309,36 @@ class CalendarStore:
             "CASE WHEN i.ends_at < clock_timestamp() THEN -extract(epoch FROM i.starts_at) "
             "ELSE extract(epoch FROM i.starts_at) END LIMIT 1",
             event_id,
+        )
+        return None if row is None else EventInstance.from_row(row)
+
+    async def busy_instances(
+        self, source_id: uuid.UUID, start: datetime, end: datetime, limit: int
+    ) -> list[tuple[datetime, datetime, str]]:
+        """(start, end, status) of one calendar's occurrences overlapping [start, end)
+        that take time: neither cancelled nor transparent."""
+        rows = await self.pool.fetch(
+            """
+            SELECT i.starts_at, i.ends_at, coalesce(upper(e.status), 'CONFIRMED') AS status
+            FROM calendar_event_instances i
+            JOIN calendar_events e ON e.id = i.event_id
+            WHERE e.source_id = $1 AND i.starts_at < $3 AND i.ends_at > $2
+              AND coalesce(upper(e.status), '') <> 'CANCELLED'
+              AND position('TRANSP:TRANSPARENT' in e.ics) = 0
+            ORDER BY i.starts_at LIMIT $4
+            """,
+            source_id,
+            start,
+            end,
+            limit,
+        )
+        return [(row["starts_at"], row["ends_at"], row["status"]) for row in rows]
+
+    async def occurrence(self, event_id: uuid.UUID, recurrence_id: str) -> EventInstance | None:
+        row = await self.pool.fetchrow(
+            _INSTANCE_COLUMNS + "WHERE i.event_id = $1 AND i.recurrence_id = $2",
+            event_id,
+            recurrence_id,
         )
         return None if row is None else EventInstance.from_row(row)
 

@@ -186,7 +186,22 @@ class CalendarSync:
         return event_id
 
     async def update(self, event: StoredEvent, fields: ical.EventFields) -> None:
-        ics = ical.amend(event.ics, fields)
+        await self._rewrite(event, ical.amend(event.ics, fields))
+
+    async def update_occurrence(
+        self, event: StoredEvent, recurrence_id: str, fields: ical.EventFields
+    ) -> None:
+        """Change one occurrence of a series (an override in the same object)."""
+        await self._rewrite(
+            event, ical.amend_occurrence(event.ics, recurrence_id, fields, self.owner)
+        )
+
+    async def cancel_occurrence(self, event: StoredEvent, recurrence_id: str) -> None:
+        """Remove one occurrence of a series (an EXDATE in the same object)."""
+        await self._rewrite(event, ical.cancel_occurrence(event.ics, recurrence_id, self.owner))
+
+    async def _rewrite(self, event: StoredEvent, ics: str) -> None:
+        """Write `ics` in place of the event, only if the server still has what was read."""
         parsed = self.parse(ics)
         try:
             etag = await self.client.put(event.href, ics, event.etag or "*")
