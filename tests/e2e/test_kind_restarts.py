@@ -86,7 +86,7 @@ def _node_docker(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=60, check=False)  # fmt: skip
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)  # the session's ecosystem may be set up in this test
 def test_a_butler_killed_by_its_memory_limit_is_restarted_and_reported(
     cluster: tuple[str, str],
 ) -> None:
@@ -115,7 +115,7 @@ def test_a_butler_killed_by_its_memory_limit_is_restarted_and_reported(
     assert status["lastRestart"]["exitCode"] == 137
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)  # the session's ecosystem may be set up in this test
 def test_a_hung_butler_is_restarted_by_its_liveness_probe(cluster: tuple[str, str]) -> None:
     context, namespace = cluster
     butler = _butler()
