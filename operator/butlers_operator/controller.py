@@ -28,7 +28,7 @@ from butlers_operator.reconcile import (
     Outcome,
     assess,
     now_text,
-    read_stuck_pods,
+    read_pods,
     reconcile_butler,
 )
 from butlers_operator.settings import OperatorSettings
@@ -183,7 +183,7 @@ class Controller:
                 build_object_path("apps/v1", "Deployment", key[0], deployment["metadata"]["name"])
             )
             status = build_status(
-                assess(database, live, await read_stuck_pods(self.kube, live)),
+                assess(database, live, await read_pods(self.kube, live)),
                 previous=previous,
                 now=now_text(),
                 generation=generation,

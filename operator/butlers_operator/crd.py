@@ -181,6 +181,24 @@ def build_status_schema() -> dict[str, Any]:
             "ready": {"type": "boolean"},
             "endpoint": {"type": "string", "description": "The in-cluster MCP URL."},
             "schema": {"type": "string", "description": "The butler's PostgreSQL schema."},
+            "restarts": {
+                "type": "integer",
+                "format": "int32",
+                "description": "Container restarts of the butler's current pods.",
+            },
+            "lastRestart": {
+                "type": "object",
+                "nullable": True,
+                "description": "The latest run the kubelet ended and restarted (OOMKilled: "
+                "the memory limit).",
+                "properties": {
+                    "pod": {"type": "string"},
+                    "container": {"type": "string"},
+                    "reason": {"type": "string"},
+                    "exitCode": {"type": "integer", "format": "int32"},
+                    "finishedAt": {"type": "string", "format": "date-time"},
+                },
+            },
             "conditions": {
                 "type": "array",
                 "items": condition,
@@ -222,6 +240,7 @@ def build_crd() -> dict[str, Any]:
             '.status.conditions[?(@.type=="Ready")].reason',
             "Why the butler is (not) Ready",
         ),
+        ("Restarts", "integer", ".status.restarts", "Container restarts of its pods"),
         ("Endpoint", "string", ".status.endpoint", ""),
         ("Age", "date", ".metadata.creationTimestamp", ""),
     ]

@@ -40,6 +40,7 @@ from butlers_operator.status import (
     Assessment,
     Condition,
     build_available_condition,
+    build_restarts,
     build_status,
     is_stalling,
     previous_condition,
@@ -350,36 +351,38 @@ async def read_pod_inputs(
     )
 
 
-async def read_stuck_pods(
+async def read_pods(
     kube: KubeClient, deployment: Mapping[str, Any] | None
-) -> list[dict[str, Any]]:
-    """The Deployment's pods while it is not available (their container states say why),
-    else none: a Ready butler costs no pod list."""
-    if deployment is None or build_available_condition(deployment)[0].status:
+) -> list[dict[str, Any]] | None:
+    """The Deployment's pods (at most 10): their container states say why a rollout is
+    stuck and how often the kubelet restarted them. None when they cannot be read."""
+    if deployment is None:
         return []
     meta, spec = deployment["metadata"], deployment.get("spec") or {}
     labels = (spec.get("selector") or {}).get("matchLabels") or {}
     if not labels:
-        return []
+        return None
     selector = quote(",".join(f"{k}={v}" for k, v in sorted(labels.items())), safe="")
     path = build_object_path("v1", "Pod", meta["namespace"])
     try:
         return await kube.list(f"{path}?labelSelector={selector}&limit=10")
     except KubeError as exc:
         if exc.status in (403, 404):
-            return []  # an older chart's RBAC: the status says less, nothing breaks
+            return None  # an older chart's RBAC: the status says less, nothing breaks
         raise
 
 
 def assess(
     database: Condition,
     deployment: Mapping[str, Any] | None,
-    pods: Sequence[Mapping[str, Any]] = (),
+    pods: Sequence[Mapping[str, Any]] | None = None,
 ) -> Assessment:
-    """One rule for Ready/Reconciling/Stalled, used after a reconcile and on Deployment events."""
-    available, rollout_stalled = build_available_condition(deployment, pods)
+    """One rule for Ready/Reconciling/Stalled, used after a reconcile and on Deployment
+    events; with the pods read, their restarts too."""
+    available, rollout_stalled = build_available_condition(deployment, pods or ())
     stalled = rollout_stalled or (database.status is not True and is_stalling(database.reason))
-    return Assessment(database, available, stalled)
+    restarts = None if pods is None else build_restarts(pods)
+    return Assessment(database, available, stalled, restarts)
 
 
 async def _drop_network_policy(kube: KubeClient, target: ButlerTarget) -> bool:
@@ -476,7 +479,7 @@ async def reconcile_butler(
     deployment = await kube.get(
         build_object_path("apps/v1", "Deployment", target.namespace, target.name)
     )
-    pods = await read_stuck_pods(kube, deployment)
+    pods = await read_pods(kube, deployment)
     assessment = assess(database.condition, deployment, pods)
     outcome.status = build_status(
         assessment,

@@ -58,6 +58,16 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class Restarts:
+    """How often the containers of the butler's current pods were restarted by their
+    kubelet (a crash, the memory limit, a failed liveness probe), and the latest end."""
+
+    count: int
+    # {pod, container, reason, exitCode, finishedAt} of the latest terminated run, or None.
+    last: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
 class Assessment:
     """What the operator concluded about one Butler in one pass."""
 
@@ -65,6 +75,8 @@ class Assessment:
     available: Condition
     # True: a person must change something (spec, admin role, ...) before it can go on.
     stalled: bool = False
+    # None: the pods were not read (the status keeps what it said).
+    restarts: Restarts | None = None
 
 
 def build_condition_list(
@@ -145,6 +157,31 @@ def build_pod_problem(pods: Sequence[Mapping[str, Any]]) -> tuple[str, str] | No
                     message += "; see `kubectl logs` of that container"
                     return str(reason), message[:MESSAGE_MAX]
     return None
+
+
+def build_restarts(pods: Sequence[Mapping[str, Any]]) -> Restarts:
+    """The restarts of every container (init containers too) of `pods`, and the latest
+    terminated run among them (`OOMKilled` when the memory limit ended it)."""
+    count, last, last_at = 0, None, ""
+    for pod in pods:
+        status = pod.get("status") or {}
+        name = (pod.get("metadata") or {}).get("name", "?")
+        for key in ("initContainerStatuses", "containerStatuses"):
+            for container in status.get(key) or []:
+                count += int(container.get("restartCount") or 0)
+                ended = (container.get("lastState") or {}).get("terminated") or {}
+                finished = str(ended.get("finishedAt") or "")
+                if ended and (last is None or finished > last_at):
+                    last_at = finished
+                    last = {
+                        "pod": name,
+                        "container": str(container.get("name") or "?"),
+                        "reason": str(ended.get("reason") or "Unknown"),
+                        "exitCode": int(ended.get("exitCode") or 0),
+                    }
+                    if finished:
+                        last["finishedAt"] = finished
+    return Restarts(count, last if count else None)
 
 
 def build_available_condition(
@@ -260,6 +297,9 @@ def build_status(
     }
     if generation is not None:
         status["observedGeneration"] = generation
+    if assessment.restarts is not None:
+        status["restarts"] = assessment.restarts.count
+        status["lastRestart"] = assessment.restarts.last  # None removes an old pod's
     if endpoint:
         status["endpoint"] = endpoint
     if schema:

@@ -13,42 +13,21 @@ Here, with kubectl exec into the pods the operator rendered:
 
 from __future__ import annotations
 
-import json
 import secrets
-import subprocess
-import time
 from typing import Any
 
 import pytest
 import yaml
 
-from butlers.roster import load_roster
 from tests.kind import pins
 
 from .harness.ecosystem import EcosystemHandle
-from .harness.userpath import ROOT, kubectl_binary
+from .harness.kind_node import in_pod, kubectl, roles
+from .harness.kind_node import pods as _pods
+from .harness.kind_node import ready as _ready
+from .harness.kind_node import wait_for as _wait
 
 CONNECT_SECONDS = 4
-
-
-def kubectl(context: str, *args: str, stdin: str | None = None, timeout: float = 120) -> str:
-    done = subprocess.run(
-        [kubectl_binary(), "--context", context, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if done.returncode:
-        raise AssertionError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
-    return done.stdout
-
-
-def in_pod(context: str, namespace: str, butler: str, code: str) -> str:
-    """Python `code` run in the butler's pod (its own interpreter, as the pod's user)."""
-    return kubectl(context, "-n", namespace, "exec", f"deploy/{butler}", "-c", "butler", "--",
-                   "/opt/venv/bin/python", "-c", code)  # fmt: skip
 
 
 def connect_code(host: str, port: int) -> str:
@@ -65,14 +44,6 @@ def connect_code(host: str, port: int) -> str:
 def cluster(kind_context: str, butler_ecosystem: EcosystemHandle) -> tuple[str, str]:
     assert butler_ecosystem.namespace is not None
     return kind_context, butler_ecosystem.namespace
-
-
-def roles() -> tuple[str, int, list[tuple[str, int]]]:
-    """The roster's switchboard (name, port) and the other butlers."""
-    resources = load_roster(ROOT / "roster")
-    board = next(r for r in resources if r.spec.is_switchboard)
-    others = [(r.name, r.spec.port) for r in resources if not r.spec.is_switchboard]
-    return board.name, board.spec.port, others
 
 
 def test_pods_run_restricted_under_the_real_runtime(cluster: tuple[str, str]) -> None:
@@ -149,27 +120,9 @@ def probe_pod() -> dict[str, Any]:
     }
 
 
-def _pods(context: str, namespace: str, selector: str) -> list[dict[str, Any]]:
-    out = kubectl(context, "-n", namespace, "get", "pods", "-l", selector, "-o", "json")
-    return list(json.loads(out)["items"])
-
-
-def _ready(pod: dict[str, Any]) -> bool:
-    conditions = pod.get("status", {}).get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
 def psql(context: str, namespace: str, sql: str) -> str:
     argv = ["psql", "-h", "/var/run/postgresql", "-U", "postgres", "-d", "butlers", "-Atc", sql]
     return kubectl(context, "-n", namespace, "exec", "deploy/butlers-postgres", "--", *argv)
-
-
-def _wait(what: str, check: Any, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"after {seconds:.0f} s: {what}")
-        time.sleep(1)
 
 
 @pytest.mark.timeout(420)

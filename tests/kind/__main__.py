@@ -1,6 +1,7 @@
 """`python3 dev.py kind image|up|down|path`: the kind lane's node image and cluster.
 
 image  build the node image (and everything in it) unless it is cached
+       (--if-possible: say why not and succeed where the lane cannot run)
 up     start the lane's dockerd, build what is missing, create the cluster
 down   delete the cluster, restore what its node changed, stop that dockerd
 path   print the folder holding the lane's `kind` (prepend it to PATH)
@@ -10,11 +11,16 @@ from __future__ import annotations
 
 import sys
 
-from . import cluster, engine, gobuild, nodeimage
+from . import cluster, engine, gobuild, lane, nodeimage
 
 
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else ""
+    if command == "image" and "--if-possible" in argv[1:]:
+        reason = lane.unavailable_reason()
+        if reason is not None:
+            print(f"kind image: not built ({reason})", flush=True)
+            return 0
     try:
         if command == "image":
             started = engine.start()

@@ -204,3 +204,52 @@ async def test_a_crash_looping_container_is_the_reason_given(
         ready = await eventually(crashing, "Ready's reason to be CrashLoopBackOff")
     assert "init container migrate of pod health-7d9-abcde" in ready["message"]
     assert "exit code 1" in ready["message"]
+
+
+async def test_a_container_the_memory_limit_killed_is_counted_with_its_reason(
+    cluster: Cluster, make_settings: Any, kmock: Any
+) -> None:
+    """Restarted and Ready again: the status still says it restarted, and why."""
+    kmock.resources["v1/pods"] = __import__("kmock").ResourceInfo(kind="Pod", namespaced=True)
+    ended = {"exitCode": 137, "reason": "OOMKilled", "finishedAt": "2026-01-01T10:00:00Z"}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "health-7d9-fghij",
+            "namespace": NAMESPACE,
+            "resourceVersion": "1",
+            "labels": {"app.kubernetes.io/name": "butler", "butlers.dev/butler": "health"},
+        },
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {
+                    "name": "butler",
+                    "ready": True,
+                    "restartCount": 1,
+                    "state": {"running": {"startedAt": "2026-01-01T10:00:01Z"}},
+                    "lastState": {"terminated": ended},
+                }
+            ],
+        },
+    }
+    async with running_operator(make_settings(**NO_RESYNC)):
+        await cluster.create_butler("health")
+        await eventually(lambda: _status(cluster, "health", "DatabaseReady", "True"), "database")
+        async with cluster.session.post(f"/api/v1/namespaces/{NAMESPACE}/pods", json=pod) as resp:
+            assert resp.status < 300, await resp.text()
+        await cluster.report_rollout("health", generation=1, observed=1)
+
+        async def restarted() -> dict[str, Any] | None:
+            status = (await cluster.butler("health") or {}).get("status") or {}
+            return status if status.get("ready") and status.get("restarts") == 1 else None
+
+        status = await eventually(restarted, "Ready with one restart")
+    assert status["lastRestart"] == {
+        "pod": "health-7d9-fghij",
+        "container": "butler",
+        "reason": "OOMKilled",
+        "exitCode": 137,
+        "finishedAt": "2026-01-01T10:00:00Z",
+    }

@@ -100,7 +100,7 @@ def test_status_subresource_and_printer_columns() -> None:
     version = crd.build_crd()["spec"]["versions"][0]
     assert version["subresources"] == {"status": {}}
     names = [c["name"] for c in version["additionalPrinterColumns"]]
-    assert names == ["Phase", "Ready", "Reason", "Endpoint", "Age"]
+    assert names == ["Phase", "Ready", "Reason", "Restarts", "Endpoint", "Age"]
     reason = version["additionalPrinterColumns"][2]
     assert reason["jsonPath"] == '.status.conditions[?(@.type=="Ready")].reason'
 
