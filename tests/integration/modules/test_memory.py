@@ -128,6 +128,64 @@ async def test_delete_is_for_good_and_hidden_from_sessions(module_butler: Butler
     assert "memory_delete" in MemoryModule.session_hidden_tools
 
 
+def test_a_session_can_neither_share_nor_start_consolidation() -> None:
+    from butlers.modules.memory.module import MemoryModule
+
+    owners_only = {"memory_share", "memory_receive_shared", "memory_withdraw_shared"}
+    assert owners_only | {"memory_consolidate_now"} <= set(MemoryModule.session_hidden_tools)
+
+
+async def test_a_copy_is_never_shared_on_and_never_supersedes(
+    module_butler: ButlerFactory,
+) -> None:
+    import uuid
+
+    butler = await module_butler({"memory": {}})
+    me = butler.context.name
+    origin = str(uuid.uuid4())
+    copy = await butler.call(
+        "memory_receive_shared",
+        {
+            "origin": "relationship",
+            "origin_id": origin,
+            "subject": "Anna",
+            "predicate": "birthday",
+            "content": "3 March",
+        },
+    )
+    assert (copy["shared_from"], copy["shared_id"]) == ("relationship", origin)
+    refused = await butler.call_raw("memory_share", {"id": copy["id"], "butlers": ["general"]})
+    assert refused.is_error and "shared with this butler by relationship" in str(refused.content)
+    own = await butler.call(
+        "memory_store_fact", {"subject": "Anna", "predicate": "birthday", "content": "4 March"}
+    )
+    assert own["supersedes"] is None
+    itself = await butler.call_raw("memory_share", {"id": own["id"], "butlers": [me]})
+    assert itself.is_error and "name only other butlers" in str(itself.content)
+    shared = await butler.call("memory_share", {"id": own["id"], "butlers": ["general"]})
+    assert shared["shared_with"] == ["general"]
+    # Shared again (refreshed), then withdrawn: one copy at most, then none.
+    await butler.call(
+        "memory_receive_shared",
+        {
+            "origin": "relationship",
+            "origin_id": origin,
+            "subject": "Anna",
+            "predicate": "birthday",
+            "content": "the 3rd of March",
+        },
+    )
+    hits = await butler.call("memory_search", {"query": "When is Anna's birthday?"})
+    assert sorted(h["text"] for h in hits) == [
+        "Anna · birthday · 4 March",
+        "Anna · birthday · the 3rd of March",
+    ]
+    withdrawn = {"origin": "relationship", "origin_id": origin}
+    assert await butler.call("memory_withdraw_shared", withdrawn) == {"withdrawn": True}
+    hits = await butler.call("memory_search", {"query": "When is Anna's birthday?"})
+    assert [h["text"] for h in hits] == ["Anna · birthday · 4 March"]
+
+
 async def test_another_writers_facts_are_found_by_meaning(module_butler: ButlerFactory) -> None:
     from butlers.modules.memory.store import MemoryStore
     from butlers.modules.memory.vectors import VectorIndex

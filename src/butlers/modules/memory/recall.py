@@ -47,7 +47,10 @@ def recall_block(hits: list[Hit], budget: int) -> tuple[str, list[Hit]]:
     used = tokens(HEADER)
     kept: list[Hit] = []
     for hit in sorted(hits, key=lambda h: (h.provenance == "untrusted", -h.score)):
-        mark = f" ({UNTRUSTED})" if hit.provenance == "untrusted" else ""
+        marks = [UNTRUSTED] if hit.provenance == "untrusted" else []
+        if hit.shared_from:
+            marks.append(f"shared by the {hit.shared_from} butler")
+        mark = f" ({'; '.join(marks)})" if marks else ""
         line = f"- [{hit.type} {hit.id}]{mark} {hit.text}"
         cost = tokens(line) + 1
         if used + cost > budget:
