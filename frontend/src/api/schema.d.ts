@@ -1194,6 +1194,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/memory/consolidate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Consolidate Now
+         * @description Run one butler's consolidation now (episodes into facts, decay, expiry), as its
+         *     schedule would; the run is listed among the consolidations, started by the owner.
+         */
+        post: operations["consolidate_now_api_memory_consolidate_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/memory/consolidations": {
         parameters: {
             query?: never;
@@ -1328,6 +1349,27 @@ export interface paths {
          * @description Stop recalling it (kept; restore undoes this).
          */
         post: operations["retract_fact_api_memory_facts__fact_id__retract_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory/facts/{fact_id}/share": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Share Fact
+         * @description Share an active fact with exactly the named butlers (each must have memory): they
+         *     search and recall it, marked as shared; butlers no longer named lose their copy.
+         */
+        post: operations["share_fact_api_memory_facts__fact_id__share_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2006,6 +2048,11 @@ export interface components {
         /** ApiResponse[CalendarMeta] */
         ApiResponse_CalendarMeta_: {
             data: components["schemas"]["CalendarMeta"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[ConsolidationResult] */
+        ApiResponse_ConsolidationResult_: {
+            data: components["schemas"]["ConsolidationResult"];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[ContactDetail] */
@@ -2758,6 +2805,57 @@ export interface components {
             /** Type */
             type: string;
         };
+        /** ConsolidateRequest */
+        ConsolidateRequest: {
+            /** Butler */
+            butler: string;
+        };
+        /** ConsolidationResult */
+        ConsolidationResult: {
+            /** Butler */
+            butler: string;
+            /**
+             * Created
+             * @default 0
+             */
+            created: number;
+            /**
+             * Decayed
+             * @default 0
+             */
+            decayed: number;
+            /**
+             * Episodes
+             * @default 0
+             */
+            episodes: number;
+            /**
+             * Expired
+             * @default 0
+             */
+            expired: number;
+            /**
+             * Faded
+             * @default 0
+             */
+            faded: number;
+            /** Reason */
+            reason?: string | null;
+            /**
+             * Reinforced
+             * @default 0
+             */
+            reinforced: number;
+            /** Run */
+            run?: string | null;
+            /** Status */
+            status: string;
+            /**
+             * Superseded
+             * @default 0
+             */
+            superseded: number;
+        };
         /** Contact */
         Contact: {
             /** Birthday */
@@ -2966,6 +3064,10 @@ export interface components {
              * @enum {string}
              */
             provenance: "owner" | "butler" | "untrusted";
+            /** Shared From */
+            shared_from: string | null;
+            /** Shared Id */
+            shared_id: string | null;
             /** Shared With */
             shared_with: string[];
             /** Source Channel */
@@ -3266,6 +3368,8 @@ export interface components {
             status: string;
             /** Superseded */
             superseded: number;
+            /** Trigger */
+            trigger: string;
         };
         /** MemoryEpisode */
         MemoryEpisode: {
@@ -3323,6 +3427,10 @@ export interface components {
             predicate: string;
             /** Provenance */
             provenance: string;
+            /** Shared From */
+            shared_from: string | null;
+            /** Shared Id */
+            shared_id: string | null;
             /** Shared With */
             shared_with: string[];
             /** Source Channel */
@@ -3377,6 +3485,10 @@ export interface components {
              * @enum {string}
              */
             provenance: "owner" | "butler" | "untrusted";
+            /** Shared From */
+            shared_from: string | null;
+            /** Shared Id */
+            shared_id: string | null;
             /** Shared With */
             shared_with: string[];
             /** Source Channel */
@@ -4374,6 +4486,14 @@ export interface components {
             trace_id: string | null;
             /** Trigger Source */
             trigger_source: string;
+        };
+        /** ShareRequest */
+        ShareRequest: {
+            /**
+             * Butlers
+             * @description every butler to share with; [] unshares
+             */
+            butlers: string[];
         };
         /** Skill */
         Skill: {
@@ -11934,6 +12054,111 @@ export interface operations {
             };
         };
     };
+    consolidate_now_api_memory_consolidate_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConsolidateRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_ConsolidationResult_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     consolidations_api_memory_consolidations_get: {
         parameters: {
             query?: {
@@ -12581,6 +12806,113 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_MemoryFactDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    share_fact_api_memory_facts__fact_id__share_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                fact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ShareRequest"];
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {

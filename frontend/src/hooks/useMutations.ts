@@ -212,6 +212,25 @@ export function useCorrectMemory() {
   });
 }
 
+// Share a fact with exactly these butlers ([] unshares); the owner's call only.
+export function useShareFact() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: ({ id, butlers }: { id: string; butlers: string[] }) =>
+      api.post("/api/memory/facts/{fact_id}/share", { path: { fact_id: id }, body: { butlers } }),
+    onSuccess: () => client.invalidateQueries({ queryKey: memoryKeys.all }),
+  });
+}
+
+// One consolidation run of a butler now (it asks the butler's model: may take a while).
+export function useConsolidateNow() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (butler: string) => api.post("/api/memory/consolidate", { body: { butler } }),
+    onSuccess: () => client.invalidateQueries({ queryKey: memoryKeys.all }),
+  });
+}
+
 export function useCalendarSync() {
   const client = useQueryClient();
   return useMutation({

@@ -9,7 +9,7 @@ import { Pager } from "../components/Pager";
 import { StatusBadge } from "../components/Status";
 import { sessionPath } from "../components/SessionTable";
 import { useConsolidations, useFact, useFacts, useMemoryStats, useRules } from "../hooks/useApi";
-import { type MemoryCorrection, useCorrectMemory } from "../hooks/useMutations";
+import { type MemoryCorrection, useConsolidateNow, useCorrectMemory, useShareFact } from "../hooks/useMutations";
 import { offsetOf, oneOf, useUrlState, useUrlText } from "../hooks/useUrlState";
 import { when } from "../lib/format";
 
@@ -70,6 +70,38 @@ function Corrections({ kind, id, validity, label }: { kind: "facts" | "rules"; i
   );
 }
 
+function Sharing({ fact }: { fact: MemoryFactDetail }) {
+  const stats = useMemoryStats();
+  const share = useShareFact();
+  const others = Object.keys(stats.data?.data.by_butler ?? {}).filter((b) => b !== fact.butler).sort();
+  if (fact.shared_from) {
+    return <p className="muted">Shared by the {fact.shared_from} butler (its fact {fact.shared_id?.slice(0, 8)}).</p>;
+  }
+  const toggle = (name: string, on: boolean) => {
+    const next = on ? [...fact.shared_with, name] : fact.shared_with.filter((b) => b !== name);
+    share.mutate({ id: fact.id, butlers: next });
+  };
+  return (
+    <fieldset aria-label="Share with">
+      <legend>Share with</legend>
+      {others.length === 0 ? <span className="muted">No other butler has memory.</span> : null}
+      {others.map((name) => (
+        <label key={name} className="check">
+          <input
+            type="checkbox"
+            checked={fact.shared_with.includes(name)}
+            disabled={share.isPending || (fact.validity !== "active" && !fact.shared_with.includes(name))}
+            onChange={(e) => toggle(name, e.target.checked)}
+            aria-label={`Share with ${name}`}
+          />
+          {name}
+        </label>
+      ))}
+      {share.error ? <ErrorBox error={share.error} /> : null}
+    </fieldset>
+  );
+}
+
 function factText(f: { subject: string; predicate: string; content: string }): string {
   return `${f.subject} · ${f.predicate} · ${f.content}`;
 }
@@ -103,6 +135,7 @@ function FactDetail({ id, onClose }: { id: string; onClose: () => void }) {
               <dt>Last used</dt><dd>{when(f.last_used_at)}</dd>
             </dl>
             <Corrections kind="facts" id={f.id} validity={f.validity} label={factText(f)} />
+            <Sharing fact={f} />
             <h4>History</h4>
             <ol aria-label="Fact history">
               {f.history.map((h) => (
@@ -211,16 +244,50 @@ function Rules() {
   );
 }
 
+function ConsolidateNow() {
+  const stats = useMemoryStats();
+  const run = useConsolidateNow();
+  const butlers = Object.keys(stats.data?.data.by_butler ?? {}).sort();
+  const [butler, setButler] = useState("");
+  const chosen = butler || butlers[0] || "";
+  const done = run.data?.data;
+  return (
+    <div className="filters">
+      <label className="field">
+        <span>Butler</span>
+        <select value={chosen} onChange={(e) => setButler(e.target.value)} aria-label="Butler to consolidate">
+          {butlers.map((name) => (
+            <option key={name} value={name}>{name}</option>
+          ))}
+        </select>
+      </label>
+      <button type="button" disabled={!chosen || run.isPending} onClick={() => run.mutate(chosen)}>
+        {run.isPending ? "Consolidating…" : "Consolidate now"}
+      </button>
+      {done ? (
+        <span role="status">
+          {done.butler}: {done.status}
+          {done.reason ? ` (${done.reason})` : ""}, {done.episodes} episodes, {done.created} new facts
+        </span>
+      ) : null}
+      {run.error ? <ErrorBox error={run.error} /> : null}
+    </div>
+  );
+}
+
 function Consolidations() {
   const [offset, setOffset] = useState(0);
   const runs = useConsolidations({ offset, limit: 10 });
   return (
+    <>
+    <ConsolidateNow />
     <DataState loading={runs.isLoading} error={runs.error} empty={runs.data?.data.length === 0} emptyText="No consolidation has run yet.">
       <table className="table" aria-label="Consolidation runs">
         <thead>
           <tr>
             <th scope="col">Started</th>
             <th scope="col">Butler</th>
+            <th scope="col">Started by</th>
             <th scope="col">Status</th>
             <th scope="col">Episodes</th>
             <th scope="col">New / reinforced / superseding</th>
@@ -233,6 +300,7 @@ function Consolidations() {
             <tr key={r.id}>
               <td>{when(r.started_at)}</td>
               <td>{r.butler}</td>
+              <td>{r.trigger}</td>
               <td><StatusBadge status={r.status} /></td>
               <td>{r.episodes}</td>
               <td>{r.created} / {r.reinforced} / {r.superseded}</td>
@@ -244,6 +312,7 @@ function Consolidations() {
       </table>
       <Pager offset={offset} limit={10} total={runs.data?.meta.total} hasMore={runs.data?.meta.has_more ?? false} onChange={setOffset} label="consolidation runs" />
     </DataState>
+    </>
   );
 }
 

@@ -457,24 +457,28 @@ class Spawner:
         tools: bool = True,
     ) -> SpawnerResult:
         session = SessionTrace()
-        recalled = await self._before(prompt, trigger_source) if tools else ""
-        request = SessionRequest(
-            butler=self.butler,
-            session_id=str(session_id),
-            system=self._system,
-            prompt=prompt,
-            max_turns=self._max_turns,
-            context=context,
-            env=self._env,
-            tools=tools,
-            recalled=recalled,
-        )
+
+        async def recall_then_run() -> str:
+            # The before-hooks run inside the session's task: cancelling the session
+            # while they work (a first recall loads the embedding model) stops them too.
+            recalled = await self._before(prompt, trigger_source) if tools else ""
+            request = SessionRequest(
+                butler=self.butler,
+                session_id=str(session_id),
+                system=self._system,
+                prompt=prompt,
+                max_turns=self._max_turns,
+                context=context,
+                env=self._env,
+                tools=tools,
+                recalled=recalled,
+            )
+            return await runtime.run(request, session)
+
         output: str | None = None
         error: str | None = None
         status: str | None = None
-        running = _Running(
-            asyncio.create_task(runtime.run(request, session), name=f"session {session_id}")
-        )
+        running = _Running(asyncio.create_task(recall_then_run(), name=f"session {session_id}"))
         self._active[session_id] = running
         if not getattr(runtime, "records_tool_calls", True):
             self._server_traces[str(session_id)] = session

@@ -181,3 +181,97 @@ async def test_one_butlers_memory_is_invisible_to_another(
     assert not stats["meta"].get("failed_butlers")  # butlers without memory are skipped
     activity = (await dashboard.get("/api/memory/activity")).json()["data"]
     assert any(a["id"] == stored["id"] and a["butler"] == "relationship" for a in activity)
+
+
+async def test_a_fact_shared_with_health_is_recalled_there_and_nowhere_else(
+    butler_ecosystem: EcosystemHandle, llm_script: Script, dashboard: httpx.AsyncClient
+) -> None:
+    secret = f"vaccinated against tick-borne encephalitis {secrets.token_hex(3)}"
+    stored = await butler_ecosystem.call(
+        "relationship",
+        "memory_store_fact",
+        {"subject": "Anna", "predicate": "vaccination", "content": secret},
+    )
+
+    async def holders(query: str) -> dict[str, list[dict[str, Any]]]:
+        found = {}
+        for name in ("general", "health"):
+            hits = await butler_ecosystem.call(name, "memory_search", {"query": query})
+            found[name] = [hit for hit in hits if secret in hit["text"]]
+        return found
+
+    assert await holders(secret) == {"general": [], "health": []}
+    # Owner-controlled only: nonexistent or memory-less butlers are refused by name.
+    refused = await dashboard.post(
+        f"/api/memory/facts/{stored['id']}/share", json={"butlers": ["health", "switchboard"]}
+    )
+    assert refused.status_code == 400 and "switchboard" in refused.json()["error"]["message"]
+    shared = await dashboard.post(
+        f"/api/memory/facts/{stored['id']}/share", json={"butlers": ["health"]}
+    )
+    assert shared.status_code == 200, shared.text
+    assert shared.json()["data"]["shared_with"] == ["health"]
+    found = await holders(secret)
+    assert found["general"] == []
+    [copy] = found["health"]
+    assert copy["shared_from"] == "relationship" and copy["provenance"] == "owner"
+    await _state(
+        butler_ecosystem,
+        llm_script,
+        "health",
+        f"Is Anna protected against ticks? [{stored['id'][:8]}]",
+        step("Yes."),
+    )
+    block = _opening(llm_script, "health", f"[{stored['id'][:8]}]").split("]", 1)[1]
+    assert secret in block and "shared by the relationship butler" in block
+    # The copy never supersedes health's own fact on the same subject and predicate.
+    own = await butler_ecosystem.call(
+        "health",
+        "memory_store_fact",
+        {"subject": "Anna", "predicate": "vaccination", "content": "flu shot in October"},
+    )
+    assert own["supersedes"] is None
+    assert len((await holders(secret))["health"]) == 1
+    audit = (await dashboard.get("/api/audit-log", params={"butler": "health"})).json()["data"]
+    assert any(e["operation"] == "memory.fact.receive_shared" for e in audit)
+    unshared = await dashboard.post(f"/api/memory/facts/{stored['id']}/share", json={"butlers": []})
+    assert unshared.status_code == 200 and unshared.json()["data"]["shared_with"] == []
+    assert await holders(secret) == {"general": [], "health": []}
+
+
+async def test_consolidate_now_runs_from_the_dashboard_and_is_audited(
+    butler_ecosystem: EcosystemHandle, llm_script: Script, dashboard: httpx.AsyncClient
+) -> None:
+    dish = f"risotto-{secrets.token_hex(3)}"
+    pool = await butler_ecosystem.pool("general")
+    await pool.execute("UPDATE memory_episodes SET consolidated = TRUE")
+    await _state(
+        butler_ecosystem, llm_script, "general", f"My favourite dish is {dish}.", step("Yum.")
+    )
+    llm_script.route(
+        "general",
+        step(
+            '{"facts": [{"subject": "owner", "predicate": "favourite_dish", '
+            f'"content": "{dish}", "permanence": "stable", "source": "owner"}}]}}'
+        ),
+        when="Consolidate these episodes",
+    )
+    refused = await dashboard.post("/api/memory/consolidate", json={"butler": "switchboard"})
+    assert refused.status_code == 400 and "no memory" in refused.json()["error"]["message"]
+    answer = await dashboard.post("/api/memory/consolidate", json={"butler": "general"})
+    assert answer.status_code == 200, answer.text
+    result = answer.json()["data"]
+    assert (result["butler"], result["status"], result["episodes"], result["created"]) == (
+        "general",
+        "completed",
+        1,
+        1,
+    )
+    facts = (await dashboard.get("/api/memory/facts", params={"q": dish})).json()["data"]
+    assert [(f["butler"], f["predicate"]) for f in facts] == [("general", "favourite_dish")]
+    runs = (await dashboard.get("/api/memory/consolidations")).json()["data"]
+    [run] = [r for r in runs if r["id"] == result["run"]]
+    assert (run["butler"], run["trigger"], run["status"]) == ("general", "owner", "completed")
+    audit = (await dashboard.get("/api/audit-log", params={"butler": "general"})).json()["data"]
+    [entry] = [e for e in audit if e["operation"] == "memory.consolidate"][:1]
+    assert entry["status"] == "ok"

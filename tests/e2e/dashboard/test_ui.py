@@ -687,3 +687,35 @@ async def test_a_pending_reminder_is_cancelled_from_the_reminders_page(
     assert stored["status"] == "cancelled"
     await page.screenshot(path=_shot("reminder_cancelled"), full_page=True)
     assert watcher.problems == []
+
+
+async def test_share_a_fact_and_consolidate_now_from_the_ui(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle
+) -> None:
+    page, watcher = ui
+    subject = f"kayak-{uuid.uuid4().hex[:6]}"
+    fact = {"subject": subject, "predicate": "stored_at", "content": "the boathouse"}
+    stored = await butler_ecosystem.call("health", "memory_store_fact", fact)
+    await _open(page, "/memory")
+    await page.get_by_label("Search facts").fill(subject)
+    facts = page.get_by_role("table", name="Facts")
+    await facts.get_by_role("button", name=f"{subject} · stored_at · the boathouse").click()
+    detail = page.get_by_role("complementary", name="Fact detail")
+    # The box shows what the butler recorded: checked once the share is done.
+    await detail.get_by_label("Share with general").click()
+    await detail.locator("input[aria-label='Share with general']:checked").wait_for()
+    for _ in range(100):
+        hits = await butler_ecosystem.call("general", "memory_search", {"query": subject})
+        if any(h.get("shared_from") == "health" for h in hits):
+            break
+        await page.wait_for_timeout(100)
+    assert [h["shared_from"] for h in hits if subject in h["text"]] == ["health"]
+    assert stored["id"] not in [h["id"] for h in hits]  # a copy, not health's own row
+    pool = await butler_ecosystem.pool("relationship")
+    await pool.execute("UPDATE memory_episodes SET consolidated = TRUE")
+    await page.get_by_label("Butler to consolidate").select_option("relationship")
+    await page.get_by_role("button", name="Consolidate now").click()
+    await page.get_by_role("status").filter(has_text="relationship: completed").wait_for()
+    runs = page.get_by_role("table", name="Consolidation runs")
+    await runs.locator("tr", has_text="owner").first.wait_for()
+    assert watcher.problems == []

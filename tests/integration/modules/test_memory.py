@@ -128,6 +128,64 @@ async def test_delete_is_for_good_and_hidden_from_sessions(module_butler: Butler
     assert "memory_delete" in MemoryModule.session_hidden_tools
 
 
+def test_a_session_can_neither_share_nor_start_consolidation() -> None:
+    from butlers.modules.memory.module import MemoryModule
+
+    owners_only = {"memory_share", "memory_receive_shared", "memory_withdraw_shared"}
+    assert owners_only | {"memory_consolidate_now"} <= set(MemoryModule.session_hidden_tools)
+
+
+async def test_a_copy_is_never_shared_on_and_never_supersedes(
+    module_butler: ButlerFactory,
+) -> None:
+    import uuid
+
+    butler = await module_butler({"memory": {}})
+    me = butler.context.name
+    origin = str(uuid.uuid4())
+    copy = await butler.call(
+        "memory_receive_shared",
+        {
+            "origin": "relationship",
+            "origin_id": origin,
+            "subject": "Anna",
+            "predicate": "birthday",
+            "content": "3 March",
+        },
+    )
+    assert (copy["shared_from"], copy["shared_id"]) == ("relationship", origin)
+    refused = await butler.call_raw("memory_share", {"id": copy["id"], "butlers": ["general"]})
+    assert refused.is_error and "shared with this butler by relationship" in str(refused.content)
+    own = await butler.call(
+        "memory_store_fact", {"subject": "Anna", "predicate": "birthday", "content": "4 March"}
+    )
+    assert own["supersedes"] is None
+    itself = await butler.call_raw("memory_share", {"id": own["id"], "butlers": [me]})
+    assert itself.is_error and "name only other butlers" in str(itself.content)
+    shared = await butler.call("memory_share", {"id": own["id"], "butlers": ["general"]})
+    assert shared["shared_with"] == ["general"]
+    # Shared again (refreshed), then withdrawn: one copy at most, then none.
+    await butler.call(
+        "memory_receive_shared",
+        {
+            "origin": "relationship",
+            "origin_id": origin,
+            "subject": "Anna",
+            "predicate": "birthday",
+            "content": "the 3rd of March",
+        },
+    )
+    hits = await butler.call("memory_search", {"query": "When is Anna's birthday?"})
+    assert sorted(h["text"] for h in hits) == [
+        "Anna · birthday · 4 March",
+        "Anna · birthday · the 3rd of March",
+    ]
+    withdrawn = {"origin": "relationship", "origin_id": origin}
+    assert await butler.call("memory_withdraw_shared", withdrawn) == {"withdrawn": True}
+    hits = await butler.call("memory_search", {"query": "When is Anna's birthday?"})
+    assert [h["text"] for h in hits] == ["Anna · birthday · 4 March"]
+
+
 async def test_another_writers_facts_are_found_by_meaning(module_butler: ButlerFactory) -> None:
     from butlers.modules.memory.store import MemoryStore
     from butlers.modules.memory.vectors import VectorIndex
@@ -137,7 +195,7 @@ async def test_another_writers_facts_are_found_by_meaning(module_butler: ButlerF
     # Another writer (its own store and index) adds a fact; no word of the question is in
     # it, so only the vector ranking can find it: the butler's index follows change_seq.
     module = next(m for m, _ in butler.built.modules.started if m.name == "memory")
-    writer = MemoryStore(butler.context.pool, await module.store.embedder(), VectorIndex())
+    writer = MemoryStore(butler.context.pool, module.store.model, VectorIndex())
     await writer.store_fact("owner", "allergic_to", "penicillin")
     hits = await butler.call("memory_search", {"query": "which antibiotics can't I take?"})
     assert [hit["text"] for hit in hits] == ["owner · allergic_to · penicillin"]
@@ -155,3 +213,64 @@ async def test_without_its_model_the_module_fails_and_the_butler_keeps_its_tools
     names = await butler.tool_names()
     assert "measurement_log" in names and "state_get" in names
     assert not any(name.startswith("memory_") for name in names)
+
+
+async def test_the_model_loads_on_first_use_and_is_released_when_idle(
+    module_butler: ButlerFactory,
+) -> None:
+    import asyncio
+
+    butler = await module_butler({"memory": {"modelIdleSeconds": 1}})
+    module = next(m for m, _ in butler.built.modules.started if m.name == "memory")
+    model = module.store.model
+    assert not model.loaded  # a butler that has not searched carries no weights
+    await butler.call(
+        "memory_store_fact", {"subject": "owner", "predicate": "pet", "content": "a cat"}
+    )
+    assert model.loaded and model.loads == 1
+    for _ in range(100):
+        if not model.loaded:
+            break
+        await asyncio.sleep(0.1)
+    assert not model.loaded, "the weights stayed loaded past the idle time"
+    [hit] = await butler.call("memory_search", {"query": "what animal lives with me?"})
+    assert "a cat" in hit["text"] and model.loads == 2
+
+
+async def test_a_repeated_text_is_not_encoded_again(module_butler: ButlerFactory) -> None:
+    butler = await module_butler({"memory": {}})
+    module = next(m for m, _ in butler.built.modules.started if m.name == "memory")
+    model = module.store.model
+    first = await model.embed("the same scheduled prompt")
+    embedder = await model.embedder()
+    calls = 0
+    encode_one = embedder.encode_one
+
+    def counted(text: str) -> list[float]:
+        nonlocal calls
+        calls += 1
+        return encode_one(text)
+
+    embedder.encode_one = counted  # type: ignore[method-assign]
+    again = await model.embed("the same scheduled prompt")
+    assert calls == 0 and again == pytest.approx(first, abs=1e-6)
+    await model.embed("another prompt")
+    assert calls == 1
+
+
+async def test_marking_a_fact_used_does_not_make_the_index_read_it_again(
+    module_butler: ButlerFactory,
+) -> None:
+    butler = await module_butler({"memory": {}})
+    fact = await butler.call(
+        "memory_store_fact", {"subject": "owner", "predicate": "pet", "content": "a cat"}
+    )
+    pool = butler.context.pool
+    seq = "SELECT change_seq FROM memory_facts WHERE id = $1"
+    before = await pool.fetchval(seq, fact["id"])
+    module = next(m for m, _ in butler.built.modules.started if m.name == "memory")
+    await module.store.used([fact["id"]])
+    await butler.call("memory_feedback", {"id": fact["id"], "outcome": "helpful"})
+    assert await pool.fetchval(seq, fact["id"]) == before
+    await butler.call("memory_retract", {"id": fact["id"]})
+    assert await pool.fetchval(seq, fact["id"]) > before

@@ -101,18 +101,20 @@ class Consolidator:
         ctx: JobContext,
         max_episodes: Annotated[int, Field(ge=1, le=200)] = 20,
         fade_below: Annotated[float, Field(ge=0, le=1)] = 0.2,
+        trigger: str = "schedule",
     ) -> dict[str, Any]:
-        """The `memory_consolidate` job: episodes into facts, decay, expiry (bounded)."""
+        """The `memory_consolidate` job: episodes into facts, decay, expiry (bounded).
+        `trigger`: who started it (schedule, or owner)."""
         async with ctx.pool.acquire() as lock:
             if not await lock.fetchval("SELECT pg_try_advisory_lock(hashtext($1))", LOCK):
                 return {"status": "skipped", "reason": "another consolidation is running"}
             try:
-                return await self._run(max_episodes, fade_below)
+                return await self._run(max_episodes, fade_below, trigger)
             finally:
                 await lock.execute("SELECT pg_advisory_unlock(hashtext($1))", LOCK)
 
-    async def _run(self, max_episodes: int, fade_below: float) -> dict[str, Any]:
-        run_id = await self._store.start_run()
+    async def _run(self, max_episodes: int, fade_below: float, trigger: str) -> dict[str, Any]:
+        run_id = await self._store.start_run(trigger)
         counts: dict[str, Any] = dict.fromkeys(COUNTS, 0)
         status = "completed"
         try:

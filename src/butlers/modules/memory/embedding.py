@@ -227,4 +227,16 @@ class Embedder:
 
     def encode_one(self, text: str) -> list[float]:
         """The vector of one text as a list of floats (what the store writes)."""
-        return [float(value) for value in self.encode([text])[0]]
+        ids = self.tokenizer.encode(text).ids  # one text: no batch (thread pool) machinery
+        with self._lock:
+            vector = self._encode_batch([ids])[0]
+        return cast("list[float]", vector.tolist())
+
+    def close(self) -> None:
+        """Unmap the weights (their pages leave the process); the object is unusable after."""
+        self._weights.clear()
+        self._layers.clear()
+        try:
+            self._map.close()
+        except BufferError:  # an array still points into the map: it is freed with it
+            pass

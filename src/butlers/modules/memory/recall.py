@@ -11,6 +11,7 @@ of consolidation.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -46,7 +47,10 @@ def recall_block(hits: list[Hit], budget: int) -> tuple[str, list[Hit]]:
     used = tokens(HEADER)
     kept: list[Hit] = []
     for hit in sorted(hits, key=lambda h: (h.provenance == "untrusted", -h.score)):
-        mark = f" ({UNTRUSTED})" if hit.provenance == "untrusted" else ""
+        marks = [UNTRUSTED] if hit.provenance == "untrusted" else []
+        if hit.shared_from:
+            marks.append(f"shared by the {hit.shared_from} butler")
+        mark = f" ({'; '.join(marks)})" if marks else ""
         line = f"- [{hit.type} {hit.id}]{mark} {hit.text}"
         cost = tokens(line) + 1
         if used + cost > budget:
@@ -78,6 +82,8 @@ class MemoryHook:
         self._store = store
         self._budget = recall_tokens
         self._episode_days = episode_days
+        # Marking recalled facts used runs beside the session; the session's end waits for it.
+        self._marking: set[asyncio.Task[None]] = set()
 
     async def before_session(self, prompt: str, trigger_source: str) -> str:
         if self._budget <= 0 or trigger_source in OWN_SOURCES or not prompt.strip():
@@ -86,10 +92,18 @@ class MemoryHook:
             prompt[:2000], limit=CANDIDATES, min_similarity=MIN_SIMILARITY
         )
         block, kept = recall_block(hits, self._budget)
-        await self._store.used([hit.id for hit in kept if hit.type == "fact"])
+        used = [hit.id for hit in kept if hit.type == "fact"]
+        if used:
+            task = asyncio.create_task(self._store.used(used))
+            self._marking.add(task)
+            task.add_done_callback(self._marking.discard)
         return block
 
     async def after_session(self, prompt: str, trigger_source: str, result: SpawnerResult) -> None:
+        if self._marking:
+            for failed in await asyncio.gather(*self._marking, return_exceptions=True):
+                if isinstance(failed, Exception):
+                    log.warning("memory: recalled facts not marked used: %s", failed)
         if trigger_source in OWN_SOURCES:
             return
         outcome = (result.output if result.success else f"error: {result.error}") or ""

@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import asyncpg
 
-from butlers.modules.view import Clause, Listing, Reader
 from butlers.stores.records import Record, expression
 
 if TYPE_CHECKING:
-    from butlers.modules.memory.embedding import Embedder
+    from butlers.modules.memory.model import Model
     from butlers.modules.memory.vectors import VectorIndex
 
 Kind = Literal["fact", "rule"]
@@ -38,6 +37,7 @@ DECAY_PER_DAY: dict[str, float] = {
 }
 RRF_K = 60
 CANDIDATES = 50  # taken from each ranking before fusion
+TEXT_MATCHES = 5000  # rows a full-text query ranks at most, per table (bounds its work)
 UNTRUSTED_WEIGHT = 0.5
 
 
@@ -59,6 +59,8 @@ class Fact(Record):
     superseded_by: uuid.UUID | None
     tags: list[str]
     shared_with: list[str]
+    shared_from: str | None  # the butler this copy was shared by (None: this butler's own)
+    shared_id: uuid.UUID | None  # the fact's id there
     created_at: datetime
     updated_at: datetime
     last_used_at: datetime | None
@@ -89,6 +91,7 @@ class Hit:
     provenance: str
     validity: str
     similarity: float | None = None  # cosine to the query, when found by meaning
+    shared_from: str | None = None  # the butler that shared this fact with this one
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +134,7 @@ class Run(Record):
     expired: int
     session_id: uuid.UUID | None
     error: str | None
+    trigger: str  # schedule, or owner (the dashboard's "consolidate now")
 
 
 COUNTS = ("episodes", "created", "reinforced", "superseded", "decayed", "faded", "expired")
@@ -168,31 +172,23 @@ def fact_text(subject: str, predicate: str, content: str) -> str:
 
 
 class MemoryStore:
-    """`embedder` and `index` may still be loading (futures): the first embedding or
-    search waits for them. Until the index is there, writes leave it alone: its first
-    sync reads every row."""
+    """`model` embeds texts (loading its weights on first use); `index` is the exact
+    vector index, made on first use when not given (numpy loads then). Until it is
+    there, writes leave it alone: its first sync reads every row."""
 
-    def __init__(
-        self,
-        pool: asyncpg.Pool,
-        embedder: Embedder | asyncio.Future[Embedder],
-        index: VectorIndex | asyncio.Future[VectorIndex],
-    ) -> None:
+    def __init__(self, pool: asyncpg.Pool, model: Model, index: VectorIndex | None = None) -> None:
         self._pool = pool
-        self._embedder = embedder
-        self._loading_index = index if isinstance(index, asyncio.Future) else None
-        self._ready_index = None if isinstance(index, asyncio.Future) else index
+        self.model = model
+        self._ready_index = index
+        self._index_lock = asyncio.Lock()
         self._sync_lock = asyncio.Lock()
 
-    async def embedder(self) -> Embedder:
-        if isinstance(self._embedder, asyncio.Future):
-            self._embedder = await asyncio.shield(self._embedder)
-        return self._embedder
-
     async def index(self) -> VectorIndex:
-        if self._ready_index is None:
-            assert self._loading_index is not None
-            self._ready_index = await asyncio.shield(self._loading_index)
+        async with self._index_lock:
+            if self._ready_index is None:
+                from butlers.modules.memory.vectors import VectorIndex
+
+                self._ready_index = await asyncio.to_thread(VectorIndex)
         return self._ready_index
 
     def _indexed(self, change: Callable[[VectorIndex], None]) -> None:
@@ -201,8 +197,7 @@ class MemoryStore:
             change(self._ready_index)
 
     async def embed(self, text: str) -> list[float]:
-        embedder = await self.embedder()
-        return await asyncio.to_thread(embedder.encode_one, text)
+        return await self.model.embed(text)
 
     async def store_fact(
         self,
@@ -226,7 +221,7 @@ class MemoryStore:
         async with self._pool.acquire() as conn, conn.transaction():
             current = await conn.fetchrow(
                 f"SELECT {FACT} FROM memory_facts WHERE subject = $1 AND predicate = $2 "
-                "AND validity = 'active' FOR UPDATE",
+                "AND validity = 'active' AND shared_from IS NULL FOR UPDATE",
                 subject,
                 predicate,
             )
@@ -376,6 +371,82 @@ class MemoryStore:
                 return True
         return False
 
+    # -- sharing (the owner's call only: these back tools sessions never see) ---------------
+
+    async def share(self, id_: uuid.UUID, butlers: Sequence[str]) -> Fact:
+        """Record which butlers this butler's own fact is shared with (the whole list)."""
+        row = await self._pool.fetchrow(
+            f"UPDATE memory_facts SET shared_with = $2 WHERE id = $1 AND shared_from IS NULL "
+            f"RETURNING {FACT}",
+            id_,
+            sorted(set(butlers)),
+        )
+        if row is None:
+            found = await self.get(id_)
+            if isinstance(found, Fact):
+                raise MemoryError_(
+                    f"{id_} was shared with this butler by {found.shared_from}: "
+                    "only the butler that holds a fact shares it"
+                )
+            raise MemoryError_(f"no fact {id_}")
+        return Fact.from_row(row)
+
+    async def receive(
+        self,
+        origin: str,
+        origin_id: uuid.UUID,
+        subject: str,
+        predicate: str,
+        content: str,
+        *,
+        permanence: Permanence = "standard",
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        provenance: Provenance = "owner",
+        tags: Sequence[str] = (),
+    ) -> Fact:
+        """Keep (or refresh) the copy of `origin`'s fact `origin_id` shared with this butler."""
+        embedding = await self.embed(fact_text(subject, predicate, content))
+        row = await self._pool.fetchrow(
+            f"""
+            INSERT INTO memory_facts (subject, predicate, content, permanence, importance,
+                confidence, provenance, tags, validity, shared_from, shared_id, embedding)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', $9, $10, $11)
+            ON CONFLICT (shared_from, shared_id) WHERE shared_from IS NOT NULL DO UPDATE SET
+                subject = EXCLUDED.subject, predicate = EXCLUDED.predicate,
+                content = EXCLUDED.content, permanence = EXCLUDED.permanence,
+                importance = EXCLUDED.importance, confidence = EXCLUDED.confidence,
+                provenance = EXCLUDED.provenance, tags = EXCLUDED.tags,
+                validity = 'active', embedding = EXCLUDED.embedding
+            RETURNING {FACT}
+            """,
+            subject,
+            predicate,
+            content,
+            permanence,
+            importance,
+            confidence,
+            provenance,
+            list(tags),
+            origin,
+            origin_id,
+            embedding,
+        )
+        copy = Fact.from_row(row)
+        self._indexed(lambda index: index.put("fact", copy.id, embedding, True))
+        return copy
+
+    async def withdraw(self, origin: str, origin_id: uuid.UUID) -> bool:
+        """Delete the copy of `origin`'s fact `origin_id` (no longer shared with this butler)."""
+        id_ = await self._pool.fetchval(
+            "DELETE FROM memory_facts WHERE shared_from = $1 AND shared_id = $2 RETURNING id",
+            origin,
+            origin_id,
+        )
+        if id_ is not None:
+            self._indexed(lambda index: index.drop(id_))
+        return id_ is not None
+
     async def sync(self) -> None:
         index = await self.index()
         async with self._sync_lock, self._pool.acquire() as conn:
@@ -429,6 +500,7 @@ class MemoryStore:
                 provenance=row["provenance"],
                 validity=row["validity"],
                 similarity=similarity.get(row["id"]),
+                shared_from=row["shared_from"],
             )
             for row in rows
             if row["validity"] == "active"
@@ -437,15 +509,24 @@ class MemoryStore:
         return hits[:limit]
 
     async def _text_ranking(self, query: str, kinds: Sequence[str]) -> list[tuple[uuid.UUID, str]]:
-        # Any query word may match (OR), ranked by cover density.
-        parts = [
-            f"SELECT id, '{kind}' AS kind, ts_rank_cd(search, q) AS rank FROM {TABLE[kind]}, "
-            f"(SELECT replace(plainto_tsquery('english', $1)::text, '&', '|')::tsquery AS q) x "
-            f"WHERE validity = 'active' AND search @@ q"
+        # Any query word may match (OR), ranked by cover density. The matches come from
+        # the GIN index alone (a materialized step, so the planner cannot start from the
+        # index of every active row instead), at most TEXT_MATCHES of them per table.
+        matches = [
+            f"{kind}s AS MATERIALIZED (SELECT id, search, validity FROM {TABLE[kind]} "
+            f"WHERE search @@ (SELECT q FROM x) LIMIT {TEXT_MATCHES})"
+            for kind in kinds
+        ]
+        ranked = [
+            f"SELECT id, '{kind}' AS kind, ts_rank_cd(search, (SELECT q FROM x)) AS rank "
+            f"FROM {kind}s WHERE validity = 'active'"
             for kind in kinds
         ]
         rows = await self._pool.fetch(
-            " UNION ALL ".join(parts) + f" ORDER BY rank DESC LIMIT {CANDIDATES}", query
+            "WITH x AS (SELECT replace(plainto_tsquery('english', $1)::text, '&', '|')::tsquery"
+            f" AS q), {', '.join(matches)} {' UNION ALL '.join(ranked)} "
+            f"ORDER BY rank DESC LIMIT {CANDIDATES}",
+            query,
         )
         return [(row["id"], row["kind"]) for row in rows]
 
@@ -453,7 +534,8 @@ class MemoryStore:
         if not ids:
             return []
         parts = [
-            f"SELECT id, '{kind}' AS kind, {TEXT[kind]} AS text, provenance, validity "
+            f"SELECT id, '{kind}' AS kind, {TEXT[kind]} AS text, provenance, validity, "
+            f"{'shared_from' if kind == 'fact' else 'NULL::text'} AS shared_from "
             f"FROM {TABLE[kind]} WHERE id = ANY($1::uuid[])"
             for kind in kinds
         ]
@@ -520,9 +602,9 @@ class MemoryStore:
             "UPDATE memory_episodes SET consolidated = TRUE WHERE id = ANY($1::uuid[])", list(ids)
         )
 
-    async def start_run(self) -> uuid.UUID:
+    async def start_run(self, trigger: str = "schedule") -> uuid.UUID:
         return await self._pool.fetchval(  # type: ignore[no-any-return]
-            "INSERT INTO memory_consolidation_runs DEFAULT VALUES RETURNING id"
+            "INSERT INTO memory_consolidation_runs (trigger) VALUES ($1) RETURNING id", trigger
         )
 
     async def finish_run(self, id_: uuid.UUID, status: str, counts: dict[str, Any]) -> Run:
@@ -591,136 +673,3 @@ class MemoryStore:
             unconsolidated_episodes=episodes["open"],
             vector_search="exact",
         )
-
-
-# -- the dashboard's reads -----------------------------------------------------------------
-
-
-def _contains(*columns: str) -> Clause:
-    return Clause(
-        "(" + " OR ".join(f"{c} ILIKE {{}} ESCAPE '\\'" for c in columns) + ")", "contains"
-    )
-
-
-FACTS = Listing(
-    "memory_facts",
-    Fact,
-    "created_at",
-    "created_at DESC, id DESC",
-    {
-        "q": _contains("content", "subject", "predicate"),
-        "validity": Clause("validity = {}"),
-        "provenance": Clause("provenance = {}"),
-        "permanence": Clause("permanence = {}"),
-        "subject": Clause("subject = {}"),
-    },
-)
-RULES = Listing(
-    "memory_rules",
-    Rule,
-    "created_at",
-    "created_at DESC, id DESC",
-    {"q": _contains("content"), "validity": Clause("validity = {}")},
-)
-EPISODES = Listing(
-    "memory_episodes",
-    Episode,
-    "created_at",
-    "created_at DESC, id DESC",
-    {"q": _contains("prompt", "outcome"), "consolidated": Clause("consolidated = {}")},
-)
-RUNS = Listing(
-    "memory_consolidation_runs",
-    Run,
-    "started_at",
-    "started_at DESC, id DESC",
-    {"status": Clause("status = {}")},
-)
-
-
-@dataclass(frozen=True, slots=True)
-class FactShown:
-    """A fact with its supersession history (newest first, itself included)."""
-
-    fact: Fact
-    history: list[Fact]
-
-
-async def fact_shown(reader: Reader, id_: uuid.UUID) -> FactShown | None:
-    rows = await reader.fetch(HISTORY_SQL, id_)
-    if not rows:
-        return None
-    history = [Fact.from_row(row) for row in rows]
-    newer = await reader.fetch(f"SELECT {FACT} FROM memory_facts WHERE supersedes = $1", id_)
-    return FactShown(fact=history[0], history=[Fact.from_row(r) for r in newer] + history)
-
-
-async def rule_shown(reader: Reader, id_: uuid.UUID) -> Rule | None:
-    rows = await reader.fetch(f"SELECT {RULE} FROM memory_rules WHERE id = $1", id_)
-    return Rule.from_row(rows[0]) if rows else None
-
-
-@dataclass(frozen=True, slots=True)
-class Counts(Record):
-    facts: int = field(metadata=expression("(SELECT count(*) FROM memory_facts)"))
-    active_facts: int = field(
-        metadata=expression("(SELECT count(*) FROM memory_facts WHERE validity = 'active')")
-    )
-    untrusted_facts: int = field(
-        metadata=expression(
-            "(SELECT count(*) FROM memory_facts WHERE validity = 'active' "
-            "AND provenance = 'untrusted')"
-        )
-    )
-    rules: int = field(metadata=expression("(SELECT count(*) FROM memory_rules)"))
-    episodes: int = field(metadata=expression("(SELECT count(*) FROM memory_episodes)"))
-    unconsolidated_episodes: int = field(
-        metadata=expression("(SELECT count(*) FROM memory_episodes WHERE NOT consolidated)")
-    )
-    last_consolidation_at: datetime | None = field(
-        metadata=expression("(SELECT max(started_at) FROM memory_consolidation_runs)")
-    )
-
-
-async def counts(reader: Reader) -> Counts:
-    rows = await reader.fetch(f"SELECT {Counts.columns()}")
-    return Counts.from_row(rows[0])
-
-
-@dataclass(frozen=True, slots=True)
-class Activity(Record):
-    """One memory event: a fact or rule stored, an episode written, a consolidation run."""
-
-    kind: str
-    id: uuid.UUID
-    text: str
-    detail: str
-    at: datetime
-
-
-ACTIVITY_LIMIT = 50
-
-
-async def activity(reader: Reader, limit: int = ACTIVITY_LIMIT) -> list[Activity]:
-    """The latest memory events of one butler, newest first (bounded)."""
-    n = int(limit)
-    rows = await reader.fetch(
-        f"""
-        (SELECT 'fact' AS kind, id, left({TEXT["fact"]}, 300) AS text,
-            validity || ' · ' || provenance AS detail, created_at AS at
-         FROM memory_facts ORDER BY created_at DESC LIMIT {n})
-        UNION ALL
-        (SELECT 'rule', id, left(content, 300), validity, created_at
-         FROM memory_rules ORDER BY created_at DESC LIMIT {n})
-        UNION ALL
-        (SELECT 'episode', id, left(prompt, 300), trigger_source, created_at
-         FROM memory_episodes ORDER BY created_at DESC LIMIT {n})
-        UNION ALL
-        (SELECT 'consolidation', id, status || ': ' || episodes || ' episodes, '
-            || created || ' new, ' || reinforced || ' reinforced, ' || superseded
-            || ' superseding, ' || faded || ' faded', coalesce(error, ''), started_at
-         FROM memory_consolidation_runs ORDER BY started_at DESC LIMIT {n})
-        ORDER BY at DESC LIMIT {n}
-        """
-    )
-    return [Activity.from_row(row) for row in rows]

@@ -5,10 +5,11 @@ rows that pass the filter (about 1 ms per 10,000 rows here), exact by constructi
 The matrix costs 1.5 kB per fact or rule: 15 MB at 10,000, 150 MB at 100,000, which
 is the scale limit of this path (past it, install pgvector on the server).
 
-The index follows the tables by their `change_seq` column (a sequence every insert and
-update draws from): `sync` reads only rows changed since the last one it saw. The
-store also applies its own writes as soon as they commit, so a butler sees its
-writes at once even if another writer's transaction commits out of sequence order.
+The index follows the tables by their `change_seq` column (a sequence every insert, and
+every update of an embedding or a validity, draws from): `sync` reads only rows changed
+since the last one it saw. The store also applies its own writes as soon as they
+commit, so a butler sees its writes at once even if another writer's transaction
+commits out of sequence order.
 """
 
 from __future__ import annotations

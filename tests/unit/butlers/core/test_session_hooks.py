@@ -77,3 +77,25 @@ async def test_a_failing_hook_fails_no_session() -> None:
     runtime = EchoRuntime()
     result = await _spawner(runtime, Hook(fail=True)).trigger("hi")
     assert result.success and runtime.openings == ["hi"]
+
+
+async def test_a_session_is_cancelled_while_its_recall_still_works() -> None:
+    import asyncio
+
+    class SlowRecall(Hook):
+        async def before_session(self, prompt: str, trigger_source: str) -> str:
+            await asyncio.sleep(30)  # a first recall loading its model on a busy machine
+            return ""
+
+    runtime, hook = EchoRuntime(), SlowRecall()
+    spawner = _spawner(runtime, hook)
+    started = asyncio.get_running_loop().time()
+    task = asyncio.create_task(spawner.trigger("slow"))
+    while not spawner._active:
+        await asyncio.sleep(0.01)
+        assert asyncio.get_running_loop().time() - started < 5, "the session never started"
+    [session_id] = list(spawner._active)
+    await spawner.cancel(session_id, by="owner")
+    result = await asyncio.wait_for(task, 5)
+    assert result.success is False and result.error == "cancelled by owner"
+    assert runtime.openings == []
