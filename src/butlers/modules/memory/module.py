@@ -18,7 +18,9 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
+from butlers.auth.access import access_meta
 from butlers.jsonutil import AnyJson, to_json
+from butlers.llm.offer import ON_REQUEST
 from butlers.modules.base import (
     Module,
     ModuleConfig,
@@ -73,6 +75,7 @@ class MemoryModule(Module):
     chain = migration_chain(NAME, __file__)
     session_hidden_tools = ("memory_delete",)
     owned_jobs = (JOB,)
+    session_tools = ON_REQUEST  # recall already opens each session; the model loads the rest
 
     def __init__(self) -> None:
         self.store: MemoryStore | None = None
@@ -211,7 +214,7 @@ class MemoryModule(Module):
                 raise ToolError(f"no fact or rule {id}")
             return {"deleted": str(id)}
 
-        @tool(mcp, meta=meta, annotations=read)
+        @tool(mcp, meta=meta | access_meta(operator=True), annotations=read)
         async def memory_stats() -> AnyJson:
             """Counts of facts and rules by validity, of episodes, and the search engine used."""
             return to_json(await store.stats())
