@@ -20,15 +20,15 @@ butler's access rule shows a session.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from butlers.llm.types import ToolSpec
 
 LOAD_TOOLS = "load_tools"
 OFFER = "offer"  # the tool meta key of a tool's own tier
-OFFERED = "offered"
-ON_REQUEST = "on_request"
 Tier = Literal["offered", "on_request"]
+OFFERED: Final = "offered"
+ON_REQUEST: Final = "on_request"
 LOAD_DESCRIPTION = (
     "Load more of this butler's tools by name: they are offered from your next turn on."
 )
