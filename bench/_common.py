@@ -120,11 +120,9 @@ PIPELINE_BUTLERS = ["switchboard", "general", "health", "relationship"]
 
 
 @asynccontextmanager
-async def scripted_pipeline(
-    timeout: float = 60,
-) -> AsyncIterator[tuple[ScriptServer, Client]]:  # type: ignore[type-arg]
+async def scripted_ecosystem() -> AsyncIterator[tuple[ScriptServer, Ecosystem]]:
     """The switchboard and three target butlers as processes, answered by a scripted model
-    served from this process; yields the script server and a user client of the switchboard."""
+    served from this process; yields the script server and the ecosystem."""
     scripts = ScriptServer().start()
     env = {
         "BUTLERS_RUNTIME_ADAPTER": "scripted",
@@ -132,10 +130,19 @@ async def scripted_pipeline(
         "BUTLERS_TICK_INTERVAL": "3600",
     }
     try:
-        async with (
-            ecosystem(PIPELINE_BUTLERS, extra_env=env) as eco,
-            user_client(eco, "switchboard", timeout=timeout) as client,
-        ):
-            yield scripts, client
+        async with ecosystem(PIPELINE_BUTLERS, extra_env=env) as eco:
+            yield scripts, eco
     finally:
         scripts.stop()
+
+
+@asynccontextmanager
+async def scripted_pipeline(
+    timeout: float = 60,
+) -> AsyncIterator[tuple[ScriptServer, Client]]:  # type: ignore[type-arg]
+    """`scripted_ecosystem`, yielding the script server and a user client of the switchboard."""
+    async with (
+        scripted_ecosystem() as (scripts, eco),
+        user_client(eco, "switchboard", timeout=timeout) as client,
+    ):
+        yield scripts, client

@@ -155,7 +155,7 @@ async def test_classification_session_is_logged_on_the_switchboard(
         f"classify:{weight_message['request_id']}",
     )
     assert row["status"] == "completed"
-    assert "Log my weight: 82kg" in row["prompt"] and "- health:" in row["prompt"]
+    assert "Log my weight: 82kg" in row["prompt"] and "\nhealth: " in row["prompt"]
 
 
 async def test_sensitive_arguments_are_redacted_in_tool_spans(

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from butlers.testing.script_server import Script
+from butlers.testing.script_server import Script, offered_tools
 
 from .harness.cost import CostTracker
 from .harness.ecosystem import EcosystemHandle
@@ -73,7 +73,7 @@ async def test_scripted_scenario_matches_its_declaration_and_golden_files(
     assert answer["classification"]["fallback"] is False, answer["classification"]
     # The classifier chose among the registered butlers, the expected one included...
     classification = await classification_session(switchboard, answer["request_id"])
-    assert f"\n- {scenario.expected_butler}: " in classification["prompt"]
+    assert f"\n{scenario.expected_butler}: " in classification["prompt"]
     # ...and the message ran exactly one session, on the expected butler, as routed.
     ran = await sessions_for_request(butler_ecosystem, answer["request_id"])
     assert [(b, s["status"]) for b, s in ran] == [(scenario.expected_butler, "completed")], ran
@@ -162,7 +162,8 @@ def golden_files(
             "model": r.get("model"),
             "system": r.get("system"),
             "messages": r.get("messages"),
-            "tools": sorted(t["name"] for t in r.get("tools") or []),
+            "tools": sorted(offered_tools(r)[0]),
+            "tools_on_request": sorted(offered_tools(r)[1]),
             "env": r.get("env"),
         }
         for r in model_request_order(requests)

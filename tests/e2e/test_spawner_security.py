@@ -15,7 +15,7 @@ import pytest
 
 from butlers.llm.claude_code import BASE_ENV
 from butlers.switchboard.envelope import build_envelope
-from butlers.testing.script_server import Script, call, step
+from butlers.testing.script_server import Script, call, offered_tools, step
 
 from .harness.ecosystem import EcosystemHandle
 from .harness.env import SUPERVISOR_SECRET
@@ -52,6 +52,16 @@ NEVER_IN_A_SESSION = {
     "memory_delete",
     # The briefing starts a model session of its own.
     "briefing_send",
+}
+# The owner's view of a butler: nothing a session needs for its work (and each tool
+# offered costs tokens on every request).
+OPERATOR_ONLY = {
+    "status",
+    "sessions_list",
+    "sessions_get",
+    "schedule_list",
+    "memory_stats",
+    "briefing_sections",
 }
 
 
@@ -126,8 +136,11 @@ async def test_session_lists_only_its_own_butlers_tools(
 ) -> None:
     llm_script.route("relationship", step("ok"))
     await butler_ecosystem.call("relationship", "trigger", {"prompt": "list your tools"})
-    listed = {t["name"] for t in llm_script.requests_for("relationship")[-1]["tools"]}
-    assert listed == await _tool_names(butler_ecosystem, "relationship") - NEVER_IN_A_SESSION
+    sent, waiting = offered_tools(llm_script.requests_for("relationship")[-1])
+    listed = sent | waiting
+    own = await _tool_names(butler_ecosystem, "relationship")
+    assert listed == own - NEVER_IN_A_SESSION - OPERATOR_ONLY
+    assert own >= OPERATOR_ONLY
     assert not listed & SWITCHBOARD_ONLY
 
 
@@ -188,10 +201,12 @@ async def test_target_session_is_not_offered_tools_that_change_who_may_do_what(
 ) -> None:
     llm_script.route("relationship", step("ok"))
     await butler_ecosystem.call("relationship", "trigger", {"prompt": "what can you do?"})
-    offered = {t["name"] for t in llm_script.requests_for("relationship")[-1]["tools"]}
+    sent, waiting = offered_tools(llm_script.requests_for("relationship")[-1])
+    offered = sent | waiting
     assert offered, "the session got no tools at all"
     assert not offered & NEVER_IN_A_SESSION, offered & NEVER_IN_A_SESSION
-    assert "contact_add" in offered and "approval_list" in offered
+    # Its own domain goes with every request; what every butler shares waits to be loaded.
+    assert "contact_add" in sent and "approval_list" in waiting and "remind" in waiting
 
 
 async def test_session_cannot_create_a_schedule(

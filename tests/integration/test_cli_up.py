@@ -440,7 +440,7 @@ class _FakeOpenAI(http.server.BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         messages = body["messages"]
         user = next(m["content"] for m in messages if m["role"] == "user")
-        if "Route the user's message" in user:
+        if "Route the message" in user:
             entry = {"butler": "health", "prompt": "Log weight 80 kg", "segment": "80kg"}
             message: dict[str, object] = {"role": "assistant", "content": json.dumps([entry])}
         elif not any(m["role"] == "tool" for m in messages):

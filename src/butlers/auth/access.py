@@ -13,9 +13,13 @@ A tool's meta may carry:
   name: nobody else may move or keep alive a butler's route).
 - `"connector": True`: any butler's own token may call it (a channel connector on the
   messenger hands a received message to `ingest_v1`; its key is scoped to that caller).
+- `"operator": True`: the owner's view of the butler (its status, its session log, its
+  schedules, counters): nothing a session needs to do its work, so no session is
+  offered it or may call it (every tool a session lists costs tokens on every request).
 
 The user's token (and the butler's own code, in process) may call everything else;
-a butler's token nothing else; a session everything not closed to sessions.
+a butler's token nothing else; a session everything not closed to sessions and not an
+operator's tool.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ ROUTER = "router"
 SELF_ARG = "self_arg"
 USER = "user"
 CONNECTOR = "connector"
+OPERATOR = "operator"
 
 
 def access_meta(
@@ -39,6 +44,7 @@ def access_meta(
     self_arg: str | None = None,
     user: bool = True,
     connector: bool = False,
+    operator: bool = False,
 ) -> dict[str, Any]:
     """The meta entries of a tool's access declaration (only what differs from the
     default: open to the user and to sessions, closed to other butlers)."""
@@ -53,6 +59,8 @@ def access_meta(
         meta[USER] = False
     if connector:
         meta[CONNECTOR] = True
+    if operator:
+        meta[OPERATOR] = True
     return meta
 
 
@@ -71,6 +79,11 @@ def refusal(
     if identity.kind == "session":
         if not identity.tools:
             return f"this session may not call any tool (asked for {tool})"
+        if meta.get(OPERATOR):
+            return (
+                f"{tool} is an operator's tool (the owner reads it on the dashboard or with "
+                "the user token); LLM sessions are not offered it"
+            )
         if meta.get(SESSIONS, True):
             return None
         return (
@@ -96,7 +109,12 @@ def may_list(identity: Identity, meta: Mapping[str, Any]) -> bool:
     if identity.kind in ("user", "local"):
         return True  # the owner sees the whole surface, even what only a butler may call
     if identity.kind == "session":
-        return identity.tools and bool(meta.get(SESSIONS, True))
+        return identity.tools and session_may_call(meta)
     if meta.get(CONNECTOR) and identity.kind == "butler":
         return True
     return bool(meta.get(ROUTER) and identity.router) or bool(meta.get(SELF_ARG))
+
+
+def session_may_call(meta: Mapping[str, Any]) -> bool:
+    """Whether an LLM session (one that holds tools) may see and call a tool so declared."""
+    return bool(meta.get(SESSIONS, True)) and not meta.get(OPERATOR)

@@ -16,7 +16,7 @@ from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 
-from butlers.auth.access import SESSIONS, may_list, refusal
+from butlers.auth.access import SESSIONS, may_list, refusal, session_may_call
 from butlers.auth.identity import Identity, current_identity
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class AccessMiddleware(Middleware):
 
     def session_tools(self) -> set[str]:
         """Tools an LLM session may call (what a session's `tools/list` shows)."""
-        return {name for name, meta in self._meta.items() if meta.get(SESSIONS, True)}
+        return {name for name, meta in self._meta.items() if session_may_call(meta)}
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         name = context.message.name

@@ -25,7 +25,12 @@ from butlers.daemon.recording import SessionCallRecorder
 from butlers.daemon.routes import RouteCheck
 from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
 from butlers.modules.base import ModuleServices, Webhook
-from butlers.modules.loader import ModuleSet, session_hidden_tools, start_modules
+from butlers.modules.loader import (
+    ModuleSet,
+    session_hidden_tools,
+    session_tool_tiers,
+    start_modules,
+)
 from butlers.modules.switch import ModuleSwitch, register_switch_tool
 from butlers.scheduling.jobs import JobRegistry
 from butlers.secretbox import KeySource
@@ -121,7 +126,7 @@ async def build_butler(
     await context.secrets.load()
     server = build_server(context)
     services = build_session_services(
-        SessionToolServer(server),
+        SessionToolServer(server, session_tool_tiers(resource.spec.modules)),
         context,
         settings,
         mcp_url=mcp_url,

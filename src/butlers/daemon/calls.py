@@ -27,7 +27,7 @@ import json
 import logging
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Annotated, Any, get_args, get_origin
 
@@ -63,6 +63,7 @@ from pydantic import JsonValue
 from pydantic import ValidationError as PydanticValidationError
 
 from butlers.auth.identity import current_mcp_session
+from butlers.llm.offer import is_on_request
 from butlers.llm.toolbox import ToolOutcome
 from butlers.llm.types import ToolSpec
 
@@ -380,7 +381,8 @@ class SessionToolServer:
 
     - `list_tools`: `FastMCP.list_tools` (its middleware, so the access rule filters for
       the caller in `current_identity`), one entry per name as FastMCP's `tools/list`
-      handler gives them;
+      handler gives them, each marked on request or not (`llm.offer`: `module_tiers`
+      holds the tier of each of the butler's modules);
     - `call_tool`: `ToolCaller.call` (the server's middleware chain: access rule,
       argument guard, approval gate, tool span; the request's `_meta` is
       `context.message.meta`), its errors shaped as FastMCP's `tools/call` handler shapes
@@ -388,8 +390,9 @@ class SessionToolServer:
       client reads it (the value of a wrapped result is its `result`).
     """
 
-    def __init__(self, mcp: FastMCP) -> None:
+    def __init__(self, mcp: FastMCP, module_tiers: Mapping[str, str] | None = None) -> None:
         self._mcp = mcp
+        self._tiers = dict(module_tiers or {})
         self._wrapped: dict[str, bool] = {}
 
     async def list_tools(self) -> list[ToolSpec]:
@@ -397,7 +400,15 @@ class SessionToolServer:
         self._wrapped.update(
             {t.name: bool((t.output_schema or {}).get("x-fastmcp-wrap-result")) for t in listed}
         )
-        return [ToolSpec(t.name, t.description or "", dict(t.parameters or {})) for t in listed]
+        return [
+            ToolSpec(
+                t.name,
+                t.description or "",
+                dict(t.parameters or {}),
+                on_request=is_on_request(t.meta or {}, self._tiers),
+            )
+            for t in listed
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], meta: dict[str, Any]

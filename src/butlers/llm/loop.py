@@ -1,5 +1,7 @@
 """The agent loop shared by every HTTP model adapter: list tools, let the model call
-them, feed results back, stop at a final answer or at the turn limit."""
+them, feed results back, stop at a final answer or at the turn limit. The tools a
+request carries are the session's offer (`llm.offer`): the butler's own tools, and
+the shared ones once the model loads them."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from butlers.llm.offer import ToolOffer
 from butlers.llm.types import (
     ChatModel,
     LlmCallRecord,
@@ -43,11 +46,13 @@ def _check_budget(trace: SessionTrace, budget: int | None) -> None:
         )
 
 
-async def _run_call(toolbox: Toolbox, call: ToolCall) -> tuple[Any, str, bool]:
+async def _run_call(toolbox: Toolbox, offer: ToolOffer, call: ToolCall) -> tuple[Any, str, bool]:
     if call.arguments_error is not None:
         # Not run: the model is told why, and may send the call again within its turns.
         text = f"{call.arguments_error}; call the tool again with a valid JSON object"
         return text, text, True
+    if offer.handles(call.name):
+        return offer.load(call.arguments)
     return await toolbox.call(call.name, call.arguments)
 
 
@@ -59,11 +64,17 @@ async def run_agent_loop(
     *,
     max_session_tokens: int | None = None,
 ) -> str:
-    tools = await toolbox.list()
+    offer = ToolOffer(await toolbox.list())
     messages: list[dict[str, Any]] = [{"role": "user", "content": first_user_text(request)}]
     sent = 0  # messages already sent in an earlier call (recorded there)
+    recorded: list[str] | None = None  # the tool names the last recorded call listed
     for _turn in range(request.max_turns):
-        reply = await _complete(model, request, messages, sent, tools, trace)
+        tools = offer.tools
+        names = [t.name for t in tools]
+        reply = await _complete(
+            model, request, messages, sent, tools, trace, record_tools=names != recorded
+        )
+        recorded = names
         sent = len(messages)
         trace.add_usage(reply.input_tokens, reply.output_tokens)
         if reply.truncated:
@@ -84,7 +95,7 @@ async def run_agent_loop(
         for call in reply.tool_calls:
             started_at = datetime.now(UTC)
             started = time.perf_counter()
-            value, text, is_error = await _run_call(toolbox, call)
+            value, text, is_error = await _run_call(toolbox, offer, call)
             trace.tool_calls.append(
                 {
                     "name": call.name,
@@ -116,11 +127,16 @@ async def _complete(
     sent: int,
     tools: list[ToolSpec],
     trace: SessionTrace,
+    *,
+    record_tools: bool,
 ) -> ModelTurn:
-    """One model call, recorded in `trace` whether it answers or fails."""
+    """One model call, recorded in `trace` whether it answers or fails (with the system
+    prompt on the first call, and the tool names whenever they changed)."""
     sent_now: dict[str, Any] = {"messages": messages[sent:], "message_count": len(messages)}
     if sent == 0:
-        sent_now |= {"system": request.system, "tools": [t.name for t in tools]}
+        sent_now["system"] = request.system
+    if record_tools:
+        sent_now["tools"] = [t.name for t in tools]
     started_at = datetime.now(UTC)
     started = time.perf_counter()
 

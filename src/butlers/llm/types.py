@@ -41,6 +41,8 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
+    # Sent to the model only once it asks for it (`llm.offer`); never part of `to_json`.
+    on_request: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -14,6 +14,7 @@ from starlette.responses import Response
 
 from butlers.core.context import ButlerContext
 from butlers.core.spawner import Spawner
+from butlers.llm.offer import OFFERED, Tier
 from butlers.migrations import Chain
 from butlers.modules.briefing import BriefingSource
 from butlers.modules.channels import Approver, Channel, Outbound
@@ -39,11 +40,15 @@ class ModuleConfig(BaseModel):
 
     Fields whose name ends in `_env` name environment variables the module reads (its
     credentials): a local supervisor gives a butler process those variables and no others.
+    `sessionTools` (every module has it) says how this butler's LLM sessions get the
+    module's tools, when not as the module declares (`Module.session_tools`).
     """
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
     )
+
+    session_tools: Tier | None = None
 
     def env_names(self) -> set[str]:
         """The environment variables this configuration names."""
@@ -174,6 +179,10 @@ class Module:
     # The jobs (`ModuleServices.jobs`) this module registers when it starts, so the
     # spec's schedules naming them still validate while it is switched off.
     owned_jobs: ClassVar[tuple[str, ...]] = ()
+    # How a session gets the others (`llm.offer`): "offered" with every model request
+    # (the butler's own domain), or "on_request" (what every butler shares: the model
+    # loads them when it needs them). A butler changes it with `sessionTools`.
+    session_tools: ClassVar[Tier] = OFFERED
 
     async def start(self, ctx: ModuleContext) -> None:
         """Check credentials, open clients; raise ModuleError to fail cleanly."""

@@ -75,6 +75,24 @@ def session_hidden_tools(enabled: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
+def session_tool_tiers(enabled: Mapping[str, Any]) -> dict[str, str]:
+    """How the butler's sessions get each enabled module's tools (`llm.offer`): the
+    module's `sessionTools` when set, else its class's `session_tools`. A configuration
+    that does not validate says nothing: that module fails at start."""
+    tiers: dict[str, str] = {}
+    for name, raw in enabled.items():
+        if name not in MODULE_NAMES:
+            continue
+        module = module_class(name)
+        try:
+            config = module.config_model.model_validate(raw or {})
+        except ValidationError:
+            config = None
+        chosen = getattr(config, "session_tools", None) if config is not None else None
+        tiers[name] = chosen or module.session_tools
+    return tiers
+
+
 def module_env_names(enabled: Mapping[str, Any]) -> set[str]:
     """The environment variables the enabled modules' configurations name (credentials).
     A configuration that does not validate names none: that module fails at start."""

@@ -60,25 +60,24 @@ def untrusted_block(quoted: tuple[str, ...] | list[str]) -> str:
     return "\n\n" + UNTRUSTED_HEADING + ":\n" + "\n".join(parts)
 
 
+def roster_line(butler: ButlerProfile) -> str:
+    """What the classifier is told of one butler: its routing hints (written for it), or
+    its description when it has none."""
+    return f"{butler.name}: {'; '.join(butler.hints) if butler.hints else butler.description}"
+
+
 def build_classification_prompt(
     text: str, butlers: list[ButlerProfile], quoted: tuple[str, ...] = ()
 ) -> str:
+    """The classifier's whole request (it is sent with every message: every word counts)."""
     lines = [
-        "Route the user's message to the butlers that should handle it.",
-        "Butlers:",
-    ]
-    for butler in sorted(butlers, key=lambda b: b.name):
-        hints = f" (handles: {'; '.join(butler.hints)})" if butler.hints else ""
-        lines.append(f"- {butler.name}: {butler.description}{hints}")
-    lines += [
+        "Route the message to the butlers it concerns:",
+        *(roster_line(b) for b in sorted(butlers, key=lambda b: b.name)),
         "",
-        "Answer with only a JSON array. Each element is an object with:",
-        '  "butler": one of the names above;',
-        '  "prompt": a self-contained instruction for that butler, with every detail it',
-        "            needs from the message (names, numbers, dates, units);",
-        '  "segment": the part of the message this element covers, quoted exactly.',
-        "Split a message that concerns several butlers into one element per butler.",
-        f"If no butler fits, use {FALLBACK_BUTLER!r}.",
+        "Answer only a JSON array, one element per butler concerned: "
+        '{"butler": its name, "prompt": a self-contained instruction with every detail it '
+        'needs from the message (names, numbers, dates, units), "segment": the part of the '
+        f'message it covers, quoted exactly}}. If none fits, use "{FALLBACK_BUTLER}".',
         "",
         "Message:",
         text,

@@ -67,6 +67,18 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 
 
+def offered_tools(request: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """(the tools a recorded request was sent with their definitions, the tools it could
+    load by name through `load_tools`): together, every tool the session may call."""
+    sent, waiting = set(), set()
+    for tool in request.get("tools") or []:
+        if tool["name"] == "load_tools" and "names" in tool["input_schema"]["properties"]:
+            waiting |= set(tool["input_schema"]["properties"]["names"]["items"]["enum"])
+        else:
+            sent.add(tool["name"])
+    return sent, waiting
+
+
 def measured_tokens(text: str) -> int:
     """Tokens of a text as the scripted model counts them (about four characters each)."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)

@@ -23,6 +23,7 @@ from butlers.tooling import tool
 
 CORE = {"module": "core"}
 CHANGE = CORE | access_meta(sessions=False)
+LIST = CORE | access_meta(operator=True)
 Name = Annotated[str, Field(pattern=SCHEDULE_NAME_PATTERN, description="Schedule name.")]
 Cron = Annotated[str, Field(description="Five-field cron expression, UTC.")]
 
@@ -68,7 +69,7 @@ def register_schedule_tools(mcp: FastMCP, store: ScheduleStore, jobs: JobRegistr
             raise ToolError(f"{exc}; use schedule_update to change it") from None
         return to_json(row)
 
-    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
+    @tool(mcp, meta=LIST, annotations={"readOnlyHint": True})
     async def schedule_list() -> AnyJson:
         """Every schedule of this butler (from the spec and created at runtime), by name."""
         return to_json(await store.list())

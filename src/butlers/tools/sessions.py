@@ -7,15 +7,17 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
+from butlers.auth.access import access_meta
 from butlers.jsonutil import INT64_MAX, AnyJson, to_json
 from butlers.stores.sessions import SessionStatus, SessionStore
 from butlers.tooling import tool
 
-CORE = {"module": "core"}
+# The session log is the owner's view: no session is offered it.
+OPERATOR = {"module": "core"} | access_meta(operator=True)
 
 
 def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
-    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
+    @tool(mcp, meta=OPERATOR, annotations={"readOnlyHint": True})
     async def sessions_list(
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         offset: Annotated[int, Field(ge=0, le=INT64_MAX)] = 0,
@@ -28,7 +30,7 @@ def register_session_tools(mcp: FastMCP, store: SessionStore) -> None:
         )
         return to_json(rows)
 
-    @tool(mcp, meta=CORE, annotations={"readOnlyHint": True})
+    @tool(mcp, meta=OPERATOR, annotations={"readOnlyHint": True})
     async def sessions_get(session_id: uuid.UUID) -> AnyJson:
         """One session with its prompt, output, tool calls, tokens and error, and its
         model calls (`llm_calls`: model, tokens, timing, request and response)."""

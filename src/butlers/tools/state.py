@@ -7,12 +7,14 @@ from fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from butlers.jsonutil import AnyJson, to_json
+from butlers.llm.offer import OFFER, ON_REQUEST
 from butlers.paging import PAGE_BYTES, Cursor, CursorError, decode_cursor, encode_cursor
 from butlers.stores.state import MAX_KEY_LENGTH, StateStore, StateValueError
 from butlers.tooling import tool
 
 Key = Annotated[str, Field(min_length=1, max_length=MAX_KEY_LENGTH, description="The state key.")]
-CORE = {"module": "core"}
+# Every butler has a state store: its sessions load these tools when they need them.
+CORE = {"module": "core", OFFER: ON_REQUEST}
 DEFAULT_STATE_PAGE = 100
 MAX_STATE_PAGE = 1000
 

@@ -3,13 +3,17 @@
 from fastmcp import FastMCP
 
 from butlers import __version__
+from butlers.auth.access import access_meta
 from butlers.core.context import ButlerContext
 from butlers.jsonutil import AnyJson
 from butlers.tooling import tool
 
 
 def register_status_tool(mcp: FastMCP, butler: ButlerContext) -> None:
-    @tool(mcp, meta={"module": "core"}, annotations={"readOnlyHint": True})
+    # The owner's view of the butler: no session is offered it.
+    operator = {"module": "core"} | access_meta(operator=True)
+
+    @tool(mcp, meta=operator, annotations={"readOnlyHint": True})
     async def status() -> AnyJson:
         """Name, description, modules (with status and phase), uptime, schema, the
         database pool's connections (open, idle, maximum) and the sessions (one

@@ -44,10 +44,12 @@ async def test_each_model_call_is_recorded_with_its_tokens_timing_and_exchange(
     assert (one["input_tokens"], one["output_tokens"], one["cached_tokens"]) == (40, 6, 32)
     assert (two["input_tokens"], two["output_tokens"], two["cached_tokens"]) == (55, 4, None)
     assert one["duration_ms"] >= 0 and one["started_at"] <= two["started_at"]
-    # The first request carries the prompt and the tools offered; the second only what
-    # was added since: the assistant's call and the tool's result.
+    # The first request carries the prompt and the tools offered (the state tools wait
+    # behind load_tools; called by name, state_set ran all the same); the second only
+    # what was added since: the assistant's call and the tool's result.
     assert "Remember 75" in one["request"]["messages"][0]["content"]
-    assert "state_set" in one["request"]["tools"]
+    assert "load_tools" in one["request"]["tools"] and "state_set" not in one["request"]["tools"]
+    assert "tools" not in two["request"]
     assert [m["role"] for m in two["request"]["messages"]] == ["assistant", "tool"]
     assert one["response"]["tool_calls"][0]["name"] == "state_set"
     assert two["response"] == {"text": "Stored your goal.", "tool_calls": []}

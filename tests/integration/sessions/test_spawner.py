@@ -9,7 +9,7 @@ from itertools import pairwise
 import pytest
 from fastmcp.exceptions import ToolError
 
-from butlers.testing.script_server import Script, call, step
+from butlers.testing.script_server import Script, call, offered_tools, step
 from tests.support.contracts import REQUIRED_SESSION_FIELDS
 
 from .conftest import make_resource, make_settings
@@ -129,7 +129,7 @@ async def test_session_sees_only_its_own_tools(make_app, llm_script: Script):
     llm_script.add(step(tool_calls=[call("route", butler="health", prompt="x")]), step("ok"))
     app = await make_app()
     result = await app.call("trigger", {"prompt": "route it"})
-    listed = {t["name"] for t in llm_script.requests[0]["tools"]}
+    sent, waiting = offered_tools(llm_script.requests[0])
     own = {t.name for t in await app.client.list_tools()}
     closed = {"trigger", "tick", "session_cancel"} | {
         "schedule_create",
@@ -139,7 +139,12 @@ async def test_session_sees_only_its_own_tools(make_app, llm_script: Script):
     # The butler's credentials are the owner's: no session lists, writes or re-keys them.
     closed |= {"secret_list", "secret_put", "secret_delete", "secrets_reencrypt"}
     closed |= {"module_set_enabled"}  # what the butler can do is the owner's to change
-    assert listed == own - closed - {"schedule_toggle"}
+    # The owner's view of the butler is no session's business (and costs tokens).
+    operator = {"status", "sessions_list", "sessions_get", "schedule_list"}
+    assert sent | waiting == own - closed - {"schedule_toggle"} - operator
+    # Every butler has a state store: its tools wait to be loaded by name.
+    assert waiting == {"state_get", "state_set", "state_list", "state_delete"}
+    listed = sent | waiting
     assert "route" not in listed and result["tool_calls"][0]["is_error"] is True
     assert "not available" in result["tool_calls"][0]["result"]
 

@@ -11,6 +11,7 @@ from pydantic import Field
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
 from butlers.jsonutil import AnyJson, to_json
+from butlers.llm.offer import ON_REQUEST
 from butlers.modules.approvals.gate import NOT_HELD, ApprovalGate
 from butlers.modules.approvals.proposals import carry_out, register_proposal_tools
 from butlers.modules.approvals.store import ApprovalStore
@@ -30,6 +31,7 @@ class ApprovalsModule(Module):
         "it is the owner's approval gate: without it gated tools and held sends would not "
         "wait for the owner"
     )
+    session_tools = ON_REQUEST  # any butler's: what waits for the owner, proposals
 
     def __init__(self) -> None:
         self.gate: ApprovalGate | None = None

@@ -19,7 +19,9 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
+from butlers.auth.access import access_meta
 from butlers.jsonutil import AnyJson, to_json
+from butlers.llm.offer import ON_REQUEST
 from butlers.modules.base import (
     Module,
     ModuleConfig,
@@ -82,6 +84,7 @@ class MemoryModule(Module):
         "memory_withdraw_shared",
         "memory_consolidate_now",
     )
+    session_tools = ON_REQUEST  # recall already opens each session; the model loads the rest
 
     def __init__(self) -> None:
         self.store: MemoryStore | None = None
@@ -284,7 +287,7 @@ class MemoryModule(Module):
             """Run consolidation now (the owner's request; the schedule runs it too)."""
             return await self.consolidate_now(ctx.butler.name, ctx.pool)
 
-        @tool(mcp, meta=meta, annotations=read)
+        @tool(mcp, meta=meta | access_meta(operator=True), annotations=read)
         async def memory_stats() -> AnyJson:
             """Counts of facts and rules by validity, of episodes, and the search engine used."""
             return to_json(await store.stats())

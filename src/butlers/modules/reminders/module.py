@@ -20,6 +20,7 @@ from pydantic import Field, field_validator
 from butlers.auth.access import access_meta
 from butlers.auth.middleware import current_caller
 from butlers.jsonutil import AnyJson, json_object, to_json
+from butlers.llm.offer import ON_REQUEST
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.briefing import MAX_LINES, day_bounds
 from butlers.modules.reminders.briefing import DEFAULT_SECTIONS, Briefing, sections_json
@@ -62,6 +63,8 @@ class RemindersModule(Module):
     owned_jobs = ("morning_briefing",)
     config_model = RemindersConfig
     chain = migration_chain(NAME, __file__)
+    # Every butler may remind; a butler whose domain it is sets `sessionTools: offered`.
+    session_tools = ON_REQUEST
 
     def __init__(self) -> None:
         self.loop: DeliveryLoop | None = None
@@ -99,7 +102,7 @@ class RemindersModule(Module):
         ctx.services.jobs.register("morning_briefing", morning_briefing)
         modules = sorted(ctx.butler.resource.spec.modules)
 
-        @tool(mcp, meta=meta | access_meta(router=True), annotations=read)
+        @tool(mcp, meta=meta | access_meta(router=True, operator=True), annotations=read)
         async def briefing_sections(day: date | None = None) -> AnyJson:
             """This butler's sections of the morning briefing for `day` (today in the
             owner's time zone by default): a few lines per module that has any."""

@@ -17,6 +17,7 @@ from butlers.modules.loader import (
     dependency_order,
     module_chains,
     session_hidden_tools,
+    session_tool_tiers,
     start_modules,
 )
 from butlers.modules.registry import MODULE_NAMES, all_module_classes, module_class
@@ -130,6 +131,22 @@ def test_session_hidden_tools_come_from_the_enabled_modules() -> None:
         "thread_affinity_unpin",
     )
     assert session_hidden_tools({"health": {}, "nope": {}}) == ()
+
+
+def test_session_tool_tiers_are_the_modules_unless_the_butler_says_otherwise() -> None:
+    enabled = {
+        "health": {},
+        "memory": {},
+        "reminders": {"sessionTools": "offered"},
+        "approvals": {"sessionTools": "sideways"},  # invalid: the module fails at start
+        "nope": {},
+    }
+    assert session_tool_tiers(enabled) == {
+        "health": "offered",
+        "memory": "on_request",
+        "reminders": "offered",
+        "approvals": "on_request",
+    }
 
 
 def test_every_registered_name_loads_the_module_of_that_name() -> None:

@@ -70,14 +70,19 @@ def test_fenced_json_is_read() -> None:
     assert parse_classification(answer, TEXT, KNOWN).entries[0].butler == "general"
 
 
-def test_prompt_lists_every_butler_with_hints() -> None:
+def test_prompt_lists_every_butler_by_its_hints_else_its_description() -> None:
     prompt = build_classification_prompt(
         TEXT,
         [
-            ButlerProfile("health", "Health tracker", ("weight",)),
+            ButlerProfile("health", "Health tracker", ("weight", "medications")),
             ButlerProfile("general", "Catch-all"),
         ],
     )
-    assert "- health: Health tracker (handles: weight)" in prompt
-    assert "- general: Catch-all" in prompt
+    lines = prompt.splitlines()
+    # One line per butler, sorted: its routing hints when it has any (they are written
+    # for the classifier), else its description; never both (every word is paid for on
+    # every message).
+    assert lines[1:3] == ["general: Catch-all", "health: weight; medications"]
+    assert "Health tracker" not in prompt
+    assert '"butler"' in prompt and '"prompt"' in prompt and '"segment"' in prompt
     assert prompt.endswith(TEXT)
