@@ -71,7 +71,8 @@ def _module_event(changes: Changes) -> Callable[[str, asyncpg.Record], list[Emit
         data["butler"] = butler
         status = row["status"]
         kind = changes.events.get(status, changes.default)
-        emit = (kind, data, (changes.table, str(row[changes.id_column]), status))
+        also = tuple(row[column] for column in changes.also)
+        emit = (kind, data, (changes.table, str(row[changes.id_column]), status, *also))
         return with_start(emit, *changes.start)
 
     return to_event
