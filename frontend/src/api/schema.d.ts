@@ -919,6 +919,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/connectors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Connectors
+         * @description Each inbound channel connector (Telegram, e-mail): mode, cursor, backlog, last
+         *     poll, errors, and whether it is `ok`, `failing`, `stalled` or `starting`.
+         */
+        get: operations["connectors_api_connectors_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/contacts": {
         parameters: {
             query?: never;
@@ -950,6 +971,49 @@ export interface paths {
         get: operations["contact_api_contacts__butler___contact_id__get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Conversations
+         * @description Messages newest first (`before`: those received earlier, for the next page), each
+         *     with its routes, the sessions they ran and the reply sent back.
+         */
+        get: operations["list_conversations_api_conversations_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/conversations/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send As Owner
+         * @description Write to the butlers as the owner: the message enters the switchboard like a
+         *     channel's (channel `dashboard`), is classified and routed, and its answer is shown
+         *     in its conversation (audited).
+         */
+        post: operations["send_as_owner_api_conversations_messages_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2087,6 +2151,11 @@ export interface components {
             data: components["schemas"]["Overview"];
             meta?: components["schemas"]["Meta"];
         };
+        /** ApiResponse[OwnerMessageSent] */
+        ApiResponse_OwnerMessageSent_: {
+            data: components["schemas"]["OwnerMessageSent"];
+            meta?: components["schemas"]["Meta"];
+        };
         /** ApiResponse[QuarantineDecision] */
         ApiResponse_QuarantineDecision_: {
             data: components["schemas"]["QuarantineDecision"];
@@ -2219,6 +2288,18 @@ export interface components {
         ApiResponse_list_Collection__: {
             /** Data */
             data: components["schemas"]["Collection"][];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[list[ConnectorHealth]] */
+        ApiResponse_list_ConnectorHealth__: {
+            /** Data */
+            data: components["schemas"]["ConnectorHealth"][];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[list[Conversation]] */
+        ApiResponse_list_Conversation__: {
+            /** Data */
+            data: components["schemas"]["Conversation"][];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[list[DailyCost]] */
@@ -2755,6 +2836,43 @@ export interface components {
             /** Type */
             type: string;
         };
+        /** ConnectorHealth */
+        ConnectorHealth: {
+            /** Backlog */
+            backlog: number;
+            /** Butler */
+            butler: string;
+            /**
+             * Channel
+             * @enum {string}
+             */
+            channel: "telegram" | "email";
+            /** Cursor */
+            cursor: string;
+            /** Errors */
+            errors: number;
+            /** Handed Over */
+            handed_over: number;
+            /** Last Error */
+            last_error: string | null;
+            /** Last Error At */
+            last_error_at: string | null;
+            /** Last Ok At */
+            last_ok_at: string | null;
+            /** Last Poll At */
+            last_poll_at: string | null;
+            /** Mode */
+            mode: string;
+            /** Name */
+            name: string;
+            /** Reason */
+            reason: string | null;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "ok" | "failing" | "stalled" | "starting";
+        };
         /** Contact */
         Contact: {
             /** Birthday */
@@ -2820,6 +2938,81 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
+        };
+        /** Conversation */
+        Conversation: {
+            /** Butler */
+            butler: string;
+            /** Channel */
+            channel: string;
+            /** Classification Reason */
+            classification_reason: string | null;
+            /** Completed At */
+            completed_at: string | null;
+            /** Error */
+            error: string | null;
+            /** Fallback */
+            fallback: boolean;
+            /** Quarantine Reason */
+            quarantine_reason: string | null;
+            /**
+             * Received At
+             * Format: date-time
+             */
+            received_at: string;
+            reply: components["schemas"]["ConversationReply"];
+            /** Request Id */
+            request_id: string;
+            /** Routes */
+            routes: components["schemas"]["ConversationRoute"][];
+            /** Sender */
+            sender: string;
+            /** Status */
+            status: string;
+            /** Text */
+            text: string;
+            /** Thread Id */
+            thread_id: string | null;
+            /** Trace Id */
+            trace_id: string | null;
+            /** Triage */
+            triage: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /** ConversationReply */
+        ConversationReply: {
+            /** Attempts */
+            attempts: number;
+            /** Delivery Id */
+            delivery_id: string | null;
+            /** Error */
+            error: string | null;
+            /** State */
+            state: string | null;
+            /** Text */
+            text: string | null;
+        };
+        /** ConversationRoute */
+        ConversationRoute: {
+            /** Butler */
+            butler: string;
+            /** Duration Ms */
+            duration_ms: number | null;
+            /** Error */
+            error: string | null;
+            /** Route Id */
+            route_id: string;
+            /** Segment */
+            segment: string | null;
+            /** Session Id */
+            session_id: string | null;
+            /** Session Status */
+            session_status: string | null;
+            /** Status */
+            status: string;
+            /** Tool Calls */
+            tool_calls: string[];
         };
         /** CostBreakdown */
         CostBreakdown: {
@@ -3061,7 +3254,7 @@ export interface components {
              * Kind
              * @enum {string}
              */
-            kind: "butler_down" | "butler_degraded" | "module_failed" | "schedule_failed" | "session_errors" | "route_failed" | "dashboard_write_failed";
+            kind: "butler_down" | "butler_degraded" | "module_failed" | "schedule_failed" | "session_errors" | "route_failed" | "dashboard_write_failed" | "connector_failing";
             /** Last Seen At */
             last_seen_at: string | null;
             /** Message */
@@ -3765,7 +3958,26 @@ export interface components {
         Overview: {
             /** Butlers */
             butlers: components["schemas"]["ButlerCard"][];
+            /** Connectors */
+            connectors: components["schemas"]["ConnectorHealth"][];
             totals: components["schemas"]["Totals"];
+        };
+        /**
+         * OwnerMessage
+         * @description A message written in the dashboard as the owner.
+         */
+        OwnerMessage: {
+            /** Text */
+            text: string;
+        };
+        /** OwnerMessageSent */
+        OwnerMessageSent: {
+            /** Duplicate */
+            duplicate: boolean;
+            /** Request Id */
+            request_id: string;
+            /** Status */
+            status: string;
         };
         /** PaginatedResponse[ApprovalAction] */
         PaginatedResponse_ApprovalAction_: {
@@ -10363,6 +10575,107 @@ export interface operations {
             };
         };
     };
+    connectors_api_connectors_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_list_ConnectorHealth__"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     contacts_api_contacts_get: {
         parameters: {
             query?: {
@@ -10489,6 +10802,217 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiResponse_ContactDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    list_conversations_api_conversations_get: {
+        parameters: {
+            query?: {
+                channel?: string | null;
+                status?: string | null;
+                before?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_list_Conversation__"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    send_as_owner_api_conversations_messages_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OwnerMessage"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_OwnerMessageSent_"];
                 };
             };
             /** @description Bad Request */
