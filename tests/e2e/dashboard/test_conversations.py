@@ -15,7 +15,7 @@ from butlers.testing.script_server import Script, call, step
 from tests.support.telegram_api import TelegramApi
 
 from ..harness.ecosystem import EcosystemHandle
-from ..harness.telegram import STRANGER
+from ..harness.telegram import OWNER, STRANGER
 from ..test_crash_recovery import _until
 from ..test_switchboard_flow import classify_as
 from .conftest import sse
@@ -150,3 +150,31 @@ async def test_a_failing_connector_is_shown_and_is_an_issue_until_it_recovers(
     await _until("the connector ok again", lambda: state("ok"), DEADLINE)
     issues = (await dashboard.get("/api/issues")).json()["data"]
     assert [i for i in issues if i["kind"] == "connector_failing"] == []
+
+
+async def test_a_reply_delivered_on_telegram_is_published_live(
+    butler_ecosystem: EcosystemHandle,
+    dashboard: httpx.AsyncClient,
+    telegram_stand_in: TelegramApi,
+    llm_script: Script,
+) -> None:
+    """The reply goes out after the message closed: its delivery is news of its own."""
+    if butler_ecosystem.backend == "kind":
+        pytest.skip("the Bot API stand-in listens on this machine's loopback, out of kind's reach")
+    marker = uuid.uuid4().hex[:8]
+    text = f"Remind me to water the plants ({marker})"
+    llm_script.route("switchboard", classify_as(("general", text, text)), when=marker)
+    llm_script.route("general", step(f"Noted ({marker})."), when=marker)
+    async with sse(dashboard) as events:
+        telegram_stand_in.says(text, user_id=OWNER)
+        sent = await events.wait_for(
+            lambda e: (
+                e.type == "message_done"
+                and e.data.get("channel") == "telegram"
+                and e.data.get("reply_state") == "sent"
+            ),
+            timeout=DEADLINE,
+        )
+    message = await _conversation(dashboard, sent.data["request_id"], channel="telegram")
+    assert message is not None and message["text"] == text
+    assert message["reply"]["text"] == f"Noted ({marker})." and message["reply"]["delivery_id"]
