@@ -180,8 +180,10 @@ async def test_a_reply_on_a_thread_that_is_not_the_owners_is_held(
         )
         refused = await asyncio.wait_for(call, 10)
         again = await butler.call("reply", arguments)
-        owners = await butler.call("reply", {**arguments, "request_id": str(uuid.uuid4()),
-                                             "thread": {"chat_id": OWNER_CHAT, "message_id": 6}})  # fmt: skip
+        mine = {"chat_id": OWNER_CHAT, "message_id": 6}
+        owners = await butler.call(
+            "reply", {**arguments, "request_id": str(uuid.uuid4()), "thread": mine}
+        )
     assert refused["status"] == "refused" and "denied" in refused["error"]
     assert again == refused  # asked again: the refusal stands, nothing is held twice
     assert owners["status"] == "sent"
