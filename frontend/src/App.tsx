@@ -10,6 +10,7 @@ import { LiveEventsProvider, useLive } from "./hooks/useLiveEvents";
 import { useTheme } from "./lib/theme";
 import { ApprovalsPage } from "./pages/Approvals";
 import { AuditPage } from "./pages/Audit";
+import { ConversationsPage } from "./pages/Conversations";
 import { IssuesPage } from "./pages/Issues";
 import { MemoryPage } from "./pages/Memory";
 import { NotificationsPage } from "./pages/Notifications";
@@ -32,6 +33,7 @@ const MetricsPage = lazy(() => import("./pages/Metrics").then((m) => ({ default:
 
 const LINKS: [string, string][] = [
   ["/", "Overview"],
+  ["/conversations", "Conversations"],
   ["/sessions", "Sessions"],
   ["/traces", "Traces"],
   ["/approvals", "Approvals"],
@@ -133,6 +135,7 @@ export function App() {
           <Route path="/butlers/:name/:tab" element={<ButlerPage />} />
           <Route path="/butlers/:name/sessions/:id" element={<SessionPage />} />
           <Route path="/sessions" element={<SessionsPage />} />
+          <Route path="/conversations" element={<ConversationsPage />} />
           <Route path="/traces" element={<TracesPage />} />
           <Route path="/traces/:id" element={<TracePage />} />
           <Route path="/approvals" element={<ApprovalsPage />} />

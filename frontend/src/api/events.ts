@@ -5,6 +5,7 @@ import { membersOf } from "./enums";
 import {
   approvalKeys,
   butlerKeys,
+  conversationKeys,
   costKeys,
   issueKeys,
   metricKeys,
@@ -60,7 +61,12 @@ export function keysFor(type: EventType, data: EventData): QueryKey[] | "all" {
     case "butler_status":
       return [overviewKeys.all, butlerKeys.list(), ...(butler ? [butlerKeys.detail(butler)] : []), issueKeys.all];
     case "session_start":
-      return [sessionKeys.list(undefined).slice(0, 2), overviewKeys.all, timelineKeys.all];
+      return [
+        sessionKeys.list(undefined).slice(0, 2),
+        overviewKeys.all,
+        timelineKeys.all,
+        conversationKeys.all,
+      ];
     case "session_end":
       return [
         sessionKeys.all,
@@ -70,6 +76,7 @@ export function keysFor(type: EventType, data: EventData): QueryKey[] | "all" {
         costKeys.all,
         metricKeys.all,
         issueKeys.all,
+        conversationKeys.all,
       ];
     case "approval_requested":
     case "approval_decided":
@@ -77,7 +84,7 @@ export function keysFor(type: EventType, data: EventData): QueryKey[] | "all" {
     case "message_accepted":
     case "message_classified":
     case "message_done":
-      return [traceKeys.all, timelineKeys.all, ["switchboard"], issueKeys.all];
+      return [traceKeys.all, timelineKeys.all, ["switchboard"], issueKeys.all, conversationKeys.all];
     case "schedule_changed":
       return butler ? [scheduleKeys.list(butler), overviewKeys.all] : [scheduleKeys.all];
     case "state_changed":

@@ -62,6 +62,11 @@ export const metricKeys = {
 };
 
 export const issueKeys = { all: ["issues"] as const };
+export const conversationKeys = {
+  all: ["conversations"] as const,
+  list: (params?: Params) => ["conversations", "list", params ?? {}] as const,
+  connectors: () => ["conversations", "connectors"] as const,
+};
 export const auditKeys = {
   all: ["audit"] as const,
   list: (params?: Params) => ["audit", params ?? {}] as const,

@@ -910,10 +910,30 @@ export interface paths {
         put?: never;
         /**
          * Calendar User Events
-         * @description Create, update or delete one of the owner's events through the butler's tools;
-         *     with `recurrence_id`, update or cancel one occurrence of a recurring event.
+         * @description Create, update or delete one of the owner's events through the butler's tools.
          */
         post: operations["calendar_user_events_api_calendar_workspace_user_events_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/connectors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Connectors
+         * @description Each inbound channel connector (Telegram, e-mail): mode, cursor, backlog, last
+         *     poll, errors, and whether it is `ok`, `failing`, `stalled` or `starting`.
+         */
+        get: operations["connectors_api_connectors_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -951,6 +971,49 @@ export interface paths {
         get: operations["contact_api_contacts__butler___contact_id__get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Conversations
+         * @description Messages newest first (`before`: those received earlier, for the next page), each
+         *     with its routes, the sessions they ran and the reply sent back.
+         */
+        get: operations["list_conversations_api_conversations_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/conversations/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send As Owner
+         * @description Write to the butlers as the owner: the message enters the switchboard like a
+         *     channel's (channel `dashboard`), is classified and routed, and its answer is shown
+         *     in its conversation (audited).
+         */
+        post: operations["send_as_owner_api_conversations_messages_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1194,27 +1257,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/memory/consolidate": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Consolidate Now
-         * @description Run one butler's consolidation now (episodes into facts, decay, expiry), as its
-         *     schedule would; the run is listed among the consolidations, started by the owner.
-         */
-        post: operations["consolidate_now_api_memory_consolidate_post"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/memory/consolidations": {
         parameters: {
             query?: never;
@@ -1349,27 +1391,6 @@ export interface paths {
          * @description Stop recalling it (kept; restore undoes this).
          */
         post: operations["retract_fact_api_memory_facts__fact_id__retract_post"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/memory/facts/{fact_id}/share": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Share Fact
-         * @description Share an active fact with exactly the named butlers (each must have memory): they
-         *     search and recall it, marked as shared; butlers no longer named lose their copy.
-         */
-        post: operations["share_fact_api_memory_facts__fact_id__share_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2050,11 +2071,6 @@ export interface components {
             data: components["schemas"]["CalendarMeta"];
             meta?: components["schemas"]["Meta"];
         };
-        /** ApiResponse[ConsolidationResult] */
-        ApiResponse_ConsolidationResult_: {
-            data: components["schemas"]["ConsolidationResult"];
-            meta?: components["schemas"]["Meta"];
-        };
         /** ApiResponse[ContactDetail] */
         ApiResponse_ContactDetail_: {
             data: components["schemas"]["ContactDetail"];
@@ -2133,6 +2149,11 @@ export interface components {
         /** ApiResponse[Overview] */
         ApiResponse_Overview_: {
             data: components["schemas"]["Overview"];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[OwnerMessageSent] */
+        ApiResponse_OwnerMessageSent_: {
+            data: components["schemas"]["OwnerMessageSent"];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[QuarantineDecision] */
@@ -2267,6 +2288,18 @@ export interface components {
         ApiResponse_list_Collection__: {
             /** Data */
             data: components["schemas"]["Collection"][];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[list[ConnectorHealth]] */
+        ApiResponse_list_ConnectorHealth__: {
+            /** Data */
+            data: components["schemas"]["ConnectorHealth"][];
+            meta?: components["schemas"]["Meta"];
+        };
+        /** ApiResponse[list[Conversation]] */
+        ApiResponse_list_Conversation__: {
+            /** Data */
+            data: components["schemas"]["Conversation"][];
             meta?: components["schemas"]["Meta"];
         };
         /** ApiResponse[list[DailyCost]] */
@@ -2691,8 +2724,6 @@ export interface components {
             id: string;
             /** Location */
             location: string | null;
-            /** Recurrence Id */
-            recurrence_id: string | null;
             /** Recurring */
             recurring: boolean;
             /** Ref */
@@ -2805,56 +2836,42 @@ export interface components {
             /** Type */
             type: string;
         };
-        /** ConsolidateRequest */
-        ConsolidateRequest: {
-            /** Butler */
-            butler: string;
-        };
-        /** ConsolidationResult */
-        ConsolidationResult: {
+        /** ConnectorHealth */
+        ConnectorHealth: {
+            /** Backlog */
+            backlog: number;
             /** Butler */
             butler: string;
             /**
-             * Created
-             * @default 0
+             * Channel
+             * @enum {string}
              */
-            created: number;
-            /**
-             * Decayed
-             * @default 0
-             */
-            decayed: number;
-            /**
-             * Episodes
-             * @default 0
-             */
-            episodes: number;
-            /**
-             * Expired
-             * @default 0
-             */
-            expired: number;
-            /**
-             * Faded
-             * @default 0
-             */
-            faded: number;
+            channel: "telegram" | "email";
+            /** Cursor */
+            cursor: string;
+            /** Errors */
+            errors: number;
+            /** Handed Over */
+            handed_over: number;
+            /** Last Error */
+            last_error: string | null;
+            /** Last Error At */
+            last_error_at: string | null;
+            /** Last Ok At */
+            last_ok_at: string | null;
+            /** Last Poll At */
+            last_poll_at: string | null;
+            /** Mode */
+            mode: string;
+            /** Name */
+            name: string;
             /** Reason */
-            reason?: string | null;
+            reason: string | null;
             /**
-             * Reinforced
-             * @default 0
+             * State
+             * @enum {string}
              */
-            reinforced: number;
-            /** Run */
-            run?: string | null;
-            /** Status */
-            status: string;
-            /**
-             * Superseded
-             * @default 0
-             */
-            superseded: number;
+            state: "ok" | "failing" | "stalled" | "starting";
         };
         /** Contact */
         Contact: {
@@ -2921,6 +2938,81 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
+        };
+        /** Conversation */
+        Conversation: {
+            /** Butler */
+            butler: string;
+            /** Channel */
+            channel: string;
+            /** Classification Reason */
+            classification_reason: string | null;
+            /** Completed At */
+            completed_at: string | null;
+            /** Error */
+            error: string | null;
+            /** Fallback */
+            fallback: boolean;
+            /** Quarantine Reason */
+            quarantine_reason: string | null;
+            /**
+             * Received At
+             * Format: date-time
+             */
+            received_at: string;
+            reply: components["schemas"]["ConversationReply"];
+            /** Request Id */
+            request_id: string;
+            /** Routes */
+            routes: components["schemas"]["ConversationRoute"][];
+            /** Sender */
+            sender: string;
+            /** Status */
+            status: string;
+            /** Text */
+            text: string;
+            /** Thread Id */
+            thread_id: string | null;
+            /** Trace Id */
+            trace_id: string | null;
+            /** Triage */
+            triage: {
+                [key: string]: unknown;
+            } | null;
+        };
+        /** ConversationReply */
+        ConversationReply: {
+            /** Attempts */
+            attempts: number;
+            /** Delivery Id */
+            delivery_id: string | null;
+            /** Error */
+            error: string | null;
+            /** State */
+            state: string | null;
+            /** Text */
+            text: string | null;
+        };
+        /** ConversationRoute */
+        ConversationRoute: {
+            /** Butler */
+            butler: string;
+            /** Duration Ms */
+            duration_ms: number | null;
+            /** Error */
+            error: string | null;
+            /** Route Id */
+            route_id: string;
+            /** Segment */
+            segment: string | null;
+            /** Session Id */
+            session_id: string | null;
+            /** Session Status */
+            session_status: string | null;
+            /** Status */
+            status: string;
+            /** Tool Calls */
+            tool_calls: string[];
         };
         /** CostBreakdown */
         CostBreakdown: {
@@ -3064,10 +3156,6 @@ export interface components {
              * @enum {string}
              */
             provenance: "owner" | "butler" | "untrusted";
-            /** Shared From */
-            shared_from: string | null;
-            /** Shared Id */
-            shared_id: string | null;
             /** Shared With */
             shared_with: string[];
             /** Source Channel */
@@ -3166,7 +3254,7 @@ export interface components {
              * Kind
              * @enum {string}
              */
-            kind: "butler_down" | "butler_degraded" | "module_failed" | "schedule_failed" | "session_errors" | "route_failed" | "dashboard_write_failed";
+            kind: "butler_down" | "butler_degraded" | "module_failed" | "schedule_failed" | "session_errors" | "route_failed" | "dashboard_write_failed" | "connector_failing";
             /** Last Seen At */
             last_seen_at: string | null;
             /** Message */
@@ -3368,8 +3456,6 @@ export interface components {
             status: string;
             /** Superseded */
             superseded: number;
-            /** Trigger */
-            trigger: string;
         };
         /** MemoryEpisode */
         MemoryEpisode: {
@@ -3427,10 +3513,6 @@ export interface components {
             predicate: string;
             /** Provenance */
             provenance: string;
-            /** Shared From */
-            shared_from: string | null;
-            /** Shared Id */
-            shared_id: string | null;
             /** Shared With */
             shared_with: string[];
             /** Source Channel */
@@ -3485,10 +3567,6 @@ export interface components {
              * @enum {string}
              */
             provenance: "owner" | "butler" | "untrusted";
-            /** Shared From */
-            shared_from: string | null;
-            /** Shared Id */
-            shared_id: string | null;
             /** Shared With */
             shared_with: string[];
             /** Source Channel */
@@ -3880,7 +3958,26 @@ export interface components {
         Overview: {
             /** Butlers */
             butlers: components["schemas"]["ButlerCard"][];
+            /** Connectors */
+            connectors: components["schemas"]["ConnectorHealth"][];
             totals: components["schemas"]["Totals"];
+        };
+        /**
+         * OwnerMessage
+         * @description A message written in the dashboard as the owner.
+         */
+        OwnerMessage: {
+            /** Text */
+            text: string;
+        };
+        /** OwnerMessageSent */
+        OwnerMessageSent: {
+            /** Duplicate */
+            duplicate: boolean;
+            /** Request Id */
+            request_id: string;
+            /** Status */
+            status: string;
         };
         /** PaginatedResponse[ApprovalAction] */
         PaginatedResponse_ApprovalAction_: {
@@ -4487,14 +4584,6 @@ export interface components {
             /** Trigger Source */
             trigger_source: string;
         };
-        /** ShareRequest */
-        ShareRequest: {
-            /**
-             * Butlers
-             * @description every butler to share with; [] unshares
-             */
-            butlers: string[];
-        };
         /** Skill */
         Skill: {
             /** Content */
@@ -5083,8 +5172,6 @@ export interface components {
             event?: components["schemas"]["EventFields"];
             /** Event Id */
             event_id?: string | null;
-            /** Recurrence Id */
-            recurrence_id?: string | null;
         };
         /** WriteOutcome */
         WriteOutcome: {
@@ -10488,6 +10575,107 @@ export interface operations {
             };
         };
     };
+    connectors_api_connectors_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_list_ConnectorHealth__"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     contacts_api_contacts_get: {
         parameters: {
             query?: {
@@ -10614,6 +10802,217 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiResponse_ContactDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    list_conversations_api_conversations_get: {
+        parameters: {
+            query?: {
+                channel?: string | null;
+                status?: string | null;
+                before?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_list_Conversation__"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    send_as_owner_api_conversations_messages_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OwnerMessage"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_OwnerMessageSent_"];
                 };
             };
             /** @description Bad Request */
@@ -12054,111 +12453,6 @@ export interface operations {
             };
         };
     };
-    consolidate_now_api_memory_consolidate_post: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ConsolidateRequest"];
-            };
-        };
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiResponse_ConsolidationResult_"];
-                };
-            };
-            /** @description Bad Request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Forbidden */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Not Found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unprocessable Entity */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Internal Server Error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Not Implemented */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Bad Gateway */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Service Unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-        };
-    };
     consolidations_api_memory_consolidations_get: {
         parameters: {
             query?: {
@@ -12806,113 +13100,6 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiResponse_MemoryFactDetail_"];
-                };
-            };
-            /** @description Bad Request */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unauthorized */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Forbidden */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Not Found */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Unprocessable Entity */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Internal Server Error */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Not Implemented */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Bad Gateway */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-            /** @description Service Unavailable */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-        };
-    };
-    share_fact_api_memory_facts__fact_id__share_post: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                fact_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["ShareRequest"];
-            };
-        };
         responses: {
             /** @description Successful Response */
             200: {

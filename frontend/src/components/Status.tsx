@@ -34,6 +34,14 @@ const TONES: Record<string, { tone: string; symbol: string }> = {
   error: { tone: "bad", symbol: "✕" },
   rejected: { tone: "bad", symbol: "✕" },
   denied: { tone: "bad", symbol: "✕" },
+  failing: { tone: "bad", symbol: "✕" },
+  refused: { tone: "bad", symbol: "✕" },
+  stalled: { tone: "warn", symbol: "▲" },
+  quarantined: { tone: "warn", symbol: "⚠" },
+  held: { tone: "warn", symbol: "◔" },
+  starting: { tone: "info", symbol: "◔" },
+  dropped: { tone: "muted", symbol: "⊘" },
+  ignored: { tone: "muted", symbol: "○" },
   timeout: { tone: "bad", symbol: "✕" },
 };
 

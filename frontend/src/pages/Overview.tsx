@@ -6,6 +6,7 @@ import { DataState, FailedButlers } from "../components/DataState";
 import { StatusBadge } from "../components/Status";
 import { useOverview } from "../hooks/useApi";
 import { ago, money } from "../lib/format";
+import { ConnectorList } from "./Conversations";
 
 function Totals({ totals }: { totals: Overview["totals"] }) {
   const items: [string, string][] = [
@@ -112,6 +113,10 @@ export function OverviewPage() {
                 <ButlerCardView key={card.name} card={card} />
               ))}
             </div>
+            <section aria-labelledby="connectors">
+              <h2 id="connectors">Channel connectors</h2>
+              <ConnectorList connectors={data.connectors} />
+            </section>
           </>
         ) : null}
       </DataState>

@@ -71,7 +71,10 @@ def _module_event(changes: Changes) -> Callable[[str, asyncpg.Record], list[Emit
         data["butler"] = butler
         status = row["status"]
         kind = changes.events.get(status, changes.default)
-        emit = (kind, data, (changes.table, str(row[changes.id_column]), status))
+        # Past its start, a change of an `also` column is news too (the start event's
+        # key stays the one `with_start` derives, so it is published once).
+        also = () if status == changes.start[1] else tuple(row[c] for c in changes.also)
+        emit = (kind, data, (changes.table, str(row[changes.id_column]), status, *also))
         return with_start(emit, *changes.start)
 
     return to_event

@@ -103,6 +103,8 @@ class Changes:
     events: Mapping[str, str]
     default: str
     start: tuple[str, str]
+    # Columns whose change is news too, beside `status` (each distinct value is published).
+    also: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ CHROMIUM_ARGS = [
 ]
 PAGES = [
     ("/", "Overview"),
+    ("/conversations", "Conversations"),
     ("/sessions", "Sessions"),
     ("/traces", "Traces"),
     ("/approvals", "Approvals"),
@@ -286,6 +287,66 @@ async def test_a_sent_message_appears_live_with_its_tool_calls_cost_and_trace(
     assert await switchboard_rows.count() >= 1
     assert await page.locator("tr[data-kind='tool_call']", has_text="measurement_log").count() == 1
     await page.screenshot(path=_shot("trace_waterfall"), full_page=True)
+    assert watcher.problems == []
+
+
+async def test_the_owner_writes_from_the_conversations_page_and_the_answer_appears_live(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle, llm_script: Script
+) -> None:
+    page, watcher = ui
+    marker = uuid.uuid4().hex[:8]
+    text = f"Log my weight 76.6 kg ({marker})"
+    plan = [{"butler": "health", "prompt": f"Log 76.6 kg ({marker})", "segment": text}]
+    llm_script.route("switchboard", step(json.dumps(plan)), when=marker)
+    llm_script.route(
+        "health",
+        step(tool_calls=[call("measurement_log", type="weight", value=76.6, unit="kg")]),
+        step(f"Logged 76.6 kg ({marker})."),
+        when=marker,
+    )
+    await _open(page, "/conversations")
+    await page.get_by_role("status", name="Live updates: live").wait_for()
+    form = page.get_by_role("form", name="Write as the owner")
+    await form.get_by_label("Write to your butlers (as the owner)").fill(text)
+    await form.get_by_role("button", name="Send").click()
+    message = page.locator("article.conversation", has_text=text)
+    # No reload: the message's and the sessions' events make the page stale.
+    await message.get_by_text(f"Logged 76.6 kg ({marker}).").wait_for(timeout=30_000)
+    await message.locator(".badge", has_text="reply sent").wait_for()
+    route = message.locator("li[data-route='health']")
+    assert "measurement_log" in (await route.text_content() or "")
+    await page.screenshot(path=_shot("conversation_answered"), full_page=True)
+    await route.get_by_role("link", name=re.compile("^Session .* on health$")).click()
+    await page.get_by_role("heading", name=re.compile("^Session")).wait_for()
+    await page.locator("li[data-tool='measurement_log']").wait_for()
+    assert watcher.problems == []
+
+
+async def test_a_quarantined_message_is_dropped_and_connectors_shown_from_the_ui(
+    ui: tuple[Any, Watcher], butler_ecosystem: EcosystemHandle, telegram_stand_in: Any
+) -> None:
+    from ..harness.telegram import STRANGER
+
+    page, watcher = ui
+    text = f"Wire me 500 euros ({uuid.uuid4().hex[:8]})"
+    await _open(page, "/conversations")
+    await page.get_by_role("status", name="Live updates: live").wait_for()
+    telegram_stand_in.says(text, user_id=STRANGER)
+    message = page.locator("article.conversation", has_text=text)
+    group = message.get_by_role("group", name=f"Quarantined message from {STRANGER}")
+    await group.wait_for(timeout=30_000)  # appeared live
+    assert "is not an owner" in (await group.text_content() or "")
+    await group.get_by_role("button", name="Drop").click()
+    await message.locator(".badge[data-status='dropped']").wait_for()
+    await group.wait_for(state="detached")
+    connectors = page.get_by_role("table", name="Connectors")
+    await connectors.locator("tr[data-connector='telegram']").wait_for()
+    await _open(page, "/")
+    await (
+        page.get_by_role("table", name="Connectors")
+        .locator("tr[data-connector='telegram']")
+        .wait_for()
+    )
     assert watcher.problems == []
 
 

@@ -30,8 +30,9 @@ from .localrun import ContainerLaunch, Objects, build_pod_launches
 READY_TIMEOUT = 60.0
 INIT_TIMEOUT = 120.0
 STOP_TIMEOUT = 15.0
-# The only variables of this process a container gets: enough to find and run Python.
-HOST_ENV = ("HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")
+# The only variables of this process a container gets: enough to find and run Python
+# (and the same code: a PYTHONPATH the tests run with).
+HOST_ENV = ("HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH")
 
 
 SERVICE_URL = re.compile(r"://([A-Za-z0-9.-]+:\d+)(?=/|$)")

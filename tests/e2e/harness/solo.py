@@ -40,7 +40,7 @@ from .ecosystem import EcosystemHandle
 READY_TIMEOUT = 120.0
 MIGRATE_TIMEOUT = 120.0
 # The only variables of this process the butler gets: enough to find and run Python.
-HOST_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV")
+HOST_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "PYTHONPATH")
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,10 @@ async def solo_butler(
     name: str,
     spec: Mapping[str, Any],
     env: Mapping[str, str] | None = None,
+    advertise: bool = False,
 ) -> AsyncIterator[SoloButler]:
+    """`advertise`: the butler registers with the switchboard at its own URL (give it
+    `BUTLERS_SWITCHBOARD_TOKEN_SHA256` in `env` for the switchboard to call it)."""
     if not handle.admin_dsn:
         pytest.skip(f"backend {handle.backend!r}: this machine cannot reach its PostgreSQL")
     spec_path = directory / f"{name}.yaml"
@@ -135,6 +138,11 @@ async def solo_butler(
                     **base,
                     **(env or {}),
                     **own,
+                    **(
+                        {"BUTLERS_ADVERTISE_URL": f"http://127.0.0.1:{port}/mcp"}
+                        if advertise
+                        else {}
+                    ),
                     "BUTLERS_HOST": "127.0.0.1",
                     "BUTLERS_PARENT_PID": str(os.getpid()),
                 },

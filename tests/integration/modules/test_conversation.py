@@ -230,7 +230,8 @@ async def test_a_reply_goes_on_the_thread_once_with_a_delivery_row(
 ) -> None:
     async with telegram_api(TOKEN) as api:
         messenger = await module_butler(
-            {"messenger": {}, "telegram": {"apiBase": api.url}},
+            # A messenger without a switchboard names the owner itself.
+            {"messenger": {"owner": {"telegram": [str(OWNER)]}}, "telegram": {"apiBase": api.url}},
             environ={"TELEGRAM_BOT_TOKEN": TOKEN},
         )
         request_id = str(uuid.uuid4())

@@ -2,6 +2,7 @@
 contacts; any other recipient waits for the owner's approval; every attempt is a delivery."""
 
 import asyncio
+import uuid
 from typing import Any
 
 import pytest
@@ -153,3 +154,37 @@ async def test_a_malformed_owner_destination_fails_the_module_naming_it(
     state = butler.module("messenger")
     assert (state["status"], state["phase"]) == ("failed", "config")
     assert "exactly one address" in state["error"] and "owner" in state["error"]
+
+
+async def test_a_reply_on_a_thread_that_is_not_the_owners_is_held(
+    module_butler: ButlerFactory,
+) -> None:
+    """The switchboard's `reply` goes through the guard too: a group chat is not the
+    owner's, so the answer waits for the owner, and a denied one is never sent, not
+    even when the switchboard asks again."""
+    async with fake_telegram(TOKEN) as fake:
+        butler = await module_butler(modules(fake), environ=ENV)
+        arguments = {
+            "channel": "telegram",
+            "thread": {"chat_id": "-100777", "message_id": 5},
+            "text": "your PIN is 4711",
+            "request_id": str(uuid.uuid4()),
+        }
+        call = asyncio.create_task(butler.call("reply", arguments))
+        row = await pending(butler)
+        assert (row["tool_name"], row["tool_args"]["recipient"]) == ("reply", "-100777")
+        assert row["tool_args"]["body"] == "your PIN is 4711"
+        assert await deliveries(butler) == [("-100777", "held", "reply")]
+        await butler.call(
+            "approval_decide", {"approval_id": row["id"], "decision": "denied", "reason": "no"}
+        )
+        refused = await asyncio.wait_for(call, 10)
+        again = await butler.call("reply", arguments)
+        mine = {"chat_id": OWNER_CHAT, "message_id": 6}
+        owners = await butler.call(
+            "reply", {**arguments, "request_id": str(uuid.uuid4()), "thread": mine}
+        )
+    assert refused["status"] == "refused" and "denied" in refused["error"]
+    assert again == refused  # asked again: the refusal stands, nothing is held twice
+    assert owners["status"] == "sent"
+    assert [m["chat_id"] for m in fake.sent] == [OWNER_CHAT]

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel
 
+from butlers.dashboard.connectors import ConnectorsRead, connector_health
 from butlers.dashboard.context import Ctx, Dashboard
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.modules.switchboard import store as switchboard
@@ -40,6 +41,7 @@ class Issue(BaseModel):
         "session_errors",
         "route_failed",
         "dashboard_write_failed",
+        "connector_failing",
     ]
     butler: str | None
     title: str
@@ -100,7 +102,7 @@ def _live(dashboard: Dashboard) -> list[Issue]:
 @router.get("/api/issues", response_model=ApiResponse[list[Issue]])
 async def issues(dashboard: Ctx) -> dict[str, Any]:
     since = datetime.now(UTC) - WINDOW
-    schedules, errors, routes = await asyncio.gather(
+    schedules, errors, routes, connectors = await asyncio.gather(
         dashboard.db.fan_out(
             "SELECT name, last_error, last_run_at, updated_at FROM scheduled_tasks "
             "WHERE status = 'error'"
@@ -114,8 +116,9 @@ async def issues(dashboard: Ctx) -> dict[str, Any]:
             lambda pool: switchboard.route_failures(pool, since),
             dashboard.with_module("switchboard"),
         ),
+        connector_health(dashboard),
     )
-    found = _live(dashboard)
+    found = _live(dashboard) + _connectors(connectors)
     for name, row in schedules.rows():
         found.append(
             Issue(
@@ -141,8 +144,28 @@ async def issues(dashboard: Ctx) -> dict[str, Any]:
     )
     found += await _audit_errors(dashboard, since)
     found.sort(key=lambda i: i.last_seen_at or datetime.min.replace(tzinfo=UTC), reverse=True)
-    failed = sorted({*schedules.failed, *errors.failed, *routes.failed})
+    failed = sorted({*schedules.failed, *errors.failed, *routes.failed, *connectors.failed_butlers})
     return ok(found, failed_butlers=failed)
+
+
+def _connectors(read: ConnectorsRead) -> list[Issue]:
+    """A connector that fails or stalls: messages written to the owner's channel are
+    not reaching the butlers."""
+    return [
+        Issue(
+            id=_id("connector", c.butler, c.channel, c.name),
+            severity="critical" if c.state == "failing" else "warning",
+            kind="connector_failing",
+            butler=c.butler,
+            title=f"{c.channel} connector {c.name} on {c.butler} is {c.state}",
+            message=(c.reason or "")[:500],
+            count=max(c.errors, 1),
+            first_seen_at=c.last_error_at or c.last_poll_at,
+            last_seen_at=c.last_error_at or c.last_poll_at,
+        )
+        for c in read.connectors
+        if c.state in ("failing", "stalled")
+    ]
 
 
 def _grouped(

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel
 
+from butlers.dashboard.connectors import ConnectorHealth, connector_health
 from butlers.dashboard.context import Ctx
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.views import ButlerSummary, summary
@@ -62,16 +63,18 @@ class Totals(BaseModel):
 class Overview(BaseModel):
     totals: Totals
     butlers: list[ButlerCard]
+    connectors: list[ConnectorHealth]  # inbound channel connectors and their health
 
 
 @router.get("/api/overview", response_model=ApiResponse[Overview])
 async def overview(dashboard: Ctx) -> dict[str, Any]:
     await dashboard.monitor.settled()
     butlers = dashboard.butlers()
-    stats, approvals, registry = await asyncio.gather(
+    stats, approvals, registry, connectors = await asyncio.gather(
         dashboard.db.fan_out(STATS),
         dashboard.db.fan_read(approvals_store.pending_count, dashboard.with_module("approvals")),
         dashboard.db.fan_read(switchboard.heartbeats, dashboard.with_module("switchboard")),
+        connector_health(dashboard),
     )
     heartbeats = {beat.name: beat.last_seen_at for _n, beat in registry.rows()}
     cards = []
@@ -108,5 +111,8 @@ async def overview(dashboard: Ctx) -> dict[str, Any]:
         unpriced_sessions_24h=sum(c.unpriced_sessions_24h or 0 for c in cards),
         pending_approvals=sum(c.pending_approvals or 0 for c in cards),
     )
-    failed = sorted({*stats.failed, *approvals.failed, *registry.failed})
-    return ok(Overview(totals=totals, butlers=cards), failed_butlers=failed)
+    failed = sorted(
+        {*stats.failed, *approvals.failed, *registry.failed, *connectors.failed_butlers}
+    )
+    overview = Overview(totals=totals, butlers=cards, connectors=connectors.connectors)
+    return ok(overview, failed_butlers=failed)

@@ -1,8 +1,7 @@
 """The `messenger` module's MCP-facing class: its config, tools and lifecycle."""
 
-import asyncio
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
@@ -10,25 +9,30 @@ from pydantic import Field
 
 from butlers.auth.access import access_meta
 from butlers.jsonutil import AnyJson, to_json
+from butlers.mcp_clients import McpClient
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
-from butlers.modules.channels import ChannelError
 from butlers.modules.messenger.outbound import (
-    SEND_TIMEOUT,
     OutboundGuard,
     OwnerDestinations,
     normalize,
 )
+from butlers.modules.messenger.owners import FETCH_TIMEOUT, OwnerBook
 from butlers.modules.messenger.store import MessengerStore
 from butlers.tooling import tool
 
 NAME = "messenger"
 CHANNEL_MODULES = ("telegram", "email")
 ChannelName = Literal["telegram", "email"]
+# A reply row in one of these states is not attempted again (`held`: its approval is
+# pending in the call that asked; `refused`: the owner said no).
+FINAL_REPLY = ("sent", "held", "refused")
 
 
 class MessengerConfig(ModuleConfig):
     default_channel: ChannelName | None = None
-    # The owner's own destinations: sends there need no approval (see outbound.py).
+    # Only for a messenger without a switchboard: the owner is configured once, in
+    # spec.modules.switchboard.owner, and read from there (owners.py); given beside a
+    # switchboard it must say the same.
     owner: OwnerDestinations = OwnerDestinations()
 
 
@@ -40,6 +44,12 @@ class MessengerModule(Module):
     # Who may receive without approval is the owner's to change, never a session's;
     # replies go only to the thread a message came from, asked by the switchboard.
     session_hidden_tools = ("contact_allow", "contact_disallow", "reply")
+
+    _clients: McpClient | None = None
+
+    async def stop(self) -> None:
+        if self._clients is not None:
+            await self._clients.close()
 
     async def start(self, ctx: ModuleContext) -> None:
         config: MessengerConfig = ctx.config
@@ -53,8 +63,22 @@ class MessengerModule(Module):
             return f"channel {channel!r} is {state.status} (phase {state.phase}): {state.error}"
 
         self.unavailable = unavailable
+        fetch = None
+        url = ctx.services.switchboard_url
+        if url:  # the owner is the switchboard's (owners.py)
+            token = ctx.butler.token
+            clients = self._clients = McpClient(
+                {"Authorization": f"Bearer {token}"} if token else None,
+                timeout=FETCH_TIMEOUT,
+                client_name=f"butlers-messenger {ctx.butler.name}",
+            )
+
+            async def fetch() -> Any:
+                return (await clients.call_tool(url, "owner_identity", {})).data
+
+        owners = OwnerBook({c: config.owner.of(c) for c in CHANNEL_MODULES}, fetch, normalize)
         self.guard = OutboundGuard(
-            self.store, ctx.services.channels, config.owner, ctx.services, unavailable
+            self.store, ctx.services.channels, owners, ctx.services, unavailable
         )
         ctx.services.outbound = self.guard
 
@@ -88,29 +112,27 @@ class MessengerModule(Module):
             request_id: uuid.UUID,
         ) -> AnyJson:
             """Answer a message on the thread it came from (`thread`: the channel's
-            references from its envelope) and record the delivery: one row per
-            message (`request_id`), updated by each retry; a reply already sent is
-            returned as it is, never sent twice. Called by the switchboard."""
-            sent = await store.reply_row(request_id)
-            if sent is not None and sent.status == "sent":
-                return to_json(sent)
+            references from its envelope) through the outbound guard (a recipient other
+            than the owner's is held for approval) and record the delivery: one row per
+            message (`request_id`), updated by each retry; a reply already sent, held or
+            refused is returned as it is, never sent twice. Called by the switchboard."""
+            done = await store.reply_row(request_id)
+            if done is not None and done.status in FINAL_REPLY:
+                return to_json(done)
             recipient = thread.get("chat_id") if channel == "telegram" else thread.get("to")
-            recipient = str(recipient) if recipient is not None else None
-            provider_id, error = None, None
-            target = channels.get(channel)
-            if target is None:
-                error = unavailable(channel)
-            elif not recipient:
+            if recipient is None or str(recipient) == "":
                 error = f"the thread names no {channel} recipient: {thread!r}"[:500]
-            else:
-                try:
-                    async with asyncio.timeout(SEND_TIMEOUT):
-                        provider_id = await target.send(recipient, None, text, thread=thread)
-                except (ChannelError, TimeoutError) as exc:
-                    error = str(exc) or f"no answer within {SEND_TIMEOUT:g} s"
-            row = await store.record_reply(
-                request_id, channel, recipient, thread, text, error, provider_id
-            )
+                row = await store.record(
+                    channel, None, None, text, status="failed", error=error, tool="reply",
+                    request_id=request_id, thread=thread,
+                )  # fmt: skip
+                return to_json(row)
+            # Through the guard like every send: a thread that is not the owner's (a
+            # group chat) is held for the owner's approval.
+            row = await guard.send(
+                channel, str(recipient), None, text, tool="reply", thread=thread,
+                request_id=request_id,
+            )  # fmt: skip
             return to_json(row)
 
         @tool(mcp, meta=meta, annotations={"readOnlyHint": True})

@@ -1,7 +1,8 @@
 """The one way out of the ecosystem: every send of every tool passes `OutboundGuard`.
 
-A recipient is let through when it is one of the owner's destinations (module config
-`owner`, or the channel's own default recipient when the caller names none) or a contact
+A recipient is let through when it is one of the owner's destinations (the switchboard's
+owner list, see `owners.py`, or the channel's own default recipient when the caller names
+none) or a contact
 the owner allowed (`allowed_contacts`, changed only by the owner's tools). Any other
 recipient is held for the owner's approval through the approvals module (the request
 shows channel, recipient, subject and the full text); without that module the send is
@@ -9,11 +10,13 @@ refused. Every attempt, held and refused ones included, is a row of `deliveries`
 """
 
 import asyncio
+import functools
 import logging
 import re
+import uuid
 from collections.abc import Callable, Mapping
 from email.utils import getaddresses
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastmcp.exceptions import ToolError
 from pydantic import Field, model_validator
@@ -21,6 +24,7 @@ from pydantic import Field, model_validator
 from butlers.auth.middleware import current_caller
 from butlers.modules.base import ModuleConfig, ModuleServices
 from butlers.modules.channels import Channel, ChannelError
+from butlers.modules.messenger.owners import OwnerBook
 from butlers.modules.messenger.store import Delivered, MessengerStore
 
 log = logging.getLogger(__name__)
@@ -80,26 +84,28 @@ class OutboundGuard:
         self,
         store: MessengerStore,
         channels: Mapping[str, Channel],
-        owner: OwnerDestinations,
+        owners: OwnerBook,
         services: ModuleServices,
         unavailable: Callable[[str], str],
     ) -> None:
         self._store = store
         self._channels = channels
-        self._owner = {name: owner.of(name) for name in ("telegram", "email")}
+        self._owners = owners
         self._services = services
         self._unavailable = unavailable
 
     async def why_held(self, channel: str, address: str | None) -> str | None:
         """None when `address` may receive without approval, else why not."""
-        if address is None or address in self._owner.get(channel, set()):
+        if address is None:
             return None
-        if await self._store.is_allowed(channel, address):
+        owners, problem = await self._owners.destinations(channel)
+        if address in owners or await self._store.is_allowed(channel, address):
             return None
-        return (
+        reason = (
             f"{address} is neither one of the owner's {channel} destinations nor a contact "
             "the owner allowed"
         )
+        return f"{reason} ({problem})" if problem else reason
 
     async def send(
         self,
@@ -109,8 +115,13 @@ class OutboundGuard:
         body: str,
         *,
         tool: str,
+        thread: dict[str, Any] | None = None,
+        request_id: uuid.UUID | None = None,
     ) -> Delivered:
-        record = self._store.record
+        """Send (or hold, or refuse) and record it. `thread`: answer on a received
+        message's thread; `request_id`: the switchboard message a reply answers (its
+        one delivery row)."""
+        record = functools.partial(self._store.record, request_id=request_id, thread=thread)
         try:
             address = normalize(channel, recipient) if recipient is not None else None
         except ValueError as exc:
@@ -119,7 +130,7 @@ class OutboundGuard:
             )
         reason = await self.why_held(channel, address)
         if reason is None:
-            provider_id, error = await self._deliver(channel, address, subject, body)
+            provider_id, error = await self._deliver(channel, address, subject, body, thread)
             status = "failed" if error else "sent"
             return await record(
                 channel, address, subject, body, status=status, error=error,
@@ -154,7 +165,7 @@ class OutboundGuard:
             return await self._store.settle(
                 held.id, status="refused", error=error, approval_id=approval_id
             )
-        provider_id, error = await self._deliver(channel, address, subject, body)
+        provider_id, error = await self._deliver(channel, address, subject, body, thread)
         return await self._store.settle(
             held.id,
             status="failed" if error else "sent",
@@ -164,7 +175,12 @@ class OutboundGuard:
         )
 
     async def _deliver(
-        self, channel: str, address: str | None, subject: str | None, body: str
+        self,
+        channel: str,
+        address: str | None,
+        subject: str | None,
+        body: str,
+        thread: dict[str, Any] | None,
     ) -> tuple[str | None, str | None]:
         """(provider message id, error): the channel's answer within SEND_TIMEOUT."""
         target = self._channels.get(channel)
@@ -172,6 +188,8 @@ class OutboundGuard:
             return None, self._unavailable(channel)
         try:
             async with asyncio.timeout(SEND_TIMEOUT):
-                return await target.send(address, subject, body), None
+                if thread is None:
+                    return await target.send(address, subject, body), None
+                return await target.send(address, subject, body, thread=thread), None
         except (ChannelError, TimeoutError) as exc:
             return None, str(exc) or f"no answer within {SEND_TIMEOUT:g} s"

@@ -141,10 +141,20 @@ class MessengerStore:
         error: str | None,
         provider_message_id: str | None = None,
         tool: str | None = None,
+        request_id: uuid.UUID | None = None,
+        thread: dict[str, Any] | None = None,
     ) -> Delivered:
+        """One attempt's row. A reply to a switchboard message (`request_id`) has one
+        row, inserted on the first attempt and updated by each retry (`attempts`)."""
         row = await self._pool.fetchrow(
             "INSERT INTO deliveries (channel, recipient, subject, body, status, error, "
-            "provider_message_id, tool) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+            "provider_message_id, tool, request_id, thread) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::jsonb) "
+            "ON CONFLICT (request_id) WHERE request_id IS NOT NULL DO UPDATE SET "
+            "recipient = EXCLUDED.recipient, status = EXCLUDED.status, "
+            "error = EXCLUDED.error, body = EXCLUDED.body, tool = EXCLUDED.tool, "
+            "provider_message_id = EXCLUDED.provider_message_id, approval_id = NULL, "
+            "attempts = deliveries.attempts + 1, created_at = clock_timestamp() "
             f"RETURNING {Delivered.columns()}",
             channel,
             recipient,
@@ -154,6 +164,8 @@ class MessengerStore:
             error,
             provider_message_id,
             tool,
+            request_id,
+            None if thread is None else dumps(thread),
         )
         return Delivered.from_row(row)
 
@@ -220,38 +232,6 @@ class MessengerStore:
             f"SELECT {Delivered.columns()} FROM deliveries WHERE request_id = $1", request_id
         )
         return None if row is None else Delivered.from_row(row)
-
-    async def record_reply(
-        self,
-        request_id: uuid.UUID,
-        channel: str,
-        recipient: str | None,
-        thread: dict[str, Any],
-        body: str,
-        error: str | None,
-        provider_message_id: str | None,
-    ) -> Delivered:
-        """The reply's one row: inserted on the first attempt, updated by each retry
-        (its `attempts` counting them)."""
-        row = await self._pool.fetchrow(
-            "INSERT INTO deliveries (request_id, channel, recipient, subject, body, status, "
-            "error, provider_message_id, thread) "
-            "VALUES ($1, $2, $3, NULL, $4, $5, $6, $7, $8::text::jsonb) "
-            "ON CONFLICT (request_id) WHERE request_id IS NOT NULL DO UPDATE SET "
-            "status = EXCLUDED.status, error = EXCLUDED.error, body = EXCLUDED.body, "
-            "provider_message_id = EXCLUDED.provider_message_id, "
-            "attempts = deliveries.attempts + 1, created_at = clock_timestamp() "
-            f"RETURNING {Delivered.columns()}",
-            request_id,
-            channel,
-            recipient,
-            body,
-            "failed" if error else "sent",
-            error,
-            provider_message_id,
-            dumps(thread),
-        )
-        return Delivered.from_row(row)
 
     async def deliveries(
         self, channel: str | None, status: str | None, limit: int

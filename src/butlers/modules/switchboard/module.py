@@ -15,10 +15,10 @@ from butlers.auth.middleware import current_caller
 from butlers.jsonutil import MAX_FIELD_CHARS, AnyJson, Prompt, json_object, to_json
 from butlers.mcp_clients import McpClient
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
+from butlers.modules.switchboard.inbox_store import IdempotencyConflict, SwitchboardStore
 from butlers.modules.switchboard.owner import register_owner_tools
 from butlers.modules.switchboard.pipeline import Pipeline
 from butlers.modules.switchboard.registry import expire_stale_entries, register_registry_tools
-from butlers.modules.switchboard.store import IdempotencyConflict, SwitchboardStore
 from butlers.modules.switchboard.triage_store import TriageStore
 from butlers.modules.switchboard.triage_tools import TRIAGE_WRITE_TOOLS, register_triage_tools
 from butlers.spec import SWITCHBOARD_MODULE
@@ -221,6 +221,14 @@ class SwitchboardModule(Module):
         register_triage_tools(mcp, TriageStore(ctx.pool), pipeline, meta)
         assert self._relay is not None
         register_owner_tools(mcp, store, self._relay, meta)
+
+        # Any butler's own token: the messenger derives the owner's destinations from it.
+        @tool(mcp, meta=meta | access_meta(sessions=False, connector=True), annotations=read)
+        async def owner_identity() -> AnyJson:
+            """Who the owner is on each channel (`spec.modules.switchboard.owner`, the one
+            place it is configured): Telegram user ids (also their private chat with the
+            bot) and e-mail addresses."""
+            return {"telegram": list(config.owner.telegram), "email": list(config.owner.email)}
 
         @tool(mcp, meta=meta, annotations=read)
         async def butler_registry_list() -> AnyJson:

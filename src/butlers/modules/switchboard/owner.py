@@ -28,7 +28,7 @@ from pydantic import Field
 from butlers.auth.access import access_meta
 from butlers.jsonutil import AnyJson
 from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
-from butlers.modules.switchboard.store import SwitchboardStore
+from butlers.modules.switchboard.inbox_store import SwitchboardStore
 from butlers.spec import NAME_PATTERN
 from butlers.tooling import tool
 

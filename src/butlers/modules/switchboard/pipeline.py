@@ -14,7 +14,8 @@ from pydantic import JsonValue
 
 from butlers.core.spawner import Spawner
 from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
-from butlers.modules.switchboard.store import Claimed, SwitchboardStore
+from butlers.modules.switchboard.inbox_store import SwitchboardStore
+from butlers.modules.switchboard.store import Claimed
 from butlers.modules.switchboard.triage_store import TriageStore
 from butlers.switchboard.classification import (
     FALLBACK_BUTLER,
@@ -474,7 +475,7 @@ class Pipeline:
         if pending.quarantine_reason is not None:  # released by the owner: tell the owner
             thread = self._owners.owner_thread(pending.channel)
             text = f"About the message from {pending.sender} you released:\n{text}"
-        delivery_id, error = None, None
+        delivery_id, error, refused = None, None, False
         try:
             if thread is None:
                 raise TargetUnavailable(f"no owner is configured for channel {pending.channel}")
@@ -495,11 +496,12 @@ class Pipeline:
                 delivery_id = uuid.UUID(str(delivery["id"]))
             if delivery.get("status") != "sent":
                 error = str(delivery.get("error") or f"unexpected answer {delivery!r}")[:500]
+                refused = delivery.get("status") == "refused"  # the owner said no
         except (TargetUnavailable, EndpointUnavailable, ToolFailed, McpError) as exc:
             error = f"{exc.__class__.__name__}: {exc}"[:500]
         if error is None:
             state = "sent"
-        elif pending.reply_attempts + 1 >= MAX_REPLY_ATTEMPTS:
+        elif refused or pending.reply_attempts + 1 >= MAX_REPLY_ATTEMPTS:
             state = "failed"
             log.error("reply to message %s given up: %s", request_id, error)
         else:

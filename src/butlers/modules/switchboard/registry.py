@@ -18,7 +18,7 @@ from pydantic import Field
 
 from butlers.auth.access import access_meta
 from butlers.jsonutil import AnyJson
-from butlers.modules.switchboard.store import SwitchboardStore
+from butlers.modules.switchboard.inbox_store import SwitchboardStore
 from butlers.spec import NAME_PATTERN
 from butlers.tooling import tool
 

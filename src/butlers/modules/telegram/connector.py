@@ -82,6 +82,8 @@ class Connector:
             (u for u in updates if int(u["update_id"]) >= cursor.next_offset),
             key=lambda u: int(u["update_id"]),
         )
+        if todo:
+            await self._store.receiving(len(todo))
         taken = await asyncio.gather(*(self._take(u, None) for u in todo))
         for update, (fields, _outcome) in zip(todo, taken, strict=True):
             await self._store.handed(int(update["update_id"]), **fields)
@@ -96,6 +98,8 @@ class Connector:
         fields, outcome = await self._take(update, deadline)
         await self._store.handed(int(update["update_id"]), **fields)
         self.handed += 1
+        if deadline is not None:  # a webhook delivery: the connector's sign of life
+            await self._store.polled(None, mode="webhook")
         return outcome
 
     async def _take(

@@ -196,6 +196,7 @@ class TelegramModule(Module):
             )
         submit, self._clients = switchboard_submitter(url, ctx.butler.token, ctx.butler.name)
         self.connector = Connector(self._store, submit, username)
+        await self._store.cursor(config.mode)
         if config.mode == "webhook":
             secret = ctx.credential(config.webhook_secret_env)
             ctx.services.webhooks[WEBHOOK_PATH] = self.connector.webhook(secret)

@@ -1,14 +1,17 @@
-"""SQL of the telegram connector: its cursor and the updates it handed over."""
+"""SQL of the telegram connector: its cursor and health, and the updates it handed over.
+
+`connector_health` is the dashboard's read (the overview and the Issues page)."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import asyncpg
 
-from butlers.stores.records import Record
+from butlers.modules.view import Reader
+from butlers.stores.records import Record, expression
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,28 +38,66 @@ class Handed(Record):
     received_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class ConnectorHealth(Record):
+    """The connector of one bot: where it is and whether it works."""
+
+    bot: str
+    mode: str
+    next_offset: int
+    backlog: int
+    errors: int
+    last_poll_at: datetime | None
+    last_ok_at: datetime | None
+    last_error: str | None
+    last_error_at: datetime | None
+    handed: int = field(
+        metadata=expression("(SELECT count(*) FROM telegram_updates u WHERE u.bot = c.bot)")
+    )
+
+
+async def connector_health(reader: Reader) -> list[ConnectorHealth]:
+    rows = await reader.fetch(
+        f"SELECT {ConnectorHealth.columns()} FROM telegram_cursor c ORDER BY bot LIMIT 20"
+    )
+    return [ConnectorHealth.from_row(r) for r in rows]
+
+
 class TelegramStore:
     def __init__(self, pool: asyncpg.Pool, bot: str) -> None:
         self._pool = pool
         self._bot = bot
 
-    async def cursor(self) -> Cursor:
+    async def cursor(self, mode: str | None = None) -> Cursor:
+        """The bot's cursor (created at offset 0); `mode` records how updates arrive."""
         row = await self._pool.fetchrow(
-            "INSERT INTO telegram_cursor (bot) VALUES ($1) "
-            "ON CONFLICT (bot) DO UPDATE SET bot = EXCLUDED.bot "
+            "INSERT INTO telegram_cursor (bot, mode) VALUES ($1, coalesce($2, 'poll')) "
+            "ON CONFLICT (bot) DO UPDATE SET mode = coalesce($2, telegram_cursor.mode) "
             f"RETURNING {Cursor.columns()}",
             self._bot,
+            mode,
         )
         return Cursor.from_row(row)
 
-    async def polled(self, error: str | None) -> None:
+    async def polled(self, error: str | None, mode: str = "poll") -> None:
+        """One poll (or webhook delivery) done: it worked (`error` None) or failed."""
         await self._pool.execute(
-            "UPDATE telegram_cursor SET last_poll_at = clock_timestamp(), "
+            "UPDATE telegram_cursor SET last_poll_at = clock_timestamp(), mode = $3, "
             "last_error = coalesce($2, last_error), "
+            "last_ok_at = CASE WHEN $2::text IS NULL THEN clock_timestamp() ELSE last_ok_at END, "
+            "errors = errors + CASE WHEN $2::text IS NULL THEN 0 ELSE 1 END, "
+            "backlog = CASE WHEN $2::text IS NULL THEN 0 ELSE backlog END, "
             "last_error_at = CASE WHEN $2::text IS NULL THEN last_error_at "
             "ELSE clock_timestamp() END WHERE bot = $1",
             self._bot,
             error,
+            mode,
+        )
+
+    async def receiving(self, backlog: int) -> None:
+        """Updates received and not handed over yet."""
+        await self._pool.execute(
+            "UPDATE telegram_cursor SET backlog = $2 WHERE bot = $1", self._bot, backlog
         )
 
     async def seen(self, update_id: int) -> bool:
