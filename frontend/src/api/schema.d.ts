@@ -910,7 +910,8 @@ export interface paths {
         put?: never;
         /**
          * Calendar User Events
-         * @description Create, update or delete one of the owner's events through the butler's tools.
+         * @description Create, update or delete one of the owner's events through the butler's tools;
+         *     with `recurrence_id`, update or cancel one occurrence of a recurring event.
          */
         post: operations["calendar_user_events_api_calendar_workspace_user_events_post"];
         delete?: never;
@@ -1257,6 +1258,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/memory/consolidate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Consolidate Now
+         * @description Run one butler's consolidation now (episodes into facts, decay, expiry), as its
+         *     schedule would; the run is listed among the consolidations, started by the owner.
+         */
+        post: operations["consolidate_now_api_memory_consolidate_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/memory/consolidations": {
         parameters: {
             query?: never;
@@ -1391,6 +1413,27 @@ export interface paths {
          * @description Stop recalling it (kept; restore undoes this).
          */
         post: operations["retract_fact_api_memory_facts__fact_id__retract_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/memory/facts/{fact_id}/share": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Share Fact
+         * @description Share an active fact with exactly the named butlers (each must have memory): they
+         *     search and recall it, marked as shared; butlers no longer named lose their copy.
+         */
+        post: operations["share_fact_api_memory_facts__fact_id__share_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2071,6 +2114,11 @@ export interface components {
             data: components["schemas"]["CalendarMeta"];
             meta?: components["schemas"]["Meta"];
         };
+        /** ApiResponse[ConsolidationResult] */
+        ApiResponse_ConsolidationResult_: {
+            data: components["schemas"]["ConsolidationResult"];
+            meta?: components["schemas"]["Meta"];
+        };
         /** ApiResponse[ContactDetail] */
         ApiResponse_ContactDetail_: {
             data: components["schemas"]["ContactDetail"];
@@ -2724,6 +2772,8 @@ export interface components {
             id: string;
             /** Location */
             location: string | null;
+            /** Recurrence Id */
+            recurrence_id: string | null;
             /** Recurring */
             recurring: boolean;
             /** Ref */
@@ -2872,6 +2922,57 @@ export interface components {
              * @enum {string}
              */
             state: "ok" | "failing" | "stalled" | "starting";
+        };
+        /** ConsolidateRequest */
+        ConsolidateRequest: {
+            /** Butler */
+            butler: string;
+        };
+        /** ConsolidationResult */
+        ConsolidationResult: {
+            /** Butler */
+            butler: string;
+            /**
+             * Created
+             * @default 0
+             */
+            created: number;
+            /**
+             * Decayed
+             * @default 0
+             */
+            decayed: number;
+            /**
+             * Episodes
+             * @default 0
+             */
+            episodes: number;
+            /**
+             * Expired
+             * @default 0
+             */
+            expired: number;
+            /**
+             * Faded
+             * @default 0
+             */
+            faded: number;
+            /** Reason */
+            reason?: string | null;
+            /**
+             * Reinforced
+             * @default 0
+             */
+            reinforced: number;
+            /** Run */
+            run?: string | null;
+            /** Status */
+            status: string;
+            /**
+             * Superseded
+             * @default 0
+             */
+            superseded: number;
         };
         /** Contact */
         Contact: {
@@ -3156,6 +3257,10 @@ export interface components {
              * @enum {string}
              */
             provenance: "owner" | "butler" | "untrusted";
+            /** Shared From */
+            shared_from: string | null;
+            /** Shared Id */
+            shared_id: string | null;
             /** Shared With */
             shared_with: string[];
             /** Source Channel */
@@ -3456,6 +3561,8 @@ export interface components {
             status: string;
             /** Superseded */
             superseded: number;
+            /** Trigger */
+            trigger: string;
         };
         /** MemoryEpisode */
         MemoryEpisode: {
@@ -3513,6 +3620,10 @@ export interface components {
             predicate: string;
             /** Provenance */
             provenance: string;
+            /** Shared From */
+            shared_from: string | null;
+            /** Shared Id */
+            shared_id: string | null;
             /** Shared With */
             shared_with: string[];
             /** Source Channel */
@@ -3567,6 +3678,10 @@ export interface components {
              * @enum {string}
              */
             provenance: "owner" | "butler" | "untrusted";
+            /** Shared From */
+            shared_from: string | null;
+            /** Shared Id */
+            shared_id: string | null;
             /** Shared With */
             shared_with: string[];
             /** Source Channel */
@@ -4584,6 +4699,14 @@ export interface components {
             /** Trigger Source */
             trigger_source: string;
         };
+        /** ShareRequest */
+        ShareRequest: {
+            /**
+             * Butlers
+             * @description every butler to share with; [] unshares
+             */
+            butlers: string[];
+        };
         /** Skill */
         Skill: {
             /** Content */
@@ -5172,6 +5295,8 @@ export interface components {
             event?: components["schemas"]["EventFields"];
             /** Event Id */
             event_id?: string | null;
+            /** Recurrence Id */
+            recurrence_id?: string | null;
         };
         /** WriteOutcome */
         WriteOutcome: {
@@ -12453,6 +12578,111 @@ export interface operations {
             };
         };
     };
+    consolidate_now_api_memory_consolidate_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConsolidateRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_ConsolidationResult_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     consolidations_api_memory_consolidations_get: {
         parameters: {
             query?: {
@@ -13100,6 +13330,113 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_MemoryFactDetail_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    share_fact_api_memory_facts__fact_id__share_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                fact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ShareRequest"];
+            };
+        };
         responses: {
             /** @description Successful Response */
             200: {
