@@ -61,6 +61,7 @@ class Claimed(Record):
     age_seconds: float
     envelope: JsonValue
     quoted: JsonValue = None
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,7 +450,7 @@ class SwitchboardStore:
             "WHERE request_id = $1 AND status = ANY($2::text[]) "
             "RETURNING request_id, status, text, classification, attempts, "
             "extract(epoch FROM clock_timestamp() - received_at) AS age_seconds, envelope, "
-            "envelope->'payload'->'raw'->'quoted' AS quoted",
+            "envelope->'payload'->'raw'->'quoted' AS quoted, trace_id",
             request_id,
             list(OPEN_STATUSES),
         )
@@ -486,7 +487,8 @@ class SwitchboardStore:
             "UPDATE message_inbox SET status = 'accepted', updated_at = clock_timestamp() "
             "WHERE request_id = $1 AND status = 'quarantined' "
             "RETURNING request_id, status, text, classification, attempts, "
-            "0.0 AS age_seconds, envelope, envelope->'payload'->'raw'->'quoted' AS quoted",
+            "0.0 AS age_seconds, envelope, envelope->'payload'->'raw'->'quoted' AS quoted, "
+            "trace_id",
             request_id,
         )
         return None if row is None else Claimed.from_row(row)
