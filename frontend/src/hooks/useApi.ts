@@ -142,6 +142,15 @@ export function useSessions(params: Query<"/api/sessions">, interval: Interval =
   });
 }
 
+export function useSessionKinds(params: Query<"/api/sessions/kinds">, interval: Interval = 30 * SECONDS) {
+  return useQuery({
+    queryKey: [...sessionKeys.all, "kinds", params] as const,
+    queryFn: () => api.get("/api/sessions/kinds", { query: params }),
+    refetchInterval: interval,
+    placeholderData: keepPreviousData,
+  });
+}
+
 export function useButlerSessions(
   name: string | undefined,
   params: Query<"/api/sessions">,
