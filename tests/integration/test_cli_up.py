@@ -187,7 +187,9 @@ async def test_the_dashboard_needs_a_login_and_holds_no_other_credential(
             # Right after "ready", the dashboard shows what `up` said: no butler unknown.
             bearer = {"Authorization": f"Bearer {token}"}
             listed = (await http.get("/api/butlers", headers=bearer)).json()["data"]
-            assert [(b["name"], b["status"]) for b in listed] == [("general", "ok")], listed
+            # Its calendar is not set up on a fresh machine: degraded, saying what to set.
+            assert [(b["name"], b["status"]) for b in listed] == [("general", "degraded")]
+            assert "CALDAV_URL is not set" in listed[0]["reason"], listed
             assert (await http.get("/api/butlers")).status_code == 401
             # `up` printed a one-time login link (never the token itself).
             assert token not in up.stdout

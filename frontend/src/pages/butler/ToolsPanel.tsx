@@ -12,7 +12,7 @@ import { approvalAnchor } from "../Approvals";
 
 /** While a call runs: whether it is held for the owner's approval, with a link to it. */
 function HeldNotice({ butler, tool, since }: { butler: string; tool: string; since: number }) {
-  const pending = useApprovalActions({ butler, limit: 100 });
+  const pending = useApprovalActions({ butler, limit: 100 }, 1000);
   // The newest approval this dashboard's form asked for, for this tool, since the call
   // started (a minute of slack for the clocks of the browser and the database).
   const held = (pending.data?.data ?? [])
