@@ -120,6 +120,18 @@ async def test_an_approvals_session_link_opens_that_session(
     finally:
         if not session.done():
             session.cancel()
+    # A direct call (no butler session behind it) names its MCP client and links nowhere.
+    other = await butler_ecosystem.call("relationship", "contact_add", {"name": "UI Direct"})
+    direct = asyncio.create_task(
+        butler_ecosystem.call("relationship", "contact_delete", {"contact_id": str(other["id"])})
+    )
+    try:
+        await _open(page, "/approvals")
+        item = page.locator("li.approval", has_text=str(other["id"]))
+        await item.get_by_text("by an MCP client").wait_for()
+        assert await item.get_by_role("link").count() == 0
+    finally:
+        await asyncio.gather(direct, return_exceptions=True)  # expires unanswered
     assert watcher.problems == []
 
 
