@@ -11,13 +11,11 @@ import re
 import uuid
 from typing import Any
 
-import httpx2 as httpx
-
 from butlers.switchboard.envelope import build_envelope
 from butlers.testing.script_server import Script, call, step
 
 from ..harness.ecosystem import EcosystemHandle
-from .test_ui import Watcher, _open, _shot
+from .test_ui import Watcher, _open, _pending_listed, _shot
 from .test_ui import browser as browser  # the browser suite's fixtures
 from .test_ui import ui as ui
 
@@ -48,7 +46,7 @@ async def test_a_message_is_one_trace_with_its_text_and_sessions_split_by_kind(
 ) -> None:
     page, watcher = ui
     text = f"Log my weight {uuid.uuid4().hex[:6]}"
-    await _send(butler_ecosystem, llm_script, text)
+    request_id = await _send(butler_ecosystem, llm_script, text)
     await _open(page, "/traces")
     row = page.get_by_role("table", name="Traces").locator("tr", has_text=text)
     await row.wait_for()
@@ -64,13 +62,19 @@ async def test_a_message_is_one_trace_with_its_text_and_sessions_split_by_kind(
     await _open(page, "/sessions")
     tabs = page.get_by_role("tablist", name="Kinds of session")
     await tabs.get_by_role("tab", name=re.compile("^Classifier")).click()
-    classified = page.locator("tr[data-session]", has_text=text)
-    await classified.first.wait_for()
+    # Until the list is the filtered one (the previous page stays while it loads).
+    await page.locator("tr[data-session]:not([data-kind='classification'])").first.wait_for(
+        state="detached"
+    )
+    await page.locator("tr[data-session]", has_text=f"classify:{request_id}").wait_for()
     kinds = await page.locator("tr[data-session]").evaluate_all(
         "rows => rows.map(r => r.dataset.kind)"
     )
     assert kinds and set(kinds) == {"classification"}, kinds
     await tabs.get_by_role("tab", name=re.compile("^Messages")).click()
+    await page.locator("tr[data-session]:not([data-kind='message'])").first.wait_for(
+        state="detached"
+    )
     await page.locator("tr[data-session][data-kind='message']", has_text=text).wait_for()
     kinds = await page.locator("tr[data-session]").evaluate_all(
         "rows => rows.map(r => r.dataset.kind)"
@@ -86,7 +90,6 @@ async def test_a_message_is_one_trace_with_its_text_and_sessions_split_by_kind(
 async def test_an_approvals_session_link_opens_that_session(
     ui: tuple[Any, Watcher],
     butler_ecosystem: EcosystemHandle,
-    dashboard: httpx.AsyncClient,
     llm_script: Script,
 ) -> None:
     page, watcher = ui
@@ -97,36 +100,37 @@ async def test_an_approvals_session_link_opens_that_session(
         step(tool_calls=[{"name": "contact_delete", "arguments": {"contact_id": contact_id}}]),
         step("Deleted."),
     )
+    # The page has read the queue before the call is held (the request is then listed
+    # live), and the test acts at once: the ecosystem's approvals expire in seconds.
+    await _open(page, "/approvals")
+    await _pending_listed(page)
     session = asyncio.create_task(
         butler_ecosystem.call("relationship", "trigger", {"prompt": f"Delete {contact_id}"})
     )
     try:
-        await _open(page, "/approvals")
         item = page.locator("li.approval", has_text=contact_id)
         await item.wait_for(timeout=20_000)
         link = item.get_by_role("link", name=re.compile("^session "))
+        href = await link.get_attribute("href") or ""
         await link.click()
         await page.get_by_role("heading", name=re.compile("^Session")).wait_for()
-        assert re.search(r"/butlers/relationship/sessions/[0-9a-f-]{36}$", page.url), page.url
-        await page.locator("dt:text-is('Status') + dd", has_text="running").wait_for()
+        session_id = href.rsplit("/", 1)[-1]
+        assert re.fullmatch(r"[0-9a-f-]{36}", session_id) and page.url.endswith(href), href
+        await page.locator("dt:text-is('Trigger') + dd", has_text="trigger").wait_for()
         await page.screenshot(path=_shot("approval_session_link"), full_page=True)
-        action = next(
-            a
-            for a in (await dashboard.get("/api/approvals/actions")).json()["data"]
-            if a["tool_args"].get("contact_id") == contact_id
-        )
-        await dashboard.post(f"/api/approvals/actions/{action['id']}/approve", json={})
-        assert (await asyncio.wait_for(session, 15))["success"] is True
+        result = await asyncio.wait_for(session, 30)  # approved or expired, it ends
+        assert result["session_id"] == session_id
     finally:
         if not session.done():
             session.cancel()
     # A direct call (no butler session behind it) names its MCP client and links nowhere.
+    await _open(page, "/approvals")
+    await _pending_listed(page)
     other = await butler_ecosystem.call("relationship", "contact_add", {"name": "UI Direct"})
     direct = asyncio.create_task(
         butler_ecosystem.call("relationship", "contact_delete", {"contact_id": str(other["id"])})
     )
     try:
-        await _open(page, "/approvals")
         item = page.locator("li.approval", has_text=str(other["id"]))
         await item.get_by_text("by an MCP client").wait_for()
         assert await item.get_by_role("link").count() == 0
