@@ -20,6 +20,7 @@ otherwise `OutcomeUnknown`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import logging
@@ -37,6 +38,7 @@ PROTOCOL_VERSION = "2025-11-25"
 DEFAULT_TIMEOUT = 60.0
 OPEN_TIMEOUT = 10.0
 ACCEPT = "application/json, text/event-stream"
+OPENED_KEPT = 256
 
 
 class EndpointUnavailable(ConnectionError):
@@ -120,6 +122,8 @@ class McpClient:
         self._locks: dict[str, asyncio.Lock] = {}
         self._ids = itertools.count(1)
         self.opened_count = 0  # sessions opened over this client's life
+        # The ids of the sessions it opened lately (a server records them with the calls).
+        self.opened_sessions: collections.deque[str] = collections.deque(maxlen=OPENED_KEPT)
 
     @property
     def cached_count(self) -> int:
@@ -246,6 +250,8 @@ class McpClient:
                 f"{url} refused notifications/initialized: HTTP {done.status}"
             )
         self.opened_count += 1
+        if session_id:
+            self.opened_sessions.append(session_id)
         return _Session(session_id, version, headers)
 
     async def _post(

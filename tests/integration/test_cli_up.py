@@ -187,7 +187,9 @@ async def test_the_dashboard_needs_a_login_and_holds_no_other_credential(
             # Right after "ready", the dashboard shows what `up` said: no butler unknown.
             bearer = {"Authorization": f"Bearer {token}"}
             listed = (await http.get("/api/butlers", headers=bearer)).json()["data"]
-            assert [(b["name"], b["status"]) for b in listed] == [("general", "ok")], listed
+            # Its calendar is not set up on a fresh machine: degraded, saying what to set.
+            assert [(b["name"], b["status"]) for b in listed] == [("general", "degraded")]
+            assert "CALDAV_URL is not set" in listed[0]["reason"], listed
             assert (await http.get("/api/butlers")).status_code == 401
             # `up` printed a one-time login link (never the token itself).
             assert token not in up.stdout
@@ -477,12 +479,37 @@ class _FakeOpenAI(http.server.BaseHTTPRequestHandler):
         return None
 
 
+# What switches span export on: none of it is set for a user's `up`.
+SPAN_EXPORT = ("BUTLERS_SPAN_DIR", "BUTLERS_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _one_trace_per_message(url: str, token: str, text: str) -> None:
+    """The dashboard's traces of a routed message, with no span exported anywhere: one
+    trace holding the message, its classification and the target butler's session."""
+    bearer = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=url, headers=bearer, timeout=30) as http:
+        listed = http.get("/api/traces", params={"limit": 200}).json()["data"]
+        assert [(t["message_preview"], t["butlers"]) for t in listed] == [
+            (text, ["health", "switchboard"])
+        ], listed
+        [summary] = listed
+        assert summary["request_id"] and summary["session_count"] == 2
+        trace = http.get(f"/api/traces/{summary['trace_id']}").json()["data"]
+        [message] = trace["spans"]
+        assert (message["kind"], message["attributes"]["text"]) == ("message", text)
+        kinds = {c["kind"]: c for c in message["children"]}
+        assert set(kinds) == {"classification", "route"}, message["children"]
+        [target] = kinds["route"]["children"]
+        assert (target["kind"], target["butler"]) == ("session", "health")
+        assert [c["name"] for c in target["children"]] == ["measurement_log"]
+
+
 def test_send_routes_a_message_through_a_real_openai_compatible_endpoint(tmp_path: Path) -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     data, roster = tmp_path / "data", _roster(tmp_path, ("switchboard", "general", "health"))
-    env = {
+    env = {name: "" for name in SPAN_EXPORT} | {
         "BUTLERS_RUNTIME_ADAPTER": "openai",
         "BUTLERS_OPENAI_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}/v1",
         "BUTLERS_OPENAI_API_KEY": "sk-test-key",
@@ -496,6 +523,8 @@ def test_send_routes_a_message_through_a_real_openai_compatible_endpoint(tmp_pat
         assert "accepted" in sent.stdout
         assert "health" in sent.stdout and "success" in sent.stdout
         assert "measurement_log" in sent.stdout and "Logged 80 kg." in sent.stdout
+        state = json.loads((data / "ecosystem.json").read_text())
+        _one_trace_per_message(state["dashboard"]["url"], state["token"], "Log my weight: 80kg")
     finally:
         _butlers("down", "--data-dir", str(data))
         server.shutdown()

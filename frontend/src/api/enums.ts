@@ -20,6 +20,16 @@ export const SESSION_STATUSES = membersOf<SessionStatus>({
   cancelled: true,
 });
 
+export type SessionKind = S["SessionSummary"]["kind"];
+/** Each kind of session with the words the Sessions page uses for it. */
+export const SESSION_KINDS: Record<SessionKind, string> = {
+  message: "Messages",
+  classification: "Classifier",
+  scheduled: "Scheduled",
+  manual: "Manual",
+  maintenance: "Upkeep",
+};
+
 export type AuditOutcome = NonNullable<Query<"/api/audit-log">["status"]>;
 export const AUDIT_OUTCOMES = membersOf<AuditOutcome>({ ok: true, error: true });
 

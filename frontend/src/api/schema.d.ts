@@ -747,7 +747,7 @@ export interface paths {
         };
         /**
          * List Tables
-         * @description The tables of the butler's schema (core and its modules').
+         * @description The tables of the butler's schema (core and its modules'), with their row counts.
          */
         get: operations["list_tables_api_butlers__name__tables_get"];
         put?: never;
@@ -1808,6 +1808,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sessions/kinds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Session Kinds
+         * @description How many sessions of each kind match the filters (every kind, zeros included).
+         */
+        get: operations["session_kinds_api_sessions_kinds_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/switchboard/messages": {
         parameters: {
             query?: never;
@@ -2362,6 +2382,12 @@ export interface components {
             data: components["schemas"]["Issue"][];
             meta?: components["schemas"]["Meta"];
         };
+        /** ApiResponse[list[KindCount]] */
+        ApiResponse_list_KindCount__: {
+            /** Data */
+            data: components["schemas"]["KindCount"][];
+            meta?: components["schemas"]["Meta"];
+        };
         /** ApiResponse[list[MemoryActivity]] */
         ApiResponse_list_MemoryActivity__: {
             /** Data */
@@ -2445,6 +2471,8 @@ export interface components {
         ApprovalAction: {
             /** Butler */
             butler: string;
+            /** Client Session */
+            client_session: string | null;
             /** Decided At */
             decided_at: string | null;
             /** Decided By */
@@ -2463,6 +2491,8 @@ export interface components {
              * Format: date-time
              */
             requested_at: string;
+            /** Requested By */
+            requested_by: ("session" | "dashboard" | "client") | null;
             /** Seconds Left */
             seconds_left: number | null;
             /** Session Id */
@@ -2590,6 +2620,10 @@ export interface components {
             /** Heartbeat At */
             heartbeat_at: string | null;
             kube?: components["schemas"]["KubeStatus"] | null;
+            /** Last Restart After Crash */
+            last_restart_after_crash?: boolean | null;
+            /** Last Restart At */
+            last_restart_at?: string | null;
             /** Last Session At */
             last_session_at: string | null;
             /** Modules */
@@ -2601,6 +2635,8 @@ export interface components {
             pending_approvals: number | null;
             /** Reason */
             reason: string | null;
+            /** Restarts */
+            restarts?: number | null;
             /** Running Sessions */
             running_sessions: number | null;
             /** Sessions 24H */
@@ -2655,12 +2691,18 @@ export interface components {
             /** Instructions */
             instructions: string;
             kube?: components["schemas"]["KubeStatus"] | null;
+            /** Last Restart After Crash */
+            last_restart_after_crash?: boolean | null;
+            /** Last Restart At */
+            last_restart_at?: string | null;
             /** Modules */
             modules: components["schemas"]["ModuleStatus"][];
             /** Name */
             name: string;
             /** Reason */
             reason: string | null;
+            /** Restarts */
+            restarts?: number | null;
             /** Routing Hints */
             routing_hints: string[];
             /** Runtime */
@@ -2723,12 +2765,18 @@ export interface components {
             /** Description */
             description: string;
             kube?: components["schemas"]["KubeStatus"] | null;
+            /** Last Restart After Crash */
+            last_restart_after_crash?: boolean | null;
+            /** Last Restart At */
+            last_restart_at?: string | null;
             /** Modules */
             modules: components["schemas"]["ModuleStatus"][];
             /** Name */
             name: string;
             /** Reason */
             reason: string | null;
+            /** Restarts */
+            restarts?: number | null;
             /**
              * Status
              * @enum {string}
@@ -3373,6 +3421,16 @@ export interface components {
             title: string;
         };
         JsonValue: unknown;
+        /** KindCount */
+        KindCount: {
+            /** Count */
+            count: number;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "classification" | "message" | "scheduled" | "maintenance" | "manual";
+        };
         /** KubeCondition */
         KubeCondition: {
             /** Last Transition Time */
@@ -4597,6 +4655,11 @@ export interface components {
             id: string;
             /** Input Tokens */
             input_tokens: number | null;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "classification" | "message" | "scheduled" | "maintenance" | "manual";
             /** Llm Call Count */
             llm_call_count: number | null;
             /** Llm Calls */
@@ -4672,6 +4735,11 @@ export interface components {
             id: string;
             /** Input Tokens */
             input_tokens: number | null;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "classification" | "message" | "scheduled" | "maintenance" | "manual";
             /** Llm Call Count */
             llm_call_count: number | null;
             /** Model */
@@ -4814,6 +4882,10 @@ export interface components {
             name: string;
             /** Primary Key */
             primary_key: string[];
+            /** Row Count */
+            row_count: number;
+            /** Row Count Exact */
+            row_count_exact: boolean;
         };
         /** ThreadAffinitySettings */
         ThreadAffinitySettings: {
@@ -4892,7 +4964,7 @@ export interface components {
              * Kind
              * @enum {string}
              */
-            kind: "session_start" | "session_end" | "approval_requested" | "approval_decided" | "message_received" | "route" | "delivery";
+            kind: "session_start" | "session_end" | "approval_requested" | "approval_decided" | "message_received" | "route" | "delivery" | "butler_start";
             /** Ref */
             ref: string;
             /** Status */
@@ -8917,6 +8989,8 @@ export interface operations {
                 until?: string | null;
                 trace_id?: string | null;
                 model?: string | null;
+                /** @description Only sessions of these kinds. */
+                kind?: ("classification" | "message" | "scheduled" | "maintenance" | "manual")[] | null;
             };
             header?: never;
             path: {
@@ -15527,6 +15601,8 @@ export interface operations {
                 until?: string | null;
                 trace_id?: string | null;
                 model?: string | null;
+                /** @description Only sessions of these kinds. */
+                kind?: ("classification" | "message" | "scheduled" | "maintenance" | "manual")[] | null;
             };
             header?: never;
             path?: never;
@@ -15541,6 +15617,118 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaginatedResponse_SessionSummary_"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not Implemented */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    session_kinds_api_sessions_kinds_get: {
+        parameters: {
+            query?: {
+                /** @description Only these butlers. */
+                butler?: string[] | null;
+                status?: ("running" | "completed" | "error" | "interrupted" | "cancelled") | null;
+                trigger_source?: string | null;
+                since?: string | null;
+                until?: string | null;
+                trace_id?: string | null;
+                model?: string | null;
+                /** @description Only sessions of these kinds. */
+                kind?: ("classification" | "message" | "scheduled" | "maintenance" | "manual")[] | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiResponse_list_KindCount__"];
                 };
             };
             /** @description Bad Request */
@@ -17090,7 +17278,7 @@ export interface operations {
         parameters: {
             query?: {
                 butler?: string[] | null;
-                kind?: ("session_start" | "session_end" | "approval_requested" | "approval_decided" | "message_received" | "route" | "delivery")[] | null;
+                kind?: ("session_start" | "session_end" | "approval_requested" | "approval_decided" | "message_received" | "route" | "delivery" | "butler_start")[] | null;
                 /** @description Items per page. */
                 limit?: number;
                 /** @description `meta.next_cursor` of the previous page (keyset). */

@@ -100,6 +100,7 @@ const KIND_NAMES: Record<string, string> = {
   message_received: "message",
   route: "route",
   delivery: "delivery",
+  butler_start: "started",
 };
 
 export function ActivityFeed() {

@@ -1,5 +1,6 @@
 import { Link } from "react-router-dom";
 
+import { SESSION_KINDS } from "../api/enums";
 import type { SessionSummary } from "../api/types";
 import { ago, duration, money, shortId } from "../lib/format";
 import { StatusBadge } from "./Status";
@@ -26,7 +27,7 @@ export function SessionTable({ sessions, showButler = true }: { sessions: Sessio
       </thead>
       <tbody>
         {sessions.map((s) => (
-          <tr key={`${s.butler}-${s.id}`} data-session={s.id}>
+          <tr key={`${s.butler}-${s.id}`} data-session={s.id} data-kind={s.kind}>
             <td>
               <Link to={sessionPath(s)} className="mono" aria-label={`Session ${shortId(s.id)} of ${s.butler}`}>
                 {shortId(s.id)}
@@ -36,7 +37,9 @@ export function SessionTable({ sessions, showButler = true }: { sessions: Sessio
             <td>
               <StatusBadge status={s.status} />
             </td>
-            <td>{s.trigger_source}</td>
+            <td>
+              <span className="chip" title={`kind: ${s.kind}`}>{SESSION_KINDS[s.kind]}</span> {s.trigger_source}
+            </td>
             <td className="prompt">{s.prompt_preview}</td>
             <td>
               <time dateTime={s.started_at} title={s.started_at}>

@@ -1,3 +1,5 @@
+import { ago } from "../lib/format";
+
 // A status is always text plus a symbol, never colour alone.
 
 const TONES: Record<string, { tone: string; symbol: string }> = {
@@ -22,6 +24,9 @@ const TONES: Record<string, { tone: string; symbol: string }> = {
   degraded: { tone: "warn", symbol: "▲" },
   warning: { tone: "warn", symbol: "▲" },
   interrupted: { tone: "warn", symbol: "▲" },
+  started: { tone: "info", symbol: "●" },
+  restarted: { tone: "info", symbol: "↻" },
+  crashed: { tone: "bad", symbol: "↻" },
   cancelled: { tone: "muted", symbol: "⊘" },
   superseded: { tone: "muted", symbol: "↻" },
   retracted: { tone: "muted", symbol: "⊘" },
@@ -55,6 +60,20 @@ export function StatusBadge({ status, label }: { status: string; label?: string 
     <span className={`badge tone-${entry.tone}`} data-status={status}>
       <span aria-hidden="true">{entry.symbol} </span>
       {label ?? status}
+    </span>
+  );
+}
+
+/** "restarted 3 times, last 2 min ago after a crash" (null when it never restarted). */
+export function Restarts({ restarts, at, crashed }: { restarts?: number | null; at?: string | null; crashed?: boolean | null }) {
+  if (!restarts) return null;
+  const times = restarts === 1 ? "once" : `${restarts} times`;
+  const when = at ? `, last ${ago(at)}` : "";
+  return (
+    <span className={crashed ? "restarts warn" : "restarts"} data-restarts={restarts}>
+      restarted {times}
+      {when}
+      {crashed ? " after a crash" : ""}
     </span>
   );
 }

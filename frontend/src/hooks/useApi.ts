@@ -142,6 +142,15 @@ export function useSessions(params: Query<"/api/sessions">, interval: Interval =
   });
 }
 
+export function useSessionKinds(params: Query<"/api/sessions/kinds">, interval: Interval = 30 * SECONDS) {
+  return useQuery({
+    queryKey: [...sessionKeys.all, "kinds", params] as const,
+    queryFn: () => api.get("/api/sessions/kinds", { query: params }),
+    refetchInterval: interval,
+    placeholderData: keepPreviousData,
+  });
+}
+
 export function useButlerSessions(
   name: string | undefined,
   params: Query<"/api/sessions">,
@@ -212,11 +221,13 @@ export function useSchedules(name: string | undefined) {
   });
 }
 
-export function useApprovalActions(params: Query<"/api/approvals/actions">) {
+/** Pending approvals: refreshed by events, and every `interval` when one is given (a
+ *  page waiting on one held call polls, so it never depends on the stream alone). */
+export function useApprovalActions(params: Query<"/api/approvals/actions">, interval?: Interval) {
   return useQuery({
     queryKey: approvalKeys.actions(params),
     queryFn: () => api.get("/api/approvals/actions", { query: params }),
-    ...NO_INTERVAL,
+    ...(interval ? { refetchInterval: interval, staleTime: 0 } : NO_INTERVAL),
   });
 }
 

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { Link } from "react-router-dom";
+import { Link, useLocation } from "react-router-dom";
 
 import type { ApprovalAction } from "../api/types";
 import { DataState, ErrorBox } from "../components/DataState";
@@ -20,13 +20,34 @@ function useNow(periodMs = 1000): number {
   return now;
 }
 
+/** The element id of a pending approval on this page (`/approvals#…` scrolls to it). */
+export function approvalAnchor(id: string): string {
+  return `approval-${id}`;
+}
+
+/** Who asked for a held call: a butler's session (linked), this dashboard, or a client. */
+export function Requester({ action }: { action: ApprovalAction }) {
+  if (action.requested_by === "session" && action.session_id) {
+    return (
+      <>
+        {" "}by <Link to={sessionPath({ butler: action.butler, id: action.session_id })}>session {action.session_id.slice(0, 8)}</Link>
+      </>
+    );
+  }
+  if (action.requested_by === "dashboard") return <> from this dashboard&apos;s tool form</>;
+  if (action.requested_by === "client") {
+    return <> by an MCP client <span className="mono muted">(MCP session {action.client_session?.slice(0, 8)})</span></>;
+  }
+  return null;
+}
+
 export function PendingAction({ action, now }: { action: ApprovalAction; now: number }) {
   const [reason, setReason] = useState("");
   const decide = useDecideApproval();
   const left = Math.round((Date.parse(action.expires_at) - now) / 1000);
   const label = `${action.tool_name} on ${action.butler}`;
   return (
-    <li className="approval" data-action={action.id}>
+    <li className="approval" data-action={action.id} id={approvalAnchor(action.id)}>
       <header>
         <strong className="mono">{action.tool_name}</strong> on <strong>{action.butler}</strong>{" "}
         <StatusBadge status={action.status} />{" "}
@@ -36,11 +57,7 @@ export function PendingAction({ action, now }: { action: ApprovalAction; now: nu
       </header>
       <p className="muted">
         Requested {ago(action.requested_at, now)}
-        {action.session_id ? (
-          <>
-            {" "}by <Link to={sessionPath({ butler: action.butler, id: action.session_id })}>session {action.session_id.slice(0, 8)}</Link>
-          </>
-        ) : null}
+        <Requester action={action} />
       </p>
       <pre aria-label={`Arguments of ${label}`}>{json(action.tool_args)}</pre>
       <div className="decision">
@@ -157,8 +174,22 @@ function Rules() {
   );
 }
 
+/** `/approvals#approval-…` (a held call's link) scrolls to that request once listed. */
+function useScrollToHash(ready: boolean) {
+  const { hash } = useLocation();
+  useEffect(() => {
+    if (!ready || !hash) return;
+    const target = document.getElementById(decodeURIComponent(hash.slice(1)));
+    if (target) {
+      target.scrollIntoView({ block: "center" });
+      target.classList.add("highlight");
+    }
+  }, [ready, hash]);
+}
+
 export function ApprovalsPage() {
   const pending = useApprovalActions({ limit: 100 });
+  useScrollToHash(!!pending.data);
   const expire = useExpireStale();
   const now = useNow();
   return (

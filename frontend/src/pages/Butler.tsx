@@ -4,7 +4,7 @@ import { Link, NavLink, useParams } from "react-router-dom";
 import { DataState } from "../components/DataState";
 import { Pager } from "../components/Pager";
 import { SessionTable } from "../components/SessionTable";
-import { StatusBadge } from "../components/Status";
+import { Restarts, StatusBadge } from "../components/Status";
 import { useButler, useButlerSessions } from "../hooks/useApi";
 import { ActionsPanel } from "./butler/ActionsPanel";
 import { ConfigPanel } from "./butler/ConfigPanel";
@@ -60,6 +60,10 @@ export function ButlerPage() {
               <div><dt>MCP endpoint</dt><dd className="mono">{b.url}</dd></div>
               <div><dt>Schema</dt><dd className="mono">{b.db_schema}</dd></div>
               <div><dt>Version</dt><dd>{b.version ?? "—"}</dd></div>
+              <div>
+                <dt>Restarts</dt>
+                <dd>{b.restarts ? <Restarts restarts={b.restarts} at={b.last_restart_at} crashed={b.last_restart_after_crash} /> : b.restarts === 0 ? "none" : "—"}</dd>
+              </div>
               <div><dt>Modules</dt><dd>{b.modules.map((m) => `${m.name}${m.enabled ? "" : " (switched off)"}${m.error ? ` (failed: ${m.error})` : ""}`).join(", ") || "none"}</dd></div>
               {b.kube ? (
                 <div>

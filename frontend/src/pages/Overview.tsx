@@ -3,7 +3,7 @@ import { Link } from "react-router-dom";
 import type { ButlerCard, Overview } from "../api/types";
 import { ActivityFeed } from "../components/ActivityFeed";
 import { DataState, FailedButlers } from "../components/DataState";
-import { StatusBadge } from "../components/Status";
+import { Restarts, StatusBadge } from "../components/Status";
 import { useOverview } from "../hooks/useApi";
 import { ago, money } from "../lib/format";
 import { ConnectorList } from "./Conversations";
@@ -42,6 +42,11 @@ export function ButlerCardView({ card }: { card: ButlerCard }) {
         <StatusBadge status={card.status} />
       </header>
       {card.reason ? <p className="reason">{card.reason}</p> : null}
+      {card.restarts ? (
+        <p className="small">
+          <Restarts restarts={card.restarts} at={card.last_restart_at} crashed={card.last_restart_after_crash} />
+        </p>
+      ) : null}
       {card.description ? <p className="muted">{card.description}</p> : null}
       {card.kube ? (
         <p className="kube">

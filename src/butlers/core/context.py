@@ -14,6 +14,7 @@ from butlers.auth.tokens import TokenBook
 from butlers.core.secrets import SecretResolver
 from butlers.settings import GOOGLE_TOKEN_URL
 from butlers.spec import ButlerResource
+from butlers.stores.starts import StartRecord
 
 
 @dataclass
@@ -54,6 +55,8 @@ class ButlerContext:
     schema: str
     pool: asyncpg.Pool
     started_at: float = field(default_factory=time.monotonic)
+    # This process's start as recorded in `butler_starts` (None until `Butler.start`).
+    start: StartRecord | None = None
     modules: list[ModuleState] = field(default_factory=list)
     environ: Mapping[str, str] = field(default_factory=dict, repr=False)
     approval_timeout_seconds: float | None = None  # overrides spec.approvals.timeout_seconds

@@ -11,6 +11,8 @@ Nothing runs in the background until `Butler.start()`; `aclose()` stops it all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -37,6 +39,9 @@ from butlers.secretbox import KeySource
 from butlers.settings import ButlerSettings
 from butlers.spec import ButlerResource
 from butlers.stores.modules import disabled_modules
+from butlers.stores.starts import record_start, record_stop
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -61,7 +66,15 @@ class Butler:
     async def start(self) -> None:
         """Background work: secrets masked in this process's logs, sessions a dead process
         left `running` marked interrupted, the scheduler loop, the watch on the secrets
-        stores (changed values reach the modules while the butler runs)."""
+        stores (changed values reach the modules while the butler runs). The start is
+        recorded (numbered: restarts show in `status` and on the dashboard's timeline)."""
+        self.context.start = await record_start(self.context.pool)
+        if self.context.start.previous_crashed:
+            log.warning(
+                "restart #%d: the previous run (started %s) ended without stopping",
+                self.context.start.restarts,
+                self.context.start.previous_started_at,
+            )
         await self.services.start()
         self.watch_secrets()
 
@@ -81,6 +94,9 @@ class Butler:
             self._watch = None
         try:
             await self.services.aclose()
+            if self.context.start is not None:
+                with contextlib.suppress(OSError, asyncpg.PostgresError):
+                    await record_stop(self.context.pool, self.context.start.number)
         finally:
             try:
                 await self.modules.stop()

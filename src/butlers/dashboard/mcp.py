@@ -84,6 +84,10 @@ class ButlerClients:
         except EndpointUnavailable as exc:
             raise self._unreachable(butler, exc) from exc
 
+    def opened_session(self, session_id: str) -> bool:
+        """Whether this dashboard opened the MCP session `session_id` (recently)."""
+        return self._client is not None and session_id in self._client.opened_sessions
+
     async def list_tools(self, butler: ButlerInfo) -> list[dict[str, Any]]:
         """`tools/list` of the butler: dicts with name, description, inputSchema, _meta…"""
         client = await self._http()

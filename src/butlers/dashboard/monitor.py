@@ -3,7 +3,8 @@
 Every `interval` seconds each butler's `/ready` is asked (it stays open when
 `/mcp` needs a token) and, when it answers, its `status` tool tells which modules
 are active. A butler is `ok` (ready, every module active), `degraded` (answers,
-but not ready or a module failed; the reason says which) or `down` (no answer).
+but not ready or a module failed, for want of credentials too; the reason says which)
+or `down` (no answer).
 Every change is published as a `butler_status` event, so pages update live.
 """
 
@@ -37,6 +38,7 @@ class ButlerHealth:
     modules: list[dict[str, Any]] = field(default_factory=list)
     version: str | None = None
     uptime_seconds: float | None = None
+    starts: dict[str, Any] | None = None  # the butler's restarts, as `status` reports them
     ready: dict[str, Any] | None = None
     status_at: float = 0.0  # monotonic time of the last `status` call
 
@@ -121,6 +123,7 @@ class ButlerMonitor:
             modules=previous.modules if previous else [],
             version=previous.version if previous else None,
             uptime_seconds=previous.uptime_seconds if previous else None,
+            starts=previous.starts if previous else None,
             status_at=previous.status_at if previous else 0.0,
         )
         health.checked_at = datetime.now(UTC)
@@ -167,6 +170,8 @@ class ButlerMonitor:
         health.modules = list(data.get("modules") or [])
         health.version = data.get("version")
         health.uptime_seconds = data.get("uptime_seconds")
+        starts = data.get("starts")
+        health.starts = starts if isinstance(starts, dict) else None
         health.status_at = time.monotonic()
 
 
@@ -175,13 +180,10 @@ def _verdict(code: int, health: ButlerHealth) -> tuple[str, str | None]:
         detail = health.ready or {}
         parts = [f"{k}: {v}" for k, v in detail.items() if k not in ("status", "butler")]
         return "degraded", "not ready (" + ("; ".join(parts) or f"HTTP {code}") + ")"
-    # A module missing its credentials is an integration not set up (shown on its chip
-    # and under issues), not a fault of the butler.
-    failed = [
-        m
-        for m in health.modules
-        if m.get("status") not in ("active", "disabled", None) and m.get("phase") != "credentials"
-    ]
+    # Any module that did not start leaves the butler short of what its spec promises,
+    # a missing credential included: degraded, the reason naming what to fix. A module
+    # the owner switched off is not a failure.
+    failed = [m for m in health.modules if m.get("status") not in ("active", "disabled", None)]
     if failed:
         return "degraded", "; ".join(
             f"module {m['name']} {m['status']} ({m.get('phase')}): {m.get('error')}" for m in failed

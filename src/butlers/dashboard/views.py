@@ -48,6 +48,11 @@ class ButlerSummary(BaseModel):
     checked_at: datetime | None
     version: str | None
     uptime_seconds: float | None
+    # Starts after the first (crashes and kills included), the last one's time, and
+    # whether the run before it ended without a clean stop. None: not reported yet.
+    restarts: int | None = None
+    last_restart_at: datetime | None = None
+    last_restart_after_crash: bool | None = None
     kube: KubeStatus | None = None
 
 
@@ -70,6 +75,17 @@ def modules_of(dashboard: Dashboard, info: ButlerInfo) -> list[ModuleStatus]:
     return result
 
 
+def _restarts(starts: dict[str, Any] | None) -> dict[str, Any]:
+    if not starts or not isinstance(starts.get("restarts"), int):
+        return {}
+    restarted = starts["restarts"] > 0
+    return {
+        "restarts": starts["restarts"],
+        "last_restart_at": starts.get("started_at") if restarted else None,
+        "last_restart_after_crash": bool(starts.get("previous_crashed")) if restarted else None,
+    }
+
+
 def summary(dashboard: Dashboard, info: ButlerInfo) -> ButlerSummary:
     health = dashboard.monitor.get(info.name)
     return ButlerSummary(
@@ -83,5 +99,6 @@ def summary(dashboard: Dashboard, info: ButlerInfo) -> ButlerSummary:
         checked_at=health.checked_at,
         version=health.version,
         uptime_seconds=health.uptime_seconds,
+        **_restarts(health.starts),
         kube=KubeStatus.model_validate(info.kube) if info.kube else None,
     )

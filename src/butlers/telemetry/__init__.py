@@ -15,11 +15,13 @@ traces nothing never imports the SDK (about 1.4 MB of every butler process, with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +53,41 @@ def current_trace_id() -> str | None:
 
 def tracer() -> trace.Tracer:
     return trace.get_tracer(TRACER)
+
+
+@contextlib.contextmanager
+def trace_of(trace_id: str | None = None) -> Iterator[str | None]:
+    """Work that belongs to one trace, whether or not spans are exported.
+
+    With `trace_id` (a stored trace, resumed later): that trace becomes current. Without
+    it, outside any trace: a fresh trace id becomes current. Without a tracer provider
+    the current span is a non-recording one carrying the id, so the rows this work
+    writes (messages, routes, sessions) and the calls it makes (`traceparent` in MCP
+    `_meta`) still carry one trace id per message, in every butler it reaches. With a
+    provider and no stored id, the provider's own root span does that instead.
+    Yields the trace id current inside (None: the provider will pick it)."""
+    current = trace.get_current_span().get_span_context()
+    if trace_id is None and current.is_valid:
+        yield trace_hex(current.trace_id)
+        return
+    if trace_id is None and tracing_configured():
+        yield None
+        return
+    try:
+        number = int(trace_id, 16) if trace_id else 0
+    except ValueError:
+        number = 0
+    if not number:
+        number = int.from_bytes(secrets.token_bytes(16), "big") or 1
+    sampled = trace.TraceFlags.SAMPLED if tracing_configured() else trace.TraceFlags.DEFAULT
+    parent = trace.SpanContext(
+        trace_id=number,
+        span_id=int.from_bytes(secrets.token_bytes(8), "big") or 1,
+        is_remote=True,
+        trace_flags=trace.TraceFlags(sampled),
+    )
+    with trace.use_span(trace.NonRecordingSpan(parent), end_on_exit=False):
+        yield trace_hex(number)
 
 
 # The environment may name a provider for the API to load on first use.

@@ -26,6 +26,8 @@ def register_status_tool(mcp: FastMCP, butler: ButlerContext) -> None:
             "schema": butler.schema,
             "modules": [m.to_json() for m in butler.modules],
             "uptime_seconds": round(butler.uptime_seconds, 3),
+            # Restarts of this butler (every start after the first, crashes included).
+            "starts": butler.start.to_json() if butler.start else None,
             "pool": {
                 "size": pool.get_size(),
                 "idle": pool.get_idle_size(),

@@ -216,7 +216,9 @@ async def test_overview_shows_healthy_butlers_and_a_killed_one_goes_down_live(
     names = butler_ecosystem.names
     for name in names:
         card = page.locator(f"article[data-butler='{name}']")
-        await card.locator(".badge[data-status='ok']").wait_for()
+        # The messenger's e-mail module has no credentials in the test ecosystem.
+        expected = "degraded" if name == "messenger" else "ok"
+        await card.locator(f".badge[data-status='{expected}']").wait_for()
     assert await page.locator("article[data-butler]").count() == len(names)
     await page.get_by_role("status", name="Live updates: live").wait_for()
     await butler_ecosystem.kill("general")

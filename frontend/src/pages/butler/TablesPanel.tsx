@@ -23,7 +23,7 @@ export function TablesPanel({ butler }: { butler: string }) {
           {tables.data?.data.map((t) => (
             <li key={t.name}>
               <button type="button" aria-pressed={t.name === table} onClick={() => { setTable(t.name); setOffset(0); }}>
-                {t.name} <span className="muted">~{t.estimated_rows} rows</span>
+                {t.name} <span className="muted" data-rows={t.row_count}>{rowCount(t)}</span>
               </button>
             </li>
           ))}
@@ -60,4 +60,11 @@ export function TablesPanel({ butler }: { butler: string }) {
       </div>
     </div>
   );
+}
+
+/** "3 rows" when counted, "~120,000 rows" from the planner's estimate beyond the bound. */
+export function rowCount(t: { row_count: number; row_count_exact: boolean }): string {
+  const n = t.row_count.toLocaleString("en");
+  const noun = t.row_count === 1 ? "row" : "rows";
+  return t.row_count_exact ? `${n} ${noun}` : `~${n} ${noun}`;
 }

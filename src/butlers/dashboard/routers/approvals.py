@@ -9,6 +9,7 @@ own policies, so they are read-only here.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -29,12 +30,20 @@ MODULE = "approvals"
 DECIDED = store.DECIDED
 
 
+Requester = Literal["session", "dashboard", "client"]
+
+
 class ApprovalAction(BaseModel):
     id: str
     butler: str
     tool_name: str
     tool_args: dict[str, Any]
+    # The butler session whose call is held (None: a direct call, not a session).
     session_id: str | None
+    # Who asked: one of the butler's LLM sessions (`session_id`), this dashboard (its
+    # tool form), or another MCP client (`client_session` is its MCP session).
+    requested_by: Requester | None
+    client_session: str | None
     status: Literal["pending", "approved", "denied", "expired"]
     requested_at: datetime
     expires_at: datetime
@@ -65,15 +74,31 @@ class ApprovalMetrics(BaseModel):
     by_tool: dict[str, dict[str, int]]
 
 
-def action_of(butler: str, row: Any) -> ApprovalAction:
+def _requester(dashboard: Dashboard, requester: str | None) -> Requester | None:
+    """A gated call records the butler session that made it (a UUID, as sessions are
+    keyed), else the MCP session of the direct caller (an opaque token)."""
+    if not requester:
+        return None
+    try:
+        if str(uuid.UUID(requester)) == requester:
+            return "session"
+    except ValueError:
+        pass
+    return "dashboard" if dashboard.clients.opened_session(requester) else "client"
+
+
+def action_of(dashboard: Dashboard, butler: str, row: Any) -> ApprovalAction:
     now = datetime.now(UTC)
     left = (row["expires_at"] - now).total_seconds() if row["status"] == "pending" else None
+    requested_by = _requester(dashboard, row["session_id"])
     return ApprovalAction(
         id=str(row["id"]),
         butler=butler,
         tool_name=row["tool_name"],
         tool_args=row["tool_args"] or {},
-        session_id=row["session_id"],
+        session_id=row["session_id"] if requested_by == "session" else None,
+        requested_by=requested_by,
+        client_session=row["session_id"] if requested_by not in (None, "session") else None,
         status=row["status"],
         requested_at=row["requested_at"],
         expires_at=row["expires_at"],
@@ -95,7 +120,7 @@ async def _actions(
         {"statuses": list(statuses)},
         offset=offset,
         limit=limit,
-        build=action_of,
+        build=lambda butler, row: action_of(dashboard, butler, row),
     )
 
 
@@ -106,7 +131,7 @@ async def find_action(dashboard: Dashboard, action_id: str) -> ApprovalAction:
     )
     for name, found in fan.items():
         if found is not None:
-            return action_of(name, asdict(found))
+            return action_of(dashboard, name, asdict(found))
     where = f" (not readable: {', '.join(fan.failed_butlers)})" if fan.failed else ""
     raise NotFound(f"no approval {action_id}{where}")
 
@@ -181,7 +206,7 @@ async def _decide(
     for key in ("requested_at", "expires_at", "decided_at"):
         if isinstance(row.get(key), str):
             row[key] = datetime.fromisoformat(row[key])
-    return ok(action_of(action.butler, row))
+    return ok(action_of(dashboard, action.butler, row))
 
 
 @router.post(

@@ -82,11 +82,10 @@ def _live(dashboard: Dashboard) -> list[Issue]:
         for module in health.modules:
             if module.get("status") in ("active", "disabled", None):
                 continue
-            credentials = module.get("phase") == "credentials"
             issues.append(
                 Issue(
                     id=_id("module", name, module.get("name")),
-                    severity="info" if credentials else "warning",
+                    severity="warning",  # the butler is degraded until it is fixed
                     kind="module_failed",
                     butler=name,
                     title=f"module {module.get('name')} of {name} is {module.get('status')}",

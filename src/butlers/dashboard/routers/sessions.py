@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
@@ -36,8 +36,20 @@ from butlers.stores.sessions import LLM_CALL_COLUMNS, SessionStatus
 router = APIRouter(tags=["sessions"])
 MIN_UUID = "00000000-0000-0000-0000-000000000000"
 MAX_UUID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+# What started a session, from its `trigger_source` (the butler records these): the
+# switchboard's classifier, a message routed to this butler, a schedule or job, the
+# butler's own upkeep (memory consolidation), or a person (the dashboard, `trigger`).
+SessionKind = Literal["classification", "message", "scheduled", "maintenance", "manual"]
+SESSION_KINDS: tuple[str, ...] = get_args(SessionKind)
+KIND_SQL = (
+    "CASE WHEN trigger_source = 'classify' OR trigger_source LIKE 'classify:%' "
+    "THEN 'classification' WHEN trigger_source LIKE 'switchboard:%' THEN 'message' "
+    "WHEN trigger_source LIKE 'schedule:%' OR trigger_source LIKE 'job:%' THEN 'scheduled' "
+    "WHEN trigger_source = 'memory_consolidation' THEN 'maintenance' ELSE 'manual' END"
+)
 SUMMARY = (
-    "session_id, trigger_source, status, model, created_at, completed_at, duration_ms, "
+    f"{KIND_SQL} AS kind, session_id, trigger_source, status, model, created_at, "
+    "completed_at, duration_ms, "
     "input_tokens, output_tokens, cached_tokens, cache_write_tokens, cost_usd, trace_id, error, "
     "left(prompt, 200) AS prompt_preview, "
     "jsonb_array_length(tool_calls) AS tool_call_count, llm_call_count"
@@ -48,6 +60,7 @@ class SessionSummary(BaseModel):
     id: str
     butler: str
     trigger_source: str
+    kind: SessionKind
     status: SessionStatus
     model: str | None
     started_at: datetime
@@ -120,6 +133,7 @@ def summary_of(butler: str, row: Any) -> SessionSummary:
         id=str(row["session_id"]),
         butler=butler,
         trigger_source=row["trigger_source"],
+        kind=row["kind"],
         status=row["status"],
         model=row["model"],
         started_at=row["created_at"],
@@ -146,10 +160,15 @@ def session_filters(
     until: datetime | None = None,
     trace_id: str | None = None,
     model: str | None = None,
+    kind: Annotated[
+        list[SessionKind] | None, Query(description="Only sessions of these kinds.")
+    ] = None,
 ) -> Where:
     """The filters both session listings take, as query parameters."""
     where = Where()
     where.when(status, "status = {}").when(trigger_source, "trigger_source = {}")
+    if kind:
+        where.add(f"({KIND_SQL}) = ANY({{}}::text[])", sorted({str(k) for k in kind}))
     where.when(since, "created_at >= {}").when(until, "created_at < {}")
     return where.when(trace_id, "trace_id = {}").when(model, "model = {}")
 
@@ -236,6 +255,35 @@ async def sessions(
             dashboard.butler(name)
         names = sorted(set(butler))
     return await list_sessions(dashboard, names, where, offset, limit, cursor)
+
+
+class KindCount(BaseModel):
+    kind: SessionKind
+    count: int
+
+
+@router.get("/api/sessions/kinds", response_model=ApiResponse[list[KindCount]])
+async def session_kinds(
+    dashboard: Ctx, *, butler: ButlerFilter = None, where: Filters
+) -> dict[str, Any]:
+    """How many sessions of each kind match the filters (every kind, zeros included)."""
+    names = sorted(dashboard.butlers())
+    if butler:
+        for name in butler:
+            dashboard.butler(name)
+        names = sorted(set(butler))
+    fan = await dashboard.db.fan_out(
+        f"SELECT {KIND_SQL} AS kind, count(*) AS n FROM sessions{where.sql()} GROUP BY 1",
+        *where.args,
+        butler_names=names,
+    )
+    counts = dict.fromkeys(SESSION_KINDS, 0)
+    for _name, row in fan.rows():
+        counts[row["kind"]] += int(row["n"])
+    return ok(
+        [KindCount(kind=k, count=n) for k, n in counts.items()],  # type: ignore[arg-type]
+        failed_butlers=fan.failed_butlers,
+    )
 
 
 @router.get("/api/butlers/{name}/sessions", response_model=PaginatedResponse[SessionSummary])

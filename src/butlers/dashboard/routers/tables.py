@@ -45,9 +45,18 @@ class Column(BaseModel):
 
 class TableInfo(BaseModel):
     name: str
-    estimated_rows: int
+    estimated_rows: int  # the planner's estimate (0 for a table never analyzed)
+    # Rows counted up to COUNT_BOUND (`row_count_exact`), else the larger of the bound
+    # and the planner's estimate.
+    row_count: int
+    row_count_exact: bool
     primary_key: list[str]
     columns: list[Column]
+
+
+# Tables are counted exactly up to this many rows (one bounded scan each, in one
+# statement); bigger ones show the planner's estimate, which is then meaningful.
+COUNT_BOUND = 10_000
 
 
 async def _tables(dashboard: Dashboard, name: str) -> dict[str, TableInfo]:
@@ -56,6 +65,8 @@ async def _tables(dashboard: Dashboard, name: str) -> dict[str, TableInfo]:
         r["name"]: TableInfo(
             name=r["name"],
             estimated_rows=max(0, r["estimated_rows"]),
+            row_count=max(0, r["estimated_rows"]),
+            row_count_exact=False,
             primary_key=list(r["primary_key"]),
             columns=[Column(**c) for c in r["columns"] or []],
         )
@@ -63,11 +74,32 @@ async def _tables(dashboard: Dashboard, name: str) -> dict[str, TableInfo]:
     }
 
 
+async def _count(dashboard: Dashboard, name: str, tables: dict[str, TableInfo]) -> None:
+    """Each table's rows, counted up to COUNT_BOUND (the planner's estimate is -1 or 0
+    until the table is first analyzed, and stale after bursts of writes)."""
+    if not tables:
+        return
+    names = list(tables)
+    counts = ", ".join(
+        f"(SELECT count(*) FROM (SELECT 1 FROM {quote_ident(t)} LIMIT {COUNT_BOUND + 1}) b)"
+        for t in names
+    )
+    row = await dashboard.db.fetchrow(name, f"SELECT ARRAY[{counts}]::bigint[] AS counts")
+    for table, counted in zip(names, row["counts"] if row else [], strict=False):
+        info = tables[table]
+        if counted <= COUNT_BOUND:
+            info.row_count, info.row_count_exact = int(counted), True
+        else:
+            info.row_count = max(info.estimated_rows, COUNT_BOUND + 1)
+
+
 @router.get("/api/butlers/{name}/tables", response_model=ApiResponse[list[TableInfo]])
 async def list_tables(name: str, dashboard: Ctx) -> dict[str, Any]:
-    """The tables of the butler's schema (core and its modules')."""
+    """The tables of the butler's schema (core and its modules'), with their row counts."""
     dashboard.butler(name)
-    return ok(list((await _tables(dashboard, name)).values()))
+    tables = await _tables(dashboard, name)
+    await _count(dashboard, name, tables)
+    return ok(list(tables.values()))
 
 
 @router.get(

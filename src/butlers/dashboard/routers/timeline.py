@@ -27,6 +27,7 @@ Kind = Literal[
     "message_received",
     "route",
     "delivery",
+    "butler_start",
 ]
 # Each source's events as (at, kind, ref, summary, status) rows: the sessions here, a
 # module's tables in its store.
@@ -37,6 +38,13 @@ BRANCHES: dict[str | None, Sequence[str]] = {
         "SELECT completed_at, 'session_end', session_id::text, "
         "coalesce(left(error, 200), 'completed'), status FROM sessions "
         "WHERE completed_at IS NOT NULL",
+        # A start after a run that never stopped cleanly followed a crash or a kill.
+        "SELECT started_at, 'butler_start', number::text, CASE WHEN number = 1 "
+        "THEN 'first start' ELSE 'restart #' || (number - 1) || CASE WHEN lag(number) "
+        "OVER w IS NOT NULL AND lag(stopped_at) OVER w IS NULL THEN ' after a crash' "
+        "ELSE '' END END, CASE WHEN number = 1 THEN 'started' WHEN lag(number) OVER w "
+        "IS NOT NULL AND lag(stopped_at) OVER w IS NULL THEN 'crashed' ELSE 'restarted' "
+        "END FROM butler_starts WINDOW w AS (ORDER BY number)",
     ),
     "approvals": approvals.TIMELINE,
     "switchboard": switchboard.TIMELINE,

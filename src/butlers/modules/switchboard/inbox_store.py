@@ -184,7 +184,7 @@ class SwitchboardStore:
             "WHERE request_id = $1 AND status = ANY($2::text[]) "
             "RETURNING request_id, status, text, classification, attempts, "
             "extract(epoch FROM clock_timestamp() - received_at) AS age_seconds, envelope, "
-            "envelope->'payload'->'raw'->'quoted' AS quoted",
+            "envelope->'payload'->'raw'->'quoted' AS quoted, trace_id",
             request_id,
             list(OPEN_STATUSES),
         )
@@ -221,7 +221,8 @@ class SwitchboardStore:
             "UPDATE message_inbox SET status = 'accepted', updated_at = clock_timestamp() "
             "WHERE request_id = $1 AND status = 'quarantined' "
             "RETURNING request_id, status, text, classification, attempts, "
-            "0.0 AS age_seconds, envelope, envelope->'payload'->'raw'->'quoted' AS quoted",
+            "0.0 AS age_seconds, envelope, envelope->'payload'->'raw'->'quoted' AS quoted, "
+            "trace_id",
             request_id,
         )
         return None if row is None else Claimed.from_row(row)

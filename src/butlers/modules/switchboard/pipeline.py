@@ -47,7 +47,7 @@ from butlers.switchboard.triage import (
     decide,
     facts_of,
 )
-from butlers.telemetry import current_trace_id, tracer
+from butlers.telemetry import current_trace_id, trace_of, tracer
 
 log = logging.getLogger(__name__)
 RECOVERY_INTERVAL = 30.0  # seconds between recovery sweeps of the inbox
@@ -118,10 +118,15 @@ class Pipeline:
         caller cannot pre-empt it. A message a channel connector hands over
         (`from_connector`) starts work only when its sender owns the channel; one
         submitted with the user's token is the owner's own."""
-        with tracer().start_as_current_span(
-            "switchboard.ingest",
-            attributes={"ingest.channel": envelope.source.channel},
-        ) as span:
+        # One trace per message even when no span is exported: its rows, its sessions
+        # and its routes' sessions in the target butlers all carry the same trace id.
+        with (
+            trace_of(),
+            tracer().start_as_current_span(
+                "switchboard.ingest",
+                attributes={"ingest.channel": envelope.source.channel},
+            ) as span,
+        ):
             request_id = uuid.uuid4()
             quarantine = self._owners.quarantine_reason(envelope) if from_connector else None
             self._active.add(request_id)  # before the row exists: the sweep never races us
@@ -189,9 +194,11 @@ class Pipeline:
         if row is None:
             return False
         log.info("message %s released from quarantine", request_id)
-        self._spawn(
-            request_id, self._process(request_id, row.text, _quoted(row), None, None, _facts(row))
-        )
+        with trace_of(row.trace_id):  # the message's own trace, not the release call's
+            self._spawn(
+                request_id,
+                self._process(request_id, row.text, _quoted(row), None, None, _facts(row)),
+            )
         return True
 
     async def classify(
@@ -265,7 +272,8 @@ class Pipeline:
                     row.status,
                     row.attempts,
                 )
-                self._spawn(request_id, self._resume(row))
+                with trace_of(row.trace_id):  # resumed in the message's own trace
+                    self._spawn(request_id, self._resume(row))
                 resumed += 1
             for request_id in await self._store.pending_replies(list(self._active), RECOVERY_BATCH):
                 self._spawn(request_id, self.send_reply(request_id))

@@ -37,6 +37,7 @@ class Claimed(Record):
     age_seconds: float
     envelope: JsonValue
     quoted: JsonValue = None
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,12 +6,18 @@ from butlers.dashboard.monitor import ButlerHealth, _verdict
 from butlers.dashboard.routers.issues import normalize_error
 
 
-def test_missing_credentials_do_not_degrade_a_butler_other_failures_do() -> None:
+def test_every_failed_module_degrades_a_butler_and_is_named_in_the_reason() -> None:
     credentials = {"name": "telegram", "status": "failed", "phase": "credentials", "error": "x"}
     startup = {"name": "email", "status": "failed", "phase": "startup", "error": "boom"}
-    assert _verdict(200, ButlerHealth(modules=[credentials])) == ("ok", None)
-    status, reason = _verdict(200, ButlerHealth(modules=[credentials, startup]))
-    assert status == "degraded" and "email" in str(reason) and "telegram" not in str(reason)
+    active = {"name": "memory", "status": "active", "phase": None, "error": None}
+    assert _verdict(200, ButlerHealth(modules=[active])) == ("ok", None)
+    assert _verdict(200, ButlerHealth(modules=[credentials])) == (
+        "degraded",
+        "module telegram failed (credentials): x",
+    )
+    status, reason = _verdict(200, ButlerHealth(modules=[credentials, startup, active]))
+    assert status == "degraded" and "email" in str(reason) and "telegram" in str(reason)
+    assert "memory" not in str(reason)
 
 
 def test_a_module_the_owner_switched_off_does_not_degrade_a_butler() -> None:
