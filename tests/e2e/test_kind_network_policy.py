@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -23,7 +22,7 @@ import yaml
 
 from tests.kind import pins
 
-from .harness.userpath import kubectl_binary
+from .harness.kind_node import kubectl
 
 PORT = 8080
 CONNECT_SECONDS = 4  # a dropped SYN is retried for longer than this
@@ -32,20 +31,6 @@ CONNECT_SECONDS = 4  # a dropped SYN is retried for longer than this
 @pytest.fixture(scope="module")
 def context(kind_context: str) -> str:
     return kind_context
-
-
-def kubectl(context: str, *args: str, stdin: str | None = None, timeout: float = 120) -> str:
-    done = subprocess.run(
-        [kubectl_binary(), "--context", context, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if done.returncode:
-        raise AssertionError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
-    return done.stdout
 
 
 def pod(name: str, role: str, command: str) -> dict[str, Any]:
