@@ -34,8 +34,17 @@ async def test_a_module_switched_off_loses_its_tools_jobs_and_loops_and_comes_ba
     butler = await module_butler(MODULES)
     memory = _memory_tools(await butler.tool_names())
     for_sessions = _memory_tools(butler.context.access.session_tools())
-    # memory_delete changes what the owner keeps, memory_stats is the owner's view.
-    assert for_sessions and for_sessions == memory - {"memory_delete", "memory_stats"}
+    # Deleting, sharing and consolidating on demand are the owner's; memory_stats is the
+    # owner's view.
+    owners = {
+        "memory_delete",
+        "memory_share",
+        "memory_receive_shared",
+        "memory_withdraw_shared",
+        "memory_consolidate_now",
+        "memory_stats",
+    }
+    assert for_sessions and for_sessions == memory - owners
     reminders = butler.built.modules.instance("reminders")
     assert reminders is not None and reminders[0].loop is not None  # type: ignore[attr-defined]
 
