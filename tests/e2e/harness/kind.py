@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import secrets
 import subprocess
@@ -43,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[3]
 COMMAND_TIMEOUT = 900.0  # image builds are the slow part
 READY_TIMEOUT = 120.0
 HOST_SERVER_URLS = ("BUTLERS_SCRIPT_URL", "TELEGRAM_API_BASE")
+POD_SPAN_DIR = "/tmp/spans"  # the pod's emptyDir (operator/render.py)
 
 
 # A kind, docker, helm or kubectl step failed; the message has its output.
@@ -66,8 +68,9 @@ class _Forward:
     kubectl calls) hold that loop for minutes, and the forward must come back meanwhile.
     """
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], ready_argv: list[str]) -> None:
         self.argv = argv
+        self.ready_argv = ready_argv  # the Service's EndpointSlices, as JSON
         self.stopped = threading.Event()
         self.lock = threading.Lock()
         self.process = self._spawn()
@@ -82,12 +85,19 @@ class _Forward:
             stderr=subprocess.DEVNULL,
         )
 
+    def _ready(self) -> bool:
+        done = subprocess.run(self.ready_argv, capture_output=True, text=True, timeout=30)
+        return done.returncode == 0 and k.has_ready_endpoint(done.stdout)
+
     def _watch(self) -> None:
         while True:
             self.process.wait()
-            # The Service's next pod is not Ready at once: retry each second until stopped.
-            if self.stopped.wait(1.0):
-                return
+            # Reopened once the Service has a Ready pod again: a forward opened to a pod
+            # whose server does not listen yet exits at its first connection.
+            while not self.stopped.wait(1.0):
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    if self._ready():
+                        break
             with self.lock:
                 if self.stopped.is_set():
                     return
@@ -123,7 +133,10 @@ class PortForwards:
     async def open(self, service: str, remote: int, local: int | None = None) -> int:
         await self.close(service)
         port = self.ports[service] = local or self.ports.get(service) or free_port()
-        forward = _Forward(k.build_port_forward(self.target, service, port, remote))
+        forward = _Forward(
+            k.build_port_forward(self.target, service, port, remote),
+            k.build_endpoint_slices(self.target, service),
+        )
         self.forwards[service] = forward
         await self._wait_listening(service, forward, port)
         forward.thread.start()
@@ -244,14 +257,17 @@ async def kind_ecosystem(
     try:
         await ensure_cluster(target, reuse=kube_context is not None)
         gateway = k.pick_ipv4_gateway(await run(k.build_network_inspect()))
-        # A span directory on this machine means nothing in a pod: no spans on kind.
         # The session's servers on this machine (the LLM script, the Telegram stand-in)
         # listen on every interface; pods call them at the host's address on kind's network.
         env = {
             key: k.rewrite_host(v, gateway) if key in HOST_SERVER_URLS and v else v
             for key, v in (extra_env or {}).items()
-            if key != "BUTLERS_SPAN_DIR"
         }
+        if "BUTLERS_SPAN_DIR" in env:
+            # A directory of this machine means nothing in a pod: each butler records its
+            # spans in its own writable emptyDir instead (tracing on, as with a collector;
+            # a whole session writes about a megabyte, far below the volume's limit).
+            env["BUTLERS_SPAN_DIR"] = POD_SPAN_DIR
         script_url = env.get("BUTLERS_SCRIPT_URL")
         script_port = urlsplit(script_url).port if script_url else None
         telegram_url = env.get("TELEGRAM_API_BASE")

@@ -262,6 +262,21 @@ def build_port_forward(target: KindTarget, service: str, local: int, remote: int
     )
 
 
+def build_endpoint_slices(target: KindTarget, service: str) -> list[str]:
+    return build_kubectl(
+        target, "get", "endpointslices", "-l", f"kubernetes.io/service-name={service}", "-o", "json"
+    )
+
+
+def has_ready_endpoint(slices_json: str) -> bool:
+    """Whether `kubectl get endpointslices -o json` lists a Ready endpoint."""
+    for item in json.loads(slices_json).get("items") or []:
+        for endpoint in item.get("endpoints") or []:
+            if (endpoint.get("conditions") or {}).get("ready"):
+                return True
+    return False
+
+
 def build_kill_pod(target: KindTarget, butler: str) -> list[str]:
     return build_kubectl(
         target,

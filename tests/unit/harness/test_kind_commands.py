@@ -173,3 +173,15 @@ def test_butlers_reach_the_telegram_stand_in_on_the_host_and_only_its_port() -> 
     ]
     plain = k.build_chart_values(TARGET, "p_", "pw", ("172.18.0.1", 41234))
     assert "extraEgress" not in plain["networkPolicy"]
+
+
+def test_a_port_forward_is_reopened_only_once_its_service_has_a_ready_endpoint() -> None:
+    def slices(*ready: bool) -> str:
+        endpoints = [{"addresses": ["10.244.0.9"], "conditions": {"ready": r}} for r in ready]
+        return json.dumps({"items": [{"endpoints": endpoints}]})
+
+    assert k.has_ready_endpoint(slices(False, True))
+    assert not k.has_ready_endpoint(slices(False))
+    assert not k.has_ready_endpoint(json.dumps({"items": [{"endpoints": None}]}))
+    argv = k.build_endpoint_slices(TARGET, "butlers-postgres")
+    assert argv[-4:] == ["-l", "kubernetes.io/service-name=butlers-postgres", "-o", "json"]
