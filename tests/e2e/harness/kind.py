@@ -23,7 +23,7 @@ import secrets
 import subprocess
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -43,6 +43,7 @@ from .operator import wait_registered
 ROOT = Path(__file__).resolve().parents[3]
 COMMAND_TIMEOUT = 900.0  # image builds are the slow part
 READY_TIMEOUT = 120.0
+POLL_SECONDS = 3.0
 HOST_SERVER_URLS = ("BUTLERS_SCRIPT_URL", "TELEGRAM_API_BASE")
 POD_SPAN_DIR = "/tmp/spans"  # the pod's emptyDir (operator/render.py)
 
@@ -66,11 +67,15 @@ class _Forward:
 
     A thread, not a task of the session's event loop: synchronous tests (the node tests'
     kubectl calls) hold that loop for minutes, and the forward must come back meanwhile.
+    kubectl keeps listening after its pod is gone (it exits only at the next connection,
+    which fails), so `PortForwards` ends a forward whose pod left the Service's Ready
+    endpoints; it is reopened once the Service has a Ready pod again.
     """
 
-    def __init__(self, argv: list[str], ready_argv: list[str]) -> None:
+    def __init__(self, argv: list[str], ready_pods: Callable[[], frozenset[str] | None]) -> None:
         self.argv = argv
-        self.ready_argv = ready_argv  # the Service's EndpointSlices, as JSON
+        self.ready_pods = ready_pods
+        self.bound: frozenset[str] | None = None  # the Ready pods when it was opened
         self.stopped = threading.Event()
         self.lock = threading.Lock()
         self.process = self._spawn()
@@ -85,23 +90,25 @@ class _Forward:
             stderr=subprocess.DEVNULL,
         )
 
-    def _ready(self) -> bool:
-        done = subprocess.run(self.ready_argv, capture_output=True, text=True, timeout=30)
-        return done.returncode == 0 and k.has_ready_endpoint(done.stdout)
-
     def _watch(self) -> None:
         while True:
             self.process.wait()
-            # Reopened once the Service has a Ready pod again: a forward opened to a pod
-            # whose server does not listen yet exits at its first connection.
             while not self.stopped.wait(1.0):
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    if self._ready():
-                        break
+                if self.ready_pods():
+                    break
             with self.lock:
                 if self.stopped.is_set():
                     return
+                self.bound = self.ready_pods()
                 self.process = self._spawn()
+
+    def check(self, ready: frozenset[str]) -> None:
+        """Ends the forward when a pod it may be bound to is no longer Ready."""
+        with self.lock:
+            if self.bound is None:
+                self.bound = ready
+            elif not self.bound <= ready and self.process.poll() is None:
+                self.process.kill()
 
     def exited(self) -> bool:
         return self.process.poll() is not None
@@ -120,26 +127,46 @@ class _Forward:
 class PortForwards:
     """Owner of every `kubectl port-forward` of a session: each is killed at the end.
 
-    A port-forward to a Service is bound to one of its pods and exits with it; each is
-    watched and reopened on the same local port when it exits (a restarted pod, the
-    database's included, is reachable again at the same address).
+    A port-forward to a Service is bound to one of its pods; each is watched and reopened
+    on the same local port when that pod goes (a restarted pod, the database's included,
+    is reachable again at the same address). One thread lists the namespace's
+    EndpointSlices every few seconds for all of them.
     """
 
     def __init__(self, target: k.KindTarget) -> None:
         self.target = target
         self.forwards: dict[str, _Forward] = {}
         self.ports: dict[str, int] = {}
+        self.ready: dict[str, frozenset[str]] | None = None
+        self.polling = threading.Event()
+        self.poller = threading.Thread(target=self._poll, name="port-forward endpoints")
+        self.poller.daemon = True
+
+    def _poll(self) -> None:
+        argv = k.build_kubectl(self.target, "get", "endpointslices", "-o", "json")
+        while not self.polling.wait(POLL_SECONDS):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+                if done.returncode == 0:
+                    self.ready = k.ready_pods_by_service(done.stdout)
+                    for service, forward in list(self.forwards.items()):
+                        forward.check(self.ready.get(service, frozenset()))
+
+    def _ready_pods(self, service: str) -> frozenset[str] | None:
+        return None if self.ready is None else self.ready.get(service, frozenset())
 
     async def open(self, service: str, remote: int, local: int | None = None) -> int:
         await self.close(service)
         port = self.ports[service] = local or self.ports.get(service) or free_port()
         forward = _Forward(
             k.build_port_forward(self.target, service, port, remote),
-            k.build_endpoint_slices(self.target, service),
+            lambda: self._ready_pods(service),
         )
         self.forwards[service] = forward
         await self._wait_listening(service, forward, port)
         forward.thread.start()
+        if not self.poller.is_alive():
+            self.poller.start()
         return port
 
     async def _wait_listening(self, service: str, forward: _Forward, port: int) -> None:
@@ -173,6 +200,7 @@ class PortForwards:
             await asyncio.to_thread(forward.stop)
 
     async def close_all(self) -> None:
+        self.polling.set()
         for service in list(self.forwards):
             await self.close(service)
 

@@ -262,19 +262,19 @@ def build_port_forward(target: KindTarget, service: str, local: int, remote: int
     )
 
 
-def build_endpoint_slices(target: KindTarget, service: str) -> list[str]:
-    return build_kubectl(
-        target, "get", "endpointslices", "-l", f"kubernetes.io/service-name={service}", "-o", "json"
-    )
-
-
-def has_ready_endpoint(slices_json: str) -> bool:
-    """Whether `kubectl get endpointslices -o json` lists a Ready endpoint."""
+def ready_pods_by_service(slices_json: str) -> dict[str, frozenset[str]]:
+    """Each Service's Ready pods, from `kubectl get endpointslices -o json`."""
+    ready: dict[str, set[str]] = {}
     for item in json.loads(slices_json).get("items") or []:
+        service = (item.get("metadata", {}).get("labels") or {}).get("kubernetes.io/service-name")
+        if not service:
+            continue
+        pods = ready.setdefault(service, set())
         for endpoint in item.get("endpoints") or []:
-            if (endpoint.get("conditions") or {}).get("ready"):
-                return True
-    return False
+            name = (endpoint.get("targetRef") or {}).get("name")
+            if name and (endpoint.get("conditions") or {}).get("ready"):
+                pods.add(name)
+    return {service: frozenset(pods) for service, pods in ready.items()}
 
 
 def build_kill_pod(target: KindTarget, butler: str) -> list[str]:

@@ -175,13 +175,16 @@ def test_butlers_reach_the_telegram_stand_in_on_the_host_and_only_its_port() -> 
     assert "extraEgress" not in plain["networkPolicy"]
 
 
-def test_a_port_forward_is_reopened_only_once_its_service_has_a_ready_endpoint() -> None:
-    def slices(*ready: bool) -> str:
-        endpoints = [{"addresses": ["10.244.0.9"], "conditions": {"ready": r}} for r in ready]
-        return json.dumps({"items": [{"endpoints": endpoints}]})
+def test_a_port_forward_follows_its_services_ready_pods() -> None:
+    def endpoint(pod: str, ready: bool) -> dict[str, object]:
+        return {"targetRef": {"name": pod}, "conditions": {"ready": ready}}
 
-    assert k.has_ready_endpoint(slices(False, True))
-    assert not k.has_ready_endpoint(slices(False))
-    assert not k.has_ready_endpoint(json.dumps({"items": [{"endpoints": None}]}))
-    argv = k.build_endpoint_slices(TARGET, "butlers-postgres")
-    assert argv[-4:] == ["-l", "kubernetes.io/service-name=butlers-postgres", "-o", "json"]
+    def item(service: str, *endpoints: dict[str, object] | None) -> dict[str, object]:
+        labels = {"kubernetes.io/service-name": service}
+        return {"metadata": {"labels": labels}, "endpoints": list(endpoints) or None}
+
+    slices = {"items": [item("db", endpoint("db-1", False), endpoint("db-2", True)), item("hx")]}
+    assert k.ready_pods_by_service(json.dumps(slices)) == {
+        "db": frozenset({"db-2"}),
+        "hx": frozenset(),
+    }
