@@ -68,8 +68,8 @@ class _Forward:
     A thread, not a task of the session's event loop: synchronous tests (the node tests'
     kubectl calls) hold that loop for minutes, and the forward must come back meanwhile.
     kubectl keeps listening after its pod is gone (it exits only at the next connection,
-    which fails), so `PortForwards` ends a forward whose pod left the Service's Ready
-    endpoints; it is reopened once the Service has a Ready pod again.
+    which fails), so `PortForwards` ends a forward whose pod left the Service's
+    endpoints or terminates; it is reopened once the Service has a Ready pod again.
     """
 
     def __init__(self, argv: list[str], ready_pods: Callable[[], frozenset[str] | None]) -> None:
@@ -102,12 +102,13 @@ class _Forward:
                 self.bound = self.ready_pods()
                 self.process = self._spawn()
 
-    def check(self, ready: frozenset[str]) -> None:
-        """Ends the forward when a pod it may be bound to is no longer Ready."""
+    def check(self, pods: tuple[frozenset[str], frozenset[str]]) -> None:
+        """Ends the forward when a pod it may be bound to is gone or terminating."""
+        ready, present = pods
         with self.lock:
             if self.bound is None:
                 self.bound = ready
-            elif not self.bound <= ready and self.process.poll() is None:
+            elif not self.bound <= present and self.process.poll() is None:
                 self.process.kill()
 
     def exited(self) -> bool:
@@ -148,9 +149,10 @@ class PortForwards:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
                 if done.returncode == 0:
-                    self.ready = k.ready_pods_by_service(done.stdout)
+                    pods = k.pods_by_service(done.stdout)
+                    self.ready = {service: ready for service, (ready, _) in pods.items()}
                     for service, forward in list(self.forwards.items()):
-                        forward.check(self.ready.get(service, frozenset()))
+                        forward.check(pods.get(service, (frozenset(), frozenset())))
 
     def _ready_pods(self, service: str) -> frozenset[str] | None:
         return None if self.ready is None else self.ready.get(service, frozenset())

@@ -262,19 +262,25 @@ def build_port_forward(target: KindTarget, service: str, local: int, remote: int
     )
 
 
-def ready_pods_by_service(slices_json: str) -> dict[str, frozenset[str]]:
-    """Each Service's Ready pods, from `kubectl get endpointslices -o json`."""
+def pods_by_service(slices_json: str) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """Each Service's pods from `kubectl get endpointslices -o json`: (Ready, not
+    terminating) — a pod out of readiness for a while is still there to forward to."""
     ready: dict[str, set[str]] = {}
+    present: dict[str, set[str]] = {}
     for item in json.loads(slices_json).get("items") or []:
         service = (item.get("metadata", {}).get("labels") or {}).get("kubernetes.io/service-name")
         if not service:
             continue
-        pods = ready.setdefault(service, set())
+        ready.setdefault(service, set())
+        present.setdefault(service, set())
         for endpoint in item.get("endpoints") or []:
             name = (endpoint.get("targetRef") or {}).get("name")
-            if name and (endpoint.get("conditions") or {}).get("ready"):
-                pods.add(name)
-    return {service: frozenset(pods) for service, pods in ready.items()}
+            conditions = endpoint.get("conditions") or {}
+            if name and conditions.get("ready"):
+                ready[service].add(name)
+            if name and not conditions.get("terminating"):
+                present[service].add(name)
+    return {s: (frozenset(ready[s]), frozenset(present[s])) for s in ready}
 
 
 def build_kill_pod(target: KindTarget, butler: str) -> list[str]:

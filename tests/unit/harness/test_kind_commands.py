@@ -183,8 +183,9 @@ def test_a_port_forward_follows_its_services_ready_pods() -> None:
         labels = {"kubernetes.io/service-name": service}
         return {"metadata": {"labels": labels}, "endpoints": list(endpoints) or None}
 
-    slices = {"items": [item("db", endpoint("db-1", False), endpoint("db-2", True)), item("hx")]}
-    assert k.ready_pods_by_service(json.dumps(slices)) == {
-        "db": frozenset({"db-2"}),
-        "hx": frozenset(),
+    gone = endpoint("db-0", True) | {"conditions": {"ready": False, "terminating": True}}
+    db = item("db", gone, endpoint("db-1", False), endpoint("db-2", True))
+    assert k.pods_by_service(json.dumps({"items": [db, item("hx")]})) == {
+        "db": (frozenset({"db-2"}), frozenset({"db-1", "db-2"})),
+        "hx": (frozenset(), frozenset()),
     }
