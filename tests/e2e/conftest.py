@@ -237,11 +237,13 @@ def ecosystem_admin_dsn(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-async def telegram_stand_in() -> AsyncIterator[TelegramApi]:
-    """The Bot API stand-in the ecosystem's messenger talks to (harness/telegram.py)."""
+async def telegram_stand_in(request: pytest.FixtureRequest) -> AsyncIterator[TelegramApi]:
+    """The Bot API stand-in the ecosystem's messenger talks to (harness/telegram.py); on
+    every interface for the kind backend, whose pods call it from the cluster."""
     from .harness.telegram import TOKEN
 
-    async with telegram_api(TOKEN) as api:
+    host = "0.0.0.0" if _backend(request.config) == "kind" else "127.0.0.1"
+    async with telegram_api(TOKEN, host) as api:
         yield api
 
 

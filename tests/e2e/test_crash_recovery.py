@@ -19,12 +19,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
+import pytest
 
 from butlers.switchboard.envelope import build_envelope
 from butlers.testing.script_server import Script, call, step
 from tests.support.proxy import DroppingProxy
 
 from .harness.ecosystem import EcosystemHandle
+from .harness.env import HOST_PROXY_UNREACHABLE
 from .test_switchboard_flow import classify_as, ingest
 
 DEADLINE = 30.0
@@ -108,6 +110,8 @@ def _weight_session(value: float, answer_delay: float) -> tuple[dict[str, Any], 
 async def test_a_dropped_connection_does_not_run_the_target_session_twice(
     butler_ecosystem: EcosystemHandle, llm_script: Script
 ) -> None:
+    if butler_ecosystem.backend == "kind":
+        pytest.skip(HOST_PROXY_UNREACHABLE)
     health = butler_ecosystem["health"]
     target = urlsplit(health.url)
     proxy = DroppingProxy(target.hostname or "127.0.0.1", target.port or 80)
@@ -128,7 +132,7 @@ async def test_a_dropped_connection_does_not_run_the_target_session_twice(
         result = await ingest(butler_ecosystem, text)
     finally:
         await switchboard.execute(
-            "UPDATE butler_registry SET url = $1 WHERE name = 'health'", health.url
+            "UPDATE butler_registry SET url = $1 WHERE name = 'health'", health.registered_url
         )
         await proxy.aclose()
     assert proxy.dropped.is_set(), "the proxy never dropped the trigger call"

@@ -31,7 +31,7 @@ async def _wait_for_url(eco: EcosystemHandle, name: str, url: str, timeout: floa
 async def health_route(butler_ecosystem: EcosystemHandle) -> AsyncIterator[str]:
     """The health butler's registered URL, put back (by deregistering the impostor row,
     so the real butler registers again) if a test's attack got through."""
-    url = butler_ecosystem["health"].url
+    url = butler_ecosystem["health"].registered_url
     yield url
     row = (await _registry(butler_ecosystem)).get("health", {})
     if row.get("url") != url or len(row.get("description", "")) > 10_000:

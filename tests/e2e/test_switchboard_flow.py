@@ -50,7 +50,7 @@ async def test_every_butler_is_registered_and_alive(butler_ecosystem: EcosystemH
     registry = {r["name"]: r for r in rows}
     assert set(registry) == set(butler_ecosystem.names)
     for name, row in registry.items():
-        assert row["url"] == butler_ecosystem[name].url
+        assert row["url"] == butler_ecosystem[name].registered_url
         assert row["alive"] is True
     assert "health" in registry["health"]["modules"]
 

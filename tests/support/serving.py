@@ -15,11 +15,12 @@ START_TIMEOUT = 30.0
 
 
 @asynccontextmanager
-async def served_asgi(app: Any, http: Any = "auto") -> AsyncIterator[str]:
+async def served_asgi(app: Any, http: Any = "auto", host: str = "127.0.0.1") -> AsyncIterator[str]:
     """Yields the base URL (`http://127.0.0.1:<port>`) once uvicorn listens; `http` is
-    uvicorn's HTTP protocol (a name or a class, as `uvicorn.Config` takes it)."""
+    uvicorn's HTTP protocol (a name or a class, as `uvicorn.Config` takes it); `host` the
+    address it binds (`0.0.0.0` where a kind cluster's pods must reach it too)."""
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=http)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", http=http)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:

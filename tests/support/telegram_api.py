@@ -198,9 +198,10 @@ class TelegramApi:
 
 
 @contextlib.asynccontextmanager
-async def telegram_api(token: str) -> AsyncIterator[TelegramApi]:
-    """The stand-in served on a free loopback port (`api.url` is its `apiBase`)."""
+async def telegram_api(token: str, host: str = "127.0.0.1") -> AsyncIterator[TelegramApi]:
+    """The stand-in served on a free port of `host` (`api.url`, on loopback, is its
+    `apiBase`)."""
     api = TelegramApi(token)
-    async with served_asgi(api.app()) as url:
+    async with served_asgi(api.app(), host=host) as url:
         api.url = url
         yield api

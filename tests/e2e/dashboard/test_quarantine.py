@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2 as httpx
-import pytest
 
 from butlers.testing.script_server import Script, step
 from tests.support.telegram_api import TelegramApi
@@ -30,8 +29,6 @@ async def test_the_owner_releases_one_strangers_message_and_drops_another(
     telegram_stand_in: TelegramApi,
     llm_script: Script,
 ) -> None:
-    if butler_ecosystem.backend == "kind":
-        pytest.skip("the Bot API stand-in listens on this machine's loopback, out of kind's reach")
     bot = telegram_stand_in
     kept, dropped = "Hi, it is your dentist: please call me back", "Click this link"
     bot.says(kept, user_id=STRANGER)

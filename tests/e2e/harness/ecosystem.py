@@ -26,6 +26,13 @@ class ButlerEndpoint:
     port: int
     schema: str
     dsn: str  # the butler's own role
+    # The URL the butler registers with the switchboard, where it differs from `url`
+    # (on kind, its Service's in-cluster address; `url` is a port-forward on loopback).
+    in_cluster_url: str | None = None
+
+    @property
+    def registered_url(self) -> str:
+        return self.in_cluster_url or self.url
 
 
 def bearer(token: str | None) -> dict[str, str]:

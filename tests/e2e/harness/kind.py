@@ -8,8 +8,9 @@ the operator chart with its development PostgreSQL, `kubectl apply -f roster/`,
 would (Butlers, `helm uninstall`, the namespace) unless `--keep-namespace`.
 Only image loading and port-forwarding are this backend's own.
 
-Pods reach the session's LLM script server through the host's address on kind's
-Docker network, so that server listens on every interface for this backend.
+Pods reach the session's LLM script server and Telegram stand-in through the host's
+address on kind's Docker network, so those servers listen on every interface for this
+backend.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import json
 import secrets
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -41,6 +43,9 @@ from .operator import wait_registered
 ROOT = Path(__file__).resolve().parents[3]
 COMMAND_TIMEOUT = 900.0  # image builds are the slow part
 READY_TIMEOUT = 120.0
+POLL_SECONDS = 3.0
+HOST_SERVER_URLS = ("BUTLERS_SCRIPT_URL", "TELEGRAM_API_BASE")
+POD_SPAN_DIR = "/tmp/spans"  # the pod's emptyDir (operator/render.py)
 
 
 # A kind, docker, helm or kubectl step failed; the message has its output.
@@ -57,47 +62,118 @@ async def run(
     return await userpath.run(argv, stdin, timeout, cwd)
 
 
-class PortForwards:
-    """Owner of every `kubectl port-forward` of a session: each is killed at the end.
+class _Forward:
+    """One `kubectl port-forward`, restarted by a thread of its own whenever it exits.
 
-    A port-forward to a Service is bound to one of its pods and exits with it; each is
-    watched and reopened on the same local port when it exits (a restarted pod, the
-    database's included, is reachable again at the same address).
+    A thread, not a task of the session's event loop: synchronous tests (the node tests'
+    kubectl calls) hold that loop for minutes, and the forward must come back meanwhile.
+    kubectl keeps listening after its pod is gone (it exits only at the next connection,
+    which fails), so `PortForwards` ends a forward whose pod left the Service's
+    endpoints or terminates; it is reopened once the Service has a Ready pod again.
     """
 
-    def __init__(self, target: k.KindTarget) -> None:
-        self.target = target
-        self.processes: dict[str, asyncio.subprocess.Process] = {}
-        self.ports: dict[str, int] = {}
-        self.remotes: dict[str, int] = {}
-        self.watchers: dict[str, asyncio.Task[None]] = {}
+    def __init__(self, argv: list[str], ready_pods: Callable[[], frozenset[str] | None]) -> None:
+        self.argv = argv
+        self.ready_pods = ready_pods
+        self.bound: frozenset[str] | None = None  # the Ready pods when it was opened
+        self.stopped = threading.Event()
+        self.lock = threading.Lock()
+        self.process = self._spawn()
+        self.thread = threading.Thread(target=self._watch, name=f"port-forward {argv[-2]}")
+        self.thread.daemon = True
 
-    async def _start(self, service: str) -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(
-            *k.build_port_forward(self.target, service, self.ports[service], self.remotes[service]),
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            self.argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
 
+    def _watch(self) -> None:
+        while True:
+            self.process.wait()
+            while not self.stopped.wait(1.0):
+                if self.ready_pods():
+                    break
+            with self.lock:
+                if self.stopped.is_set():
+                    return
+                self.bound = self.ready_pods()
+                self.process = self._spawn()
+
+    def check(self, pods: tuple[frozenset[str], frozenset[str]]) -> None:
+        """Ends the forward when a pod it may be bound to is gone or terminating."""
+        ready, present = pods
+        with self.lock:
+            if self.bound is None:
+                self.bound = ready
+            elif not self.bound <= present and self.process.poll() is None:
+                self.process.kill()
+
+    def exited(self) -> bool:
+        return self.process.poll() is not None
+
+    def stop(self) -> None:
+        self.stopped.set()
+        with self.lock:
+            process = self.process
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        if self.thread.is_alive():
+            self.thread.join(timeout=5)
+
+
+class PortForwards:
+    """Owner of every `kubectl port-forward` of a session: each is killed at the end.
+
+    A port-forward to a Service is bound to one of its pods; each is watched and reopened
+    on the same local port when that pod goes (a restarted pod, the database's included,
+    is reachable again at the same address). One thread lists the namespace's
+    EndpointSlices every few seconds for all of them.
+    """
+
+    def __init__(self, target: k.KindTarget) -> None:
+        self.target = target
+        self.forwards: dict[str, _Forward] = {}
+        self.ports: dict[str, int] = {}
+        self.ready: dict[str, frozenset[str]] | None = None
+        self.polling = threading.Event()
+        self.poller = threading.Thread(target=self._poll, name="port-forward endpoints")
+        self.poller.daemon = True
+
+    def _poll(self) -> None:
+        argv = k.build_kubectl(self.target, "get", "endpointslices", "-o", "json")
+        while not self.polling.wait(POLL_SECONDS):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+                if done.returncode == 0:
+                    pods = k.pods_by_service(done.stdout)
+                    self.ready = {service: ready for service, (ready, _) in pods.items()}
+                    for service, forward in list(self.forwards.items()):
+                        forward.check(pods.get(service, (frozenset(), frozenset())))
+
+    def _ready_pods(self, service: str) -> frozenset[str] | None:
+        return None if self.ready is None else self.ready.get(service, frozenset())
+
     async def open(self, service: str, remote: int, local: int | None = None) -> int:
         await self.close(service)
-        self.ports[service] = local or self.ports.get(service) or free_port()
-        self.remotes[service] = remote
-        self.processes[service] = await self._start(service)
-        await self._wait_listening(service, self.ports[service])
-        self.watchers[service] = asyncio.create_task(self._watch(service))
-        return self.ports[service]
+        port = self.ports[service] = local or self.ports.get(service) or free_port()
+        forward = _Forward(
+            k.build_port_forward(self.target, service, port, remote),
+            lambda: self._ready_pods(service),
+        )
+        self.forwards[service] = forward
+        await self._wait_listening(service, forward, port)
+        forward.thread.start()
+        if not self.poller.is_alive():
+            self.poller.start()
+        return port
 
-    async def _watch(self, service: str) -> None:
-        while True:
-            await self.processes[service].wait()
-            await asyncio.sleep(1.0)  # the Service's next pod is not Ready at once
-            self.processes[service] = await self._start(service)
-
-    async def _wait_listening(self, service: str, port: int) -> None:
+    async def _wait_listening(self, service: str, forward: _Forward, port: int) -> None:
         async def listening() -> bool:
-            if self.processes[service].returncode is not None:
+            if forward.exited():
                 raise KindError(f"kubectl port-forward to service/{service} exited")
             try:
                 _, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -107,27 +183,27 @@ class PortForwards:
             await writer.wait_closed()
             return True
 
-        await wait_until(
-            listening,
-            timeout=30,
-            interval=0.1,
-            message=f"port-forward to service/{service} never listened",
-            error=KindError,
-        )
+        try:
+            await wait_until(
+                listening,
+                timeout=30,
+                interval=0.1,
+                message=f"port-forward to service/{service} never listened",
+                error=KindError,
+            )
+        except BaseException:
+            await asyncio.to_thread(forward.stop)
+            self.forwards.pop(service, None)
+            raise
 
     async def close(self, service: str) -> None:
-        watcher = self.watchers.pop(service, None)
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-        process = self.processes.pop(service, None)
-        if process is not None and process.returncode is None:
-            process.kill()
-            await process.wait()
+        forward = self.forwards.pop(service, None)
+        if forward is not None:
+            await asyncio.to_thread(forward.stop)
 
     async def close_all(self) -> None:
-        for service in list(self.processes):
+        self.polling.set()
+        for service in list(self.forwards):
             await self.close(service)
 
 
@@ -211,14 +287,21 @@ async def kind_ecosystem(
     try:
         await ensure_cluster(target, reuse=kube_context is not None)
         gateway = k.pick_ipv4_gateway(await run(k.build_network_inspect()))
-        # A span directory on this machine means nothing in a pod: no spans on kind.
+        # The session's servers on this machine (the LLM script, the Telegram stand-in)
+        # listen on every interface; pods call them at the host's address on kind's network.
         env = {
-            key: k.rewrite_host(v, gateway) if key == "BUTLERS_SCRIPT_URL" else v
+            key: k.rewrite_host(v, gateway) if key in HOST_SERVER_URLS and v else v
             for key, v in (extra_env or {}).items()
-            if key != "BUTLERS_SPAN_DIR"
         }
+        if "BUTLERS_SPAN_DIR" in env:
+            # A directory of this machine means nothing in a pod: each butler records its
+            # spans in its own writable emptyDir instead (tracing on, as with a collector;
+            # a whole session writes about a megabyte, far below the volume's limit).
+            env["BUTLERS_SPAN_DIR"] = POD_SPAN_DIR
         script_url = env.get("BUTLERS_SCRIPT_URL")
         script_port = urlsplit(script_url).port if script_url else None
+        telegram_url = env.get("TELEGRAM_API_BASE")
+        telegram_port = urlsplit(telegram_url).port if telegram_url else None
         await load_images(target)
         installed = True
         # The user path every cluster backend shares: namespace, CRDs, env Secret, the
@@ -230,6 +313,7 @@ async def kind_ecosystem(
                 schema_prefix,
                 secrets.token_urlsafe(18),
                 (gateway, script_port) if script_port else None,
+                [telegram_port] if telegram_port else [],
             ),
             env=env,
             roster_dir=roster_dir,
@@ -254,6 +338,7 @@ async def kind_ecosystem(
                 port=local,
                 schema=db["schema"],
                 dsn=k.rewrite_host(db["dsn"], "127.0.0.1", pg_port),
+                in_cluster_url=f"http://{name}.{target.namespace}.svc:{remotes[name]}/mcp",
             )
 
         async def kill(name: str) -> None:
@@ -284,9 +369,7 @@ async def kind_ecosystem(
         try:
             switchboards = [r.name for r in resources if is_switchboard(r)]
             if switchboards:
-                advertised = {
-                    n: f"http://{n}.{target.namespace}.svc:{remotes[n]}/mcp" for n in names
-                }
+                advertised = {n: endpoints[n].registered_url for n in names}
                 await wait_registered(handle, switchboards[0], advertised)
             yield handle
         finally:

@@ -3,7 +3,8 @@
 The messenger's `telegram` module runs against the stand-in (`TELEGRAM_API_BASE`),
 with inbound on (the roster's), so the whole loop runs: the owner writes to the bot,
 the switchboard routes it, the reply comes back on the thread. The stand-in listens
-on this machine's loopback, which only kind's pods cannot reach.
+on this machine's loopback; for kind, on every interface, and the pods call it at the
+host's address on kind's Docker network (harness/kind.py).
 """
 
 from __future__ import annotations

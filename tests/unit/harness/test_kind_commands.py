@@ -161,3 +161,31 @@ def test_the_network_is_inspected_on_the_kind_lanes_engine(monkeypatch: pytest.M
     assert k.build_network_inspect()[:3] == ["docker", "--host", "unix:///run/x.sock"]
     monkeypatch.delenv(k.DOCKER_HOST_ENV)
     assert k.build_network_inspect()[:2] == ["docker", "network"]
+
+
+def test_butlers_reach_the_telegram_stand_in_on_the_host_and_only_its_port() -> None:
+    values = k.build_chart_values(TARGET, "p_", "pw", ("172.18.0.1", 41234), [41235])
+    assert values["networkPolicy"]["extraEgress"] == [
+        {
+            "to": [{"ipBlock": {"cidr": "172.18.0.1/32"}}],
+            "ports": [{"protocol": "TCP", "port": 41235}],
+        }
+    ]
+    plain = k.build_chart_values(TARGET, "p_", "pw", ("172.18.0.1", 41234))
+    assert "extraEgress" not in plain["networkPolicy"]
+
+
+def test_a_port_forward_follows_its_services_ready_pods() -> None:
+    def endpoint(pod: str, ready: bool) -> dict[str, object]:
+        return {"targetRef": {"name": pod}, "conditions": {"ready": ready}}
+
+    def item(service: str, *endpoints: dict[str, object] | None) -> dict[str, object]:
+        labels = {"kubernetes.io/service-name": service}
+        return {"metadata": {"labels": labels}, "endpoints": list(endpoints) or None}
+
+    gone = endpoint("db-0", True) | {"conditions": {"ready": False, "terminating": True}}
+    db = item("db", gone, endpoint("db-1", False), endpoint("db-2", True))
+    assert k.pods_by_service(json.dumps({"items": [db, item("hx")]})) == {
+        "db": (frozenset({"db-2"}), frozenset({"db-1", "db-2"})),
+        "hx": (frozenset(), frozenset()),
+    }
