@@ -48,8 +48,13 @@ NEVER_IN_A_SESSION = {
     "secret_put",
     "secret_delete",
     "secrets_reencrypt",
-    # Only the owner deletes a memory for good (a session may retract, reversibly).
+    # Only the owner deletes a memory for good (a session may retract, reversibly), shares
+    # a fact with other butlers, or starts a consolidation (a model call) on demand.
     "memory_delete",
+    "memory_share",
+    "memory_receive_shared",
+    "memory_withdraw_shared",
+    "memory_consolidate_now",
     # The briefing starts a model session of its own.
     "briefing_send",
 }
