@@ -242,6 +242,26 @@ async def test_the_dashboard_needs_a_login_and_holds_no_other_credential(
         _butlers("down", "--data-dir", str(data))
 
 
+async def test_a_dashboard_without_a_login_is_asked_for_explicitly_and_warns(
+    tmp_path: Path,
+) -> None:
+    data, roster = tmp_path / "data", _roster(tmp_path, ("general",))
+    up = _butlers("up", "--data-dir", str(data), "--roster", str(roster), "--detach", "--no-login")
+    assert up.returncode == 0, up.stderr
+    try:
+        assert "WARNING" in up.stderr and "WITHOUT A LOGIN" in up.stderr, up.stderr
+        assert "sign in:" not in up.stdout, "no login link for a dashboard that needs none"
+        url = json.loads((data / "ecosystem.json").read_text())["dashboard"]["url"]
+        async with httpx.AsyncClient(base_url=url, timeout=10) as anyone:
+            status = (await anyone.get("/api/auth/status")).json()["data"]
+            assert status["token_required"] is False
+            assert (await anyone.get("/api/butlers")).status_code == 200
+        # The dashboard's own log says it too, for whoever reads it later.
+        assert "WITHOUT A LOGIN" in (data / "logs" / "dashboard.log").read_text()
+    finally:
+        _butlers("down", "--data-dir", str(data))
+
+
 def test_ctrl_c_stops_everything_cleanly(tmp_path: Path) -> None:
     data, roster = tmp_path / "data", _roster(tmp_path, ("general",))
     environ = {k: v for k, v in os.environ.items() if k != "BUTLERS_DATABASE_URL"}
