@@ -3,6 +3,7 @@ behind the auth gate (Host, Origin, bearer token; the probes stay open)."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Awaitable, Callable, Mapping
 
 from fastmcp import FastMCP
@@ -43,9 +44,14 @@ def build_http_app(
     async def health(_request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "butler": name})
 
+    # Which run of the butler answers: a watcher that sees it change knows the butler
+    # restarted, however quickly it came back.
+    instance = secrets.token_hex(8)
+
     async def ready(_request: Request) -> JSONResponse:
         ok, detail = await ready_check()
-        body = {"status": "ready" if ok else "not_ready", "butler": name, **detail}
+        body = {"status": "ready" if ok else "not_ready", "butler": name, "instance": instance}
+        body.update(detail)
         return JSONResponse(body, status_code=200 if ok else 503)
 
     routes = [

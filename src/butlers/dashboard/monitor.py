@@ -140,13 +140,16 @@ class ButlerMonitor:
             except ValueError:
                 health.ready = None
             stale = time.monotonic() - health.status_at > STATUS_REFRESH
-            if previous is None or previous.status != "ok" or stale:
+            restarted = _instance(previous) not in (None, _instance(health))
+            if previous is None or previous.status != "ok" or stale or restarted:
                 await self._refresh_status(butler, health)
             health.status, health.reason = _verdict(response.status_code, health)
         self.health[butler.name] = health
-        if previous is None or (previous.status, previous.reason) != (
-            health.status,
-            health.reason,
+        starts_changed = previous is not None and previous.starts != health.starts
+        if (
+            previous is None
+            or starts_changed
+            or (previous.status, previous.reason) != (health.status, health.reason)
         ):
             if previous is not None or health.status != "ok":
                 log.info("butler %s is %s: %s", butler.name, health.status, health.reason)
@@ -175,10 +178,18 @@ class ButlerMonitor:
         health.status_at = time.monotonic()
 
 
+def _instance(health: ButlerHealth | None) -> str | None:
+    """The run of the butler that answered `/ready` last (None before an answer)."""
+    ready = health.ready if health else None
+    value = ready.get("instance") if isinstance(ready, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def _verdict(code: int, health: ButlerHealth) -> tuple[str, str | None]:
     if code != 200:
         detail = health.ready or {}
-        parts = [f"{k}: {v}" for k, v in detail.items() if k not in ("status", "butler")]
+        shown = detail.items()
+        parts = [f"{k}: {v}" for k, v in shown if k not in ("status", "butler", "instance")]
         return "degraded", "not ready (" + ("; ".join(parts) or f"HTTP {code}") + ")"
     # Any module that did not start leaves the butler short of what its spec promises,
     # a missing credential included: degraded, the reason naming what to fix. A module
