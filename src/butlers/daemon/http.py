@@ -50,7 +50,11 @@ def build_http_app(
 
     async def ready(_request: Request) -> JSONResponse:
         ok, detail = await ready_check()
-        body = {"status": "ready" if ok else "not_ready", "butler": name, "instance": instance}
+        body: dict[str, object] = {
+            "status": "ready" if ok else "not_ready",
+            "butler": name,
+            "instance": instance,
+        }
         body.update(detail)
         return JSONResponse(body, status_code=200 if ok else 503)
 
