@@ -4,6 +4,7 @@ system, and keyboard navigation. The browser and sign-in come from `test_ui`."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -166,26 +167,38 @@ async def _theme(page: Any) -> tuple[str, str]:
     )
 
 
+async def _wait_theme(page: Any, theme: str, timeout: float = 10.0) -> None:
+    """Until the page shows `theme` (a choice or the system's change applies on React's
+    next render, not within the call that made it). Polled from here: the page's CSP
+    forbids the `eval` that Playwright's in-page `wait_for_function` polling needs."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (shown := (await _theme(page))[0]) != theme:
+        assert asyncio.get_running_loop().time() < deadline, f"theme {shown!r}, not {theme!r}"
+        await asyncio.sleep(0.05)
+
+
 async def test_dark_mode_follows_the_system_and_a_choice_is_kept(
     ui: tuple[Any, Watcher],
 ) -> None:
     page, watcher = ui
     await page.emulate_media(color_scheme="dark")
     await _open(page, "/")
+    await _wait_theme(page, "dark")
     theme, background = await _theme(page)
     assert theme == "dark" and background == "rgb(17, 22, 29)", (theme, background)
     await page.screenshot(path=_shot("overview_dark"), full_page=True)
     await page.emulate_media(color_scheme="light")  # the system changes: the page follows
-    await page.wait_for_function("document.documentElement.dataset.theme === 'light'")
+    await _wait_theme(page, "light")
     await page.get_by_label("Theme").select_option("dark")
-    assert (await _theme(page))[0] == "dark"
+    await _wait_theme(page, "dark")
     await page.reload()
     await page.get_by_role("heading", level=1).first.wait_for()
-    assert (await _theme(page))[0] == "dark"  # kept, though the system says light
+    await _wait_theme(page, "dark")  # kept, though the system says light
+    assert (await _theme(page))[0] == "dark"
     assert await page.get_by_label("Theme").input_value() == "dark"
     await page.get_by_label("Theme").select_option("system")
-    assert (await _theme(page))[0] == "light"
-    assert watcher.problems == []
+    await _wait_theme(page, "light")
+    assert watcher.problems == [], watcher.problems
 
 
 async def _focused(page: Any) -> dict[str, Any]:
