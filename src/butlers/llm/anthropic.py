@@ -17,17 +17,23 @@ from butlers.llm.types import (
 )
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+# A prompt-cache breakpoint; a request uses two of the API's four: the end of its stable
+# prefix (tools and system, shared by every message to the butler) and the end of its
+# conversation (shared by the session's next request).
+CACHE_BREAKPOINT = {"type": "ephemeral"}
 API_VERSION = "2023-06-01"
 MAX_TOKENS = 4096  # the Messages API needs one; spec.runtime.maxTokens sets it
 
 
 def to_anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Neutral messages as Messages API turns; consecutive tool results share one user turn."""
+    """Neutral messages as Messages API turns; consecutive tool results share one user turn.
+    A user's text goes as a text block, so marking it for the cache (`mark_conversation`)
+    changes nothing the model reads: the next request's prefix matches this one's."""
     wire: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]
         if role == "user":
-            wire.append({"role": "user", "content": message["content"]})
+            wire.append({"role": "user", "content": [{"type": "text", "text": message["content"]}]})
         elif role == "assistant":
             blocks: list[dict[str, Any]] = []
             if message.get("content"):
@@ -44,11 +50,28 @@ def to_anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]
                 "content": message["content"],
                 "is_error": bool(message.get("is_error")),
             }
-            if wire and wire[-1]["role"] == "user" and isinstance(wire[-1]["content"], list):
-                wire[-1]["content"].append(block)
+            last = wire[-1] if wire else None
+            if last and last["role"] == "user" and last["content"][-1]["type"] == "tool_result":
+                last["content"].append(block)
             else:
                 wire.append({"role": "user", "content": [block]})
     return wire
+
+
+def mark_conversation(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`wire` with its last block marked for the prompt cache (the second breakpoint):
+    the request's whole prefix is cached, and the session's next request, which starts
+    with the same turns, reads them at the cache rate and pays in full only what is new
+    (the model's reply and the tool results). The API looks back for a cached prefix
+    from each breakpoint, so moving the mark to the end each time keeps finding the
+    previous request's."""
+    if not wire or not wire[-1]["content"]:
+        return wire
+    last = dict(wire[-1])
+    blocks = [dict(b) for b in last["content"]]
+    blocks[-1]["cache_control"] = CACHE_BREAKPOINT
+    last["content"] = blocks
+    return [*wire[:-1], last]
 
 
 def parse_anthropic_response(body: dict[str, Any]) -> ModelTurn:
@@ -85,9 +108,6 @@ def anthropic_usage(usage: Any) -> tuple[int | None, int | None, int | None]:
     written = usage.get("cache_creation_input_tokens")
     total = None if uncached is None else uncached + (read or 0) + (written or 0)
     return total, read, written
-
-
-CACHE_BREAKPOINT = {"type": "ephemeral"}
 
 
 def anthropic_prefix(system: str, tools: list[ToolSpec]) -> dict[str, Any]:
@@ -133,7 +153,7 @@ class AnthropicChatModel:
         payload: dict[str, Any] = {
             "model": self._model,
             "max_tokens": self._max_tokens,
-            "messages": to_anthropic_messages(messages),
+            "messages": mark_conversation(to_anthropic_messages(messages)),
         }
         if self._temperature is not None:
             payload["temperature"] = min(self._temperature, 1.0)  # the API's range is 0..1

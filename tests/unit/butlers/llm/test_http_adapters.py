@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from butlers.daemon.calls import SessionToolServer
@@ -122,3 +124,18 @@ async def test_anthropic_adapter_runs_a_tool_use_then_answers(fake_endpoint, tin
     result_block = second["messages"][-1]["content"][0]
     assert (result_block["type"], result_block["tool_use_id"]) == ("tool_result", "tu1")
     assert second["messages"][-2]["content"][1]["type"] == "tool_use"
+    # The second breakpoint is the end of the conversation so far: the first request
+    # caches its whole prompt, the second reads it and marks its own end; the turns
+    # both requests share are sent identically, the mark aside.
+    assert first["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Remember x=1", "cache_control": {"type": "ephemeral"}}
+            ],
+        }
+    ]
+    assert second["messages"][0]["content"] == [{"type": "text", "text": "Remember x=1"}]
+    assert result_block["cache_control"] == {"type": "ephemeral"}
+    marks = json.dumps(second).count("cache_control")
+    assert marks == 2  # the API allows four
