@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import httpx2 as httpx
@@ -22,6 +23,7 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 # conversation (shared by the session's next request).
 CACHE_BREAKPOINT = {"type": "ephemeral"}
 API_VERSION = "2023-06-01"
+TRACKED_SESSIONS = 1024  # sessions whose cache use an adapter remembers (oldest forgotten)
 MAX_TOKENS = 4096  # the Messages API needs one; spec.runtime.maxTokens sets it
 
 
@@ -146,19 +148,35 @@ class AnthropicChatModel:
         self._max_tokens = max_tokens
         self._temperature = temperature
         self._client = httpx.AsyncClient(headers=headers, timeout=timeout)
+        # Sessions whose last reply read and wrote nothing of the cache (see `complete`).
+        self._uncached: OrderedDict[str, None] = OrderedDict()
 
     async def complete(
         self, request: SessionRequest, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> ModelTurn:
+        """One request. Its conversation is marked for the cache on the session's first
+        request, and later while the cache works for the session: a prefix under the
+        model's minimum is not cached, and marking the end of a conversation that first
+        reaches it would write the whole prompt at 1.25x for a next request that may
+        not come (the session's last request is known only by its reply)."""
+        wire = to_anthropic_messages(messages)
+        if len(messages) == 1 or request.session_id not in self._uncached:
+            wire = mark_conversation(wire)
         payload: dict[str, Any] = {
             "model": self._model,
             "max_tokens": self._max_tokens,
-            "messages": mark_conversation(to_anthropic_messages(messages)),
+            "messages": wire,
         }
         if self._temperature is not None:
             payload["temperature"] = min(self._temperature, 1.0)  # the API's range is 0..1
         payload |= anthropic_prefix(request.system, tools)
-        return parse_anthropic_response(await post_model_request(self._client, self._url, payload))
+        turn = parse_anthropic_response(await post_model_request(self._client, self._url, payload))
+        self._uncached.pop(request.session_id, None)
+        if not (turn.cached_tokens or turn.cache_write_tokens):
+            self._uncached[request.session_id] = None
+            while len(self._uncached) > TRACKED_SESSIONS:
+                self._uncached.popitem(last=False)
+        return turn
 
     async def aclose(self) -> None:
         await self._client.aclose()

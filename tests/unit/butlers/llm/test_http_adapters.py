@@ -95,7 +95,11 @@ async def test_anthropic_adapter_runs_a_tool_use_then_answers(fake_endpoint, tin
                         "input": {"key": "x", "value": "1"},
                     },
                 ],
-                "usage": {"input_tokens": 9, "output_tokens": 3},
+                "usage": {
+                    "input_tokens": 9,
+                    "output_tokens": 3,
+                    "cache_creation_input_tokens": 1100,
+                },
             },
         ),
         (
@@ -110,7 +114,11 @@ async def test_anthropic_adapter_runs_a_tool_use_then_answers(fake_endpoint, tin
     trace = SessionTrace()
     output = await _runtime(model, tiny_butler).run(REQUEST, trace)
     await model.aclose()
-    assert output == "Stored." and (trace.input_tokens, trace.output_tokens) == (24, 4)
+    assert output == "Stored." and (trace.input_tokens, trace.output_tokens) == (1124, 4)
+    assert [(c.cached_tokens, c.cache_write_tokens) for c in trace.llm_calls] == [
+        (None, 1100),
+        (None, None),
+    ]
     first, second = (r["body"] for r in fake_endpoint.requests)
     headers = fake_endpoint.requests[0]["headers"]
     assert fake_endpoint.requests[0]["path"] == "/v1/messages"
@@ -139,3 +147,23 @@ async def test_anthropic_adapter_runs_a_tool_use_then_answers(fake_endpoint, tin
     assert result_block["cache_control"] == {"type": "ephemeral"}
     marks = json.dumps(second).count("cache_control")
     assert marks == 2  # the API allows four
+
+
+async def test_anthropic_adapter_stops_marking_a_conversation_the_cache_ignores(
+    fake_endpoint, tiny_butler
+):
+    # A prompt under the model's minimum is not cached: after a reply that read and
+    # wrote nothing, the next request marks only its stable prefix, so it does not
+    # write its whole prompt at the write rate for a request that may never follow.
+    tool_use = {"type": "tool_use", "id": "tu1", "name": "remember", "input": {"key": "x"}}
+    fake_endpoint.replies = [
+        (200, {"content": [tool_use], "usage": {"input_tokens": 9, "output_tokens": 3}}),
+        (200, {"content": [{"type": "text", "text": "Stored."}], "usage": {"input_tokens": 15}}),
+    ]
+    model = AnthropicChatModel(base_url=fake_endpoint.url, model="claude", api_key="ak", timeout=5)
+    await _runtime(model, tiny_butler).run(REQUEST, SessionTrace())
+    await model.aclose()
+    first, second = (r["body"] for r in fake_endpoint.requests)
+    assert json.dumps(first["messages"]).count("cache_control") == 1
+    assert "cache_control" not in json.dumps(second["messages"])
+    assert second["system"][0]["cache_control"] == {"type": "ephemeral"}
