@@ -30,8 +30,8 @@ MINIMUM = {
     "claude-haiku-4-5": 4096,
 }
 # The system prompt the API adds to a request with tools (tool choice auto), from its
-# tool-use pricing page (Claude 4 models, Haiku 4.5 included): billed as input. It
-# comes before the tool definitions, so it is part of the cached prefix; the
+# tool-use pricing page (Claude 4 models, Haiku 4.5 included): billed as input with
+# every request that has tools, so the bench counts it in the stable prefix; the
 # documentation does not say whether it counts toward the minimum, so the bench
 # prints the weight message both ways.
 TOOL_USE_PROMPT = 346

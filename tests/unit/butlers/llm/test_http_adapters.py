@@ -52,7 +52,11 @@ async def test_openai_adapter_runs_a_tool_call_then_answers(fake_endpoint, tiny_
             200,
             {
                 "choices": [{"message": {"role": "assistant", "content": "Done."}}],
-                "usage": {"prompt_tokens": 20, "completion_tokens": 2},
+                "usage": {
+                    "prompt_tokens": 20,
+                    "completion_tokens": 2,
+                    "prompt_tokens_details": {"cached_tokens": 8},
+                },
             },
         ),
     ]
@@ -62,6 +66,11 @@ async def test_openai_adapter_runs_a_tool_call_then_answers(fake_endpoint, tiny_
     await model.aclose()
     assert output == "Done." and (trace.input_tokens, trace.output_tokens) == (31, 6)
     assert trace.tool_calls[0]["result"] == {"stored": "x"}
+    # OpenAI's automatic cache: what a call read is recorded with it (no writes there).
+    assert [(c.cached_tokens, c.cache_write_tokens) for c in trace.llm_calls] == [
+        (None, None),
+        (8, None),
+    ]
     first, second = (r["body"] for r in fake_endpoint.requests)
     assert fake_endpoint.requests[0]["path"] == "/v1/chat/completions"
     assert fake_endpoint.requests[0]["headers"]["Authorization"] == "Bearer k-1"
