@@ -348,7 +348,9 @@ async def main(admin_dsn: str) -> None:
 
             cpu: dict[str, list[float]] = {}
 
-            async def timed(mode: str, questions: list[str] = questions) -> list[float]:
+            async def timed(
+                mode: str, questions: list[str] = questions, cpu: dict[str, list[float]] = cpu
+            ) -> list[float]:
                 out, used = [], cpu.setdefault(mode, [])
                 for i in range(SEARCHES):
                     query = fresh(questions[i % len(questions)])

@@ -73,7 +73,10 @@ def build(model_dir: Path, out: Path) -> None:
     eps = float(config.get("layer_norm_eps", 1e-12))
 
     def norm(x: str, p: str) -> str:
-        params = [const(p + ".weight", weight(p + ".weight")), const(p + ".bias", weight(p + ".bias"))]
+        params = [
+            const(p + ".weight", weight(p + ".weight")),
+            const(p + ".bias", weight(p + ".bias")),
+        ]
         return node("LayerNormalization", [x, *params], axis=-1, epsilon=eps)
 
     def i64(name: str, values: list[int]) -> str:
@@ -84,7 +87,9 @@ def build(model_dir: Path, out: Path) -> None:
 
     heads, width = config["num_attention_heads"], config["hidden_size"]
     size = width // heads
-    words = node("Gather", [const("word", weight("embeddings.word_embeddings.weight")), "input_ids"])
+    words = node(
+        "Gather", [const("word", weight("embeddings.word_embeddings.weight")), "input_ids"]
+    )
     length = node("Slice", [node("Shape", ["input_ids"]), i64("one", [1]), i64("two", [2])])
     positions = weight("embeddings.position_embeddings.weight")
     position = node("Slice", [const("pos", positions), i64("zero", [0]), length, i64("axis0", [0])])
@@ -99,7 +104,7 @@ def build(model_dir: Path, out: Path) -> None:
     for i in range(config["num_hidden_layers"]):
         p = f"encoder.layer.{i}."
 
-        def heads_of(name: str, perm: list[int], p: str = p) -> str:
+        def heads_of(name: str, perm: list[int], p: str = p, x: str = x) -> str:
             return node("Transpose", [node("Reshape", [linear(x, p + name), split])], perm=perm)
 
         q = heads_of("attention.self.query", [0, 2, 1, 3])
@@ -108,8 +113,10 @@ def build(model_dir: Path, out: Path) -> None:
         scores = node("Add", [node("Mul", [node("MatMul", [q, k]), scale]), blocked])
         attended = node("MatMul", [node("Softmax", [scores], axis=-1), v])
         context = node("Reshape", [node("Transpose", [attended], perm=[0, 2, 1, 3]), merge])
-        x = norm(node("Add", [linear(context, p + "attention.output.dense"), x]),
-                 p + "attention.output.LayerNorm")
+        x = norm(
+            node("Add", [linear(context, p + "attention.output.dense"), x]),
+            p + "attention.output.LayerNorm",
+        )
         up = linear(x, p + "intermediate.dense")
         erf = node("Add", [node("Erf", [node("Div", [up, root2])]), one])
         gelu = node("Mul", [node("Mul", [up, half]), erf])
@@ -119,7 +126,9 @@ def build(model_dir: Path, out: Path) -> None:
     count = node("ReduceSum", [mask3, i64("axis1b", [1])], keepdims=0)
     pooled = node("Div", [summed, node("Max", [count, f32("tiny", 1e-9)])])
     length2 = node("ReduceL2", [pooled], axes=[-1], keepdims=1)
-    nodes.append(oh.make_node("Div", [pooled, node("Max", [length2, f32("tiny2", 1e-12)])], ["embedding"]))
+    nodes.append(
+        oh.make_node("Div", [pooled, node("Max", [length2, f32("tiny2", 1e-12)])], ["embedding"])
+    )
     inputs = [
         oh.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
         for name in ("input_ids", "attention_mask")

@@ -309,6 +309,7 @@ async def test_the_index_reads_both_tables_in_one_round_trip(
         "memory_store_fact", {"subject": "owner", "predicate": "pet", "content": "a cat"}
     )
     await butler.call("memory_store_rule", {"content": "Feed the cat at seven."})
+
     class Counting:
         def __init__(self, conn: object) -> None:
             self.conn, self.fetched = conn, 0

@@ -191,7 +191,7 @@ class Embedder:
         erf += f(1.0)
         erf *= x
         erf *= f(0.5)
-        return erf
+        return cast("Matrix", erf)
 
     def _linear(self, params: tuple[Matrix, Matrix], x: Matrix) -> Matrix:
         # The weight as stored, (out, in), times the (in, tokens) activations: the
