@@ -274,3 +274,58 @@ async def test_marking_a_fact_used_does_not_make_the_index_read_it_again(
     assert await pool.fetchval(seq, fact["id"]) == before
     await butler.call("memory_retract", {"id": fact["id"]})
     assert await pool.fetchval(seq, fact["id"]) > before
+
+
+async def test_a_butler_without_facts_searches_without_loading_the_model(
+    module_butler: ButlerFactory,
+) -> None:
+    from butlers.modules.memory.model import Model
+    from butlers.modules.memory.store import MemoryStore
+    from butlers.modules.memory.vectors import VectorIndex
+
+    butler = await module_butler({"memory": {}})
+    module = next(m for m, _ in butler.built.modules.started if m.name == "memory")
+    model = module.store.model
+    assert await butler.call("memory_search", {"query": "which antibiotics can't I take?"}) == []
+    assert not model.loaded and model.loads == 0  # nothing to score: no embedding
+    # Another writer (its own model) adds a fact: the next search's sync brings it, so
+    # the butler embeds its query and finds it by meaning alone.
+    writer_model = Model(idle_seconds=0)
+    writer = MemoryStore(butler.context.pool, writer_model, VectorIndex())
+    await writer.store_fact("owner", "allergic_to", "penicillin")
+    await writer_model.aclose()
+    hits = await butler.call("memory_search", {"query": "which antibiotics can't I take?"})
+    assert [hit["text"] for hit in hits] == ["owner · allergic_to · penicillin"]
+    assert model.loads == 1
+
+
+async def test_the_index_reads_both_tables_in_one_round_trip(
+    module_butler: ButlerFactory,
+) -> None:
+    from butlers.modules.memory.vectors import VectorIndex
+
+    butler = await module_butler({"memory": {}})
+    await butler.call(
+        "memory_store_fact", {"subject": "owner", "predicate": "pet", "content": "a cat"}
+    )
+    await butler.call("memory_store_rule", {"content": "Feed the cat at seven."})
+
+    class Counting:
+        def __init__(self, conn: object) -> None:
+            self.conn, self.fetched = conn, 0
+
+        async def fetch(self, *args: object) -> object:
+            self.fetched += 1
+            return await self.conn.fetch(*args)  # type: ignore[attr-defined]
+
+    index = VectorIndex()
+    async with butler.context.pool.acquire() as conn:
+        counting = Counting(conn)
+        await index.sync(counting)  # type: ignore[arg-type]
+        assert counting.fetched == 1
+        assert (index.count(("fact",)), index.count(("rule",)), len(index)) == (1, 1, 2)
+        await index.sync(counting)  # type: ignore[arg-type]  # nothing changed since
+        assert counting.fetched == 2 and len(index) == 2
+        await conn.execute("UPDATE memory_rules SET validity = 'retracted'")
+        await index.sync(counting)  # type: ignore[arg-type]
+        assert (index.count(("fact",)), index.count(("rule",))) == (1, 0)

@@ -58,6 +58,15 @@ async def test_recall_labels_facts_as_data_and_marks_untrusted_ones(
     assert await _hook(butler).before_session("What's the weather like?", "trigger") == ""
 
 
+async def test_recall_in_a_butler_without_facts_costs_no_embedding(
+    module_butler: ButlerFactory,
+) -> None:
+    butler = await module_butler({"memory": {}})
+    assert await _hook(butler).before_session("Which antibiotics must I avoid?", "trigger") == ""
+    model = _memory(butler).store.model
+    assert not model.loaded and model.loads == 0
+
+
 async def test_recall_keeps_within_its_token_budget(module_butler: ButlerFactory) -> None:
     butler = await module_butler({"memory": {"recallTokens": 60}})
     for i in range(6):

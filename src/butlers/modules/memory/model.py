@@ -81,20 +81,25 @@ class Model:
             self._last_used = time.monotonic()
             return self._embedder
 
-    async def embed(self, text: str) -> list[float]:
-        cached = self._cache.get(text)
+    async def embed(self, text: str, max_tokens: int | None = None) -> list[float]:
+        """The vector of `text` (of its first `max_tokens` tokens when given)."""
+        key = text if max_tokens is None else f"\x00{max_tokens}\x00{text}"
+        cached = self._cache.get(key)
         if cached is not None:
-            self._cache.move_to_end(text)
+            self._cache.move_to_end(key)
             return cached.tolist()
         self._busy += 1
         try:
             embedder = await self.embedder()
-            vector = await asyncio.to_thread(embedder.encode_one, text)
+            if max_tokens is None:
+                vector = await asyncio.to_thread(embedder.encode_one, text)
+            else:
+                vector = await asyncio.to_thread(embedder.encode_one, text, max_tokens)
         finally:
             self._busy -= 1
             self._last_used = time.monotonic()
         if len(text) <= CACHED_LENGTH:
-            self._cache[text] = array("f", vector)
+            self._cache[key] = array("f", vector)
             if len(self._cache) > CACHED_TEXTS:
                 self._cache.popitem(last=False)
         return vector

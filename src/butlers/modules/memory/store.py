@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import asyncpg
 
+from butlers.modules.memory.embedding import QUERY_TOKENS
 from butlers.stores.records import Record, expression
 
 if TYPE_CHECKING:
@@ -198,6 +199,10 @@ class MemoryStore:
 
     async def embed(self, text: str) -> list[float]:
         return await self.model.embed(text)
+
+    async def embed_query(self, text: str) -> list[float]:
+        """A search query's vector: of its opening `QUERY_TOKENS` tokens."""
+        return await self.model.embed(text, QUERY_TOKENS)
 
     async def store_fact(
         self,
@@ -470,8 +475,18 @@ class MemoryStore:
         similarity: dict[uuid.UUID, float] = {}
 
         async def by_meaning() -> None:
-            embedding, _ = await asyncio.gather(self.embed(query), self.sync())
-            found = (await self.index()).search(embedding, kinds, CANDIDATES)
+            index = await self.index()
+            if index.count(kinds):
+                # Rows to score (the usual case): the query's embedding and the sync overlap.
+                embedding, _ = await asyncio.gather(self.embed_query(query), self.sync())
+            else:
+                # Nothing to score so far: embed only if the sync brings rows (a butler
+                # without facts or rules never loads the model for a search or a recall).
+                await self.sync()
+                if not index.count(kinds):
+                    return
+                embedding = await self.embed_query(query)
+            found = index.search(embedding, kinds, CANDIDATES)
             similarity.update((id_, score) for id_, _kind, score in found)
             if min_similarity is not None:
                 found = [f for f in found if f[2] >= min_similarity]

@@ -74,17 +74,28 @@ class VectorIndex:
         self.set_live(id_, False)
 
     async def sync(self, conn: asyncpg.Connection) -> None:
-        """Read the rows changed since the last sync."""
-        for kind in KINDS:
-            rows = await conn.fetch(
-                f"SELECT id, embedding, validity = 'active' AS live, change_seq "
-                f"FROM {TABLES[kind]} WHERE change_seq > $1 ORDER BY change_seq",
-                self._cursor[kind],
+        """Read the rows changed since the last sync (both tables in one round trip)."""
+        rows = await conn.fetch(
+            " UNION ALL ".join(
+                f"SELECT {i}::int2 AS kind, id, embedding, validity = 'active' AS live, "
+                f"change_seq FROM {TABLES[kind]} WHERE change_seq > ${i + 1}"
+                for i, kind in enumerate(KINDS)
             )
-            for row in rows:
-                self.put(kind, row["id"], row["embedding"], row["live"])
-            if rows:
-                self._cursor[kind] = rows[-1]["change_seq"]
+            + " ORDER BY change_seq",
+            *(self._cursor[kind] for kind in KINDS),
+        )
+        for row in rows:
+            kind = KINDS[row["kind"]]
+            self.put(kind, row["id"], row["embedding"], row["live"])
+            self._cursor[kind] = max(self._cursor[kind], row["change_seq"])
+
+    def count(self, kinds: tuple[str, ...]) -> int:
+        """How many live rows of those kinds there are."""
+        n = len(self._ids)
+        live = self._live[:n]
+        if set(kinds) >= set(KINDS):
+            return int(live.sum())
+        return int((live & self._np.isin(self._kind[:n], [KINDS.index(k) for k in kinds])).sum())
 
     def search(
         self, query: list[float], kinds: tuple[str, ...], limit: int
@@ -94,7 +105,9 @@ class VectorIndex:
         count = len(self._ids)
         if count == 0:
             return []
-        mask = self._live[:count] & np.isin(self._kind[:count], [KINDS.index(k) for k in kinds])
+        mask = self._live[:count]
+        if not set(kinds) >= set(KINDS):
+            mask = mask & np.isin(self._kind[:count], [KINDS.index(k) for k in kinds])
         eligible = int(mask.sum())
         if eligible == 0:
             return []

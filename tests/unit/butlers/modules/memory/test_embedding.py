@@ -57,3 +57,26 @@ def test_a_directory_without_the_model_is_refused_naming_what_lacks(tmp_path: Pa
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(EmbeddingUnavailable, match=r"lacks model\.safetensors, tokenizer\.json"):
         Embedder(tmp_path)
+
+
+def test_a_query_is_embedded_from_its_first_tokens_only(embedder: Embedder) -> None:
+    long = " ".join(f"item {i} of the owner's very long shopping list" for i in range(40))
+    ids = embedder.tokenizer.encode(long).ids
+    assert len(ids) > 64
+    capped = numpy.asarray(embedder.encode_one(long, max_tokens=16), dtype=numpy.float32)
+    # The first 15 tokens and the closing [SEP], as truncation would give them.
+    head = embedder._encode_batch([[*ids[:15], ids[-1]]])[0]
+    assert float(capped @ head) >= 0.99999
+    assert float(capped @ numpy.asarray(embedder.encode_one(long), dtype=numpy.float32)) < 0.999
+    short = "What is my blood group?"
+    assert embedder.encode_one(short, max_tokens=16) == embedder.encode_one(short)
+
+
+def test_the_layer_weights_are_the_mapped_file_as_stored(embedder: Embedder) -> None:
+    # (out, in), contiguous, no copy: the weight times (in, tokens) activations is the
+    # product BLAS does fastest for a few tokens (a transposed view cost twice the CPU).
+    for layer in embedder._layers:
+        for weight, _bias in (layer.query, layer.key, layer.value, layer.out, layer.down):
+            assert weight.flags.c_contiguous and not weight.flags.owndata
+        assert layer.up[0].shape == (1536, 384) and layer.up[0].flags.c_contiguous
+        assert layer.down[0].shape == (384, 1536)
