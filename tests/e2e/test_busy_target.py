@@ -109,7 +109,5 @@ async def test_a_message_for_a_busy_target_is_asked_again_and_answered_once(
         {"session_id": routes[0]["session_id"], "status": "completed"}
     ], "the route ran once, however often it was asked"
     assert [(r["butler"], r["status"]) for r in routes] == [(BUSY_TARGET, "success")]
-    written = await target.fetchval(
-        "SELECT count(*) FROM measurements WHERE value::text = '81.7'"
-    )
+    written = await target.fetchval("SELECT count(*) FROM measurements WHERE value::text = '81.7'")
     assert written == 1

@@ -408,5 +408,7 @@ def test_the_render_command_refuses_a_messenger_owner_unlike_the_switchboards(
         owner = {"email": ["owner@example.org"] if name == "switchboard" else ["x@example.org"]}
         document["spec"]["modules"][name]["owner"] = owner
         (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(document))
-    with pytest.raises(RosterError, match=r"messenger\.yaml: spec\.modules\.messenger\.owner\.email"):
+    with pytest.raises(
+        RosterError, match=r"messenger\.yaml: spec\.modules\.messenger\.owner\.email"
+    ):
         render_command([str(tmp_path)], "home", SETTINGS, io.StringIO())
