@@ -39,7 +39,7 @@ from butlers.testing.script_server import ScriptServer, step
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from _mail_loop import OWNER_EMAIL, Mailboxes, idle_wake_seconds, mailboxes  # noqa: E402
+from _mail_loop import OWNER_EMAIL, POLL, Mailboxes, idle_wake_seconds, mailboxes  # noqa: E402
 from tests.support.telegram_api import TelegramApi, telegram_api  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "20"))
@@ -154,9 +154,10 @@ async def main() -> None:
 
 
 def report(rows: dict[str, list[float]], idle: list[float]) -> None:
+    reading = f"polling every {POLL} s" if POLL else "IMAP IDLE"
     print(
         f"owner message → reply: Telegram (stand-in, long polling) and e-mail (Dovecot, "
-        f"IMAP IDLE) vs butlers send; scripted model; {ROUNDS} one at a time, "
+        f"{reading}) vs butlers send; scripted model; {ROUNDS} one at a time, "
         f"{IN_FLIGHT} in flight (ms)"
     )
     print(f"{'':16}{'path':>6}{'p50':>9}{'p99':>9}{'added p50':>11}{'ratio p50':>11}")
