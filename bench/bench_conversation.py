@@ -12,6 +12,7 @@ process; the model is scripted (no delay). Two paths for the same work (classify
   (the messenger's connector waits in IMAP IDLE); timed until the reply on its thread
   reached the SMTP server (_mail_loop.py). Dovecot's own IDLE wake-up after a delivery
   is measured apart, with a client of its own (see _mail_loop.py for why it is ~0.5 s).
+  BENCH_MAIL_POLL=0.05 has the connector poll instead of IDLE.
 
 Printed: p50/p99 for 1 message in flight (ROUNDS in turn) and for IN_FLIGHT at once, what
 each channel adds at p50 (goal: at most 50 ms), and the load average at the end.
