@@ -23,6 +23,7 @@ from butlers.core.context import ButlerContext
 from butlers.core.secrets import SecretResolver
 from butlers.core.services import SessionServices, build_session_services
 from butlers.daemon.calls import SessionToolServer
+from butlers.daemon.mcp_offer import McpToolOffer, register_load_tool
 from butlers.daemon.recording import SessionCallRecorder
 from butlers.daemon.routes import RouteCheck
 from butlers.daemon.server import build_server, finalize_server, register_session_service_tools
@@ -141,8 +142,13 @@ async def build_butler(
     )
     await context.secrets.load()
     server = build_server(context)
+    tiers = session_tool_tiers(resource.spec.modules)
+    # Sessions that list tools over MCP (claude-code) get the loop's offer from the butler.
+    mcp_offer = McpToolOffer(tiers)
+    server.middleware.insert(0, mcp_offer)
+    register_load_tool(server, mcp_offer)
     services = build_session_services(
-        SessionToolServer(server, session_tool_tiers(resource.spec.modules)),
+        SessionToolServer(server, tiers),
         context,
         settings,
         mcp_url=mcp_url,

@@ -282,12 +282,18 @@ class ToolCaller:
     def __init__(self, mcp: FastMCP) -> None:
         self._mcp = mcp
         self._tools: dict[str, Tool] = {}
+        self.streaming: frozenset[str] = frozenset()
         self._runners: dict[str, _Runner] = {}
         self._hooks_key: list[Middleware] = []
         self._hooks_chain: Any = None
 
     def install(self, tools: Sequence[Tool]) -> None:
         self._tools = {tool.name: tool for tool in tools if not _takes_context(tool)}
+        # Function tools that take a `Context`: they may send the client messages during
+        # the call (a list change), which only the SDK's streamed answer carries.
+        self.streaming = frozenset(
+            tool.name for tool in tools if tool.name not in self._tools and hasattr(tool, "fn")
+        )
         self._runners = {
             name: _Runner(tool) for name, tool in self._tools.items() if type(tool) is FunctionTool
         }

@@ -186,6 +186,8 @@ class DirectToolCalls:
             return None
         if meta is not None and not isinstance(meta, dict):
             return None
+        if name in self.caller.streaming:
+            return None  # it takes a `Context` to tell the client something: the SDK streams it
         if meta and "progressToken" in meta and not self.caller.silent(name):
             return None  # the tool may report progress: the SDK streams it
         version = headers.get("mcp-protocol-version")

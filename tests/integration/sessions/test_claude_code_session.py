@@ -46,9 +46,24 @@ async def main():
     report = {{"prompt": sys.stdin.read(), "calls": {{}}}}
     async with httpx.AsyncClient(headers=server["headers"], timeout=30) as http:
         async with streamable_http_client(server["url"], http_client=http) as (read, write):
-            async with ClientSession(read, write) as session:
+            changed = []
+
+            async def on_message(message):
+                kind = type(getattr(message, "root", message)).__name__
+                if kind == "ToolListChangedNotification":
+                    changed.append(kind)
+
+            async with ClientSession(read, write, message_handler=on_message) as session:
                 await session.initialize()
-                report["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
+                listed = (await session.list_tools()).tools
+                report["tools"] = sorted(t.name for t in listed)
+                loader = [t for t in listed if t.name == "load_tools"]
+                report["loadable"] = loader[0].input_schema["properties"]["names"]["items"]["enum"]
+                loaded = await session.call_tool("load_tools", {{"names": ["state_set"]}})
+                report["loaded"] = [bool(loaded.is_error), len(changed)]
+                bad = await session.call_tool("load_tools", {{"names": ["nope"]}})
+                report["bad_load"] = [bool(bad.is_error), bad.content[0].text]
+                report["tools_after"] = sorted(t.name for t in (await session.list_tools()).tools)
                 for name, arguments in [
                     ("state_set", {{"key": "from-claude", "value": 1}}),
                     ("schedule_create", {{"name": "injected", "cron": "* * * * *", "prompt": "x"}}),
@@ -111,8 +126,16 @@ async def test_a_claude_code_session_sees_and_may_do_what_an_http_adapter_sessio
     report = json.loads(served["report"].read_text())
     open_toolbox = session_toolboxes(SessionToolServer(served["mcp"]), "health")
     async with open_toolbox("s-compare") as toolbox:
-        listed = sorted(tool.name for tool in await toolbox.list())
-    assert report["tools"] == listed
+        listed = await toolbox.list()
+    # What the loop would send: the offered tools and `load_tools` naming the others,
+    # which the session loads (its client told the list changed) and then lists.
+    offered = sorted(t.name for t in listed if not t.on_request)
+    assert report["tools"] == sorted([*offered, "load_tools"])
+    assert sorted(report["loadable"]) == sorted(t.name for t in listed if t.on_request)
+    assert report["loaded"] == [False, 1]
+    refused, says = report["bad_load"]
+    assert refused and "nope" in says and "state_get" in says and "state_set" not in says
+    assert report["tools_after"] == sorted([*offered, "load_tools", "state_set"])
     assert "schedule_create" not in report["tools"] and "trigger" not in report["tools"]
     assert report["calls"] == {"state_set": False, "schedule_create": True, "trigger": True}
     assert report["prompt"] == "Remember something, then schedule it"
@@ -135,8 +158,15 @@ async def test_a_claude_code_sessions_tool_calls_are_recorded_as_an_http_adapter
     result = await served["services"].spawner.trigger("Remember something")
     assert result.success, result.error
     names = [(call["name"], call["is_error"]) for call in result.tool_calls]
-    assert names == [("state_set", False), ("schedule_create", True), ("trigger", True)]
-    stored, refused, _ = result.tool_calls
+    assert names == [
+        ("load_tools", False),
+        ("load_tools", True),
+        ("state_set", False),
+        ("schedule_create", True),
+        ("trigger", True),
+    ]
+    loaded, _, stored, refused, _ = result.tool_calls
+    assert loaded["result"] == {"loaded": ["state_set"], "already_offered": []}
     assert stored["arguments"] == {"key": "from-claude", "value": 1}
     assert stored["result"]["key"] == "from-claude"
     assert stored["duration_ms"] >= 0 and stored["started_at"]

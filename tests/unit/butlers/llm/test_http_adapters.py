@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from butlers.daemon.calls import SessionToolServer
@@ -50,7 +52,11 @@ async def test_openai_adapter_runs_a_tool_call_then_answers(fake_endpoint, tiny_
             200,
             {
                 "choices": [{"message": {"role": "assistant", "content": "Done."}}],
-                "usage": {"prompt_tokens": 20, "completion_tokens": 2},
+                "usage": {
+                    "prompt_tokens": 20,
+                    "completion_tokens": 2,
+                    "prompt_tokens_details": {"cached_tokens": 8},
+                },
             },
         ),
     ]
@@ -60,6 +66,11 @@ async def test_openai_adapter_runs_a_tool_call_then_answers(fake_endpoint, tiny_
     await model.aclose()
     assert output == "Done." and (trace.input_tokens, trace.output_tokens) == (31, 6)
     assert trace.tool_calls[0]["result"] == {"stored": "x"}
+    # OpenAI's automatic cache: what a call read is recorded with it (no writes there).
+    assert [(c.cached_tokens, c.cache_write_tokens) for c in trace.llm_calls] == [
+        (None, None),
+        (8, None),
+    ]
     first, second = (r["body"] for r in fake_endpoint.requests)
     assert fake_endpoint.requests[0]["path"] == "/v1/chat/completions"
     assert fake_endpoint.requests[0]["headers"]["Authorization"] == "Bearer k-1"
@@ -93,7 +104,11 @@ async def test_anthropic_adapter_runs_a_tool_use_then_answers(fake_endpoint, tin
                         "input": {"key": "x", "value": "1"},
                     },
                 ],
-                "usage": {"input_tokens": 9, "output_tokens": 3},
+                "usage": {
+                    "input_tokens": 9,
+                    "output_tokens": 3,
+                    "cache_creation_input_tokens": 1100,
+                },
             },
         ),
         (
@@ -108,7 +123,11 @@ async def test_anthropic_adapter_runs_a_tool_use_then_answers(fake_endpoint, tin
     trace = SessionTrace()
     output = await _runtime(model, tiny_butler).run(REQUEST, trace)
     await model.aclose()
-    assert output == "Stored." and (trace.input_tokens, trace.output_tokens) == (24, 4)
+    assert output == "Stored." and (trace.input_tokens, trace.output_tokens) == (1124, 4)
+    assert [(c.cached_tokens, c.cache_write_tokens) for c in trace.llm_calls] == [
+        (None, 1100),
+        (None, None),
+    ]
     first, second = (r["body"] for r in fake_endpoint.requests)
     headers = fake_endpoint.requests[0]["headers"]
     assert fake_endpoint.requests[0]["path"] == "/v1/messages"
@@ -122,3 +141,38 @@ async def test_anthropic_adapter_runs_a_tool_use_then_answers(fake_endpoint, tin
     result_block = second["messages"][-1]["content"][0]
     assert (result_block["type"], result_block["tool_use_id"]) == ("tool_result", "tu1")
     assert second["messages"][-2]["content"][1]["type"] == "tool_use"
+    # The second breakpoint is the end of the conversation so far: the first request
+    # caches its whole prompt, the second reads it and marks its own end; the turns
+    # both requests share are sent identically, the mark aside.
+    assert first["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Remember x=1", "cache_control": {"type": "ephemeral"}}
+            ],
+        }
+    ]
+    assert second["messages"][0]["content"] == [{"type": "text", "text": "Remember x=1"}]
+    assert result_block["cache_control"] == {"type": "ephemeral"}
+    marks = json.dumps(second).count("cache_control")
+    assert marks == 2  # the API allows four
+
+
+async def test_anthropic_adapter_stops_marking_a_conversation_the_cache_ignores(
+    fake_endpoint, tiny_butler
+):
+    # A prompt under the model's minimum is not cached: after a reply that read and
+    # wrote nothing, the next request marks only its stable prefix, so it does not
+    # write its whole prompt at the write rate for a request that may never follow.
+    tool_use = {"type": "tool_use", "id": "tu1", "name": "remember", "input": {"key": "x"}}
+    fake_endpoint.replies = [
+        (200, {"content": [tool_use], "usage": {"input_tokens": 9, "output_tokens": 3}}),
+        (200, {"content": [{"type": "text", "text": "Stored."}], "usage": {"input_tokens": 15}}),
+    ]
+    model = AnthropicChatModel(base_url=fake_endpoint.url, model="claude", api_key="ak", timeout=5)
+    await _runtime(model, tiny_butler).run(REQUEST, SessionTrace())
+    await model.aclose()
+    first, second = (r["body"] for r in fake_endpoint.requests)
+    assert json.dumps(first["messages"]).count("cache_control") == 1
+    assert "cache_control" not in json.dumps(second["messages"])
+    assert second["system"][0]["cache_control"] == {"type": "ephemeral"}
