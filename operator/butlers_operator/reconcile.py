@@ -33,6 +33,7 @@ from butlers_operator.auth import (
     new_secrets_key,
 )
 from butlers_operator.kube import KubeClient, KubeError, build_object_path
+from butlers_operator.owners import owner_problem
 from butlers_operator.settings import OperatorSettings
 from butlers_operator.status import (
     AVAILABLE,
@@ -432,6 +433,9 @@ async def reconcile_butler(
     previous = body.get("status") or {}
     try:
         target = build_target(body, settings)
+        owners = await owner_problem(kube, target, switchboard_of)
+        if owners is not None:
+            raise InvalidButler("OwnerDisagrees", owners)
     except InvalidButler as exc:
         invalid = Condition(DATABASE_READY, None, exc.reason, str(exc))
         return await _failed(kube, body, invalid, retry=False)

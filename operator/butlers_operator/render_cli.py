@@ -19,7 +19,7 @@ import yaml
 
 from butlers.db.provision import Credentials
 from butlers.errors import RosterError
-from butlers.roster import load_butler_file
+from butlers.roster import check_owners, load_butler_file
 from butlers.spec import ButlerResource
 from butlers_operator.auth import AuthInputs, auth_secret_name
 from butlers_operator.reconcile import InvalidButler, build_target, find_switchboard
@@ -110,7 +110,9 @@ def render_objects(
 def render_command(
     paths: list[str], namespace: str, settings: OperatorSettings, out: IO[str]
 ) -> int:
-    resources = [load_butler_file(path) for path in collect_files(paths)]
+    files = collect_files(paths)
+    resources = [load_butler_file(path) for path in files]
+    check_owners(resources, [str(path) for path in files])
     objects = render_objects(resources, namespace, settings)
     out.write(yaml.safe_dump_all(objects, sort_keys=False))
     return 0

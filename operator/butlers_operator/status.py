@@ -25,6 +25,7 @@ STALLING_REASONS = frozenset(
     {
         "InvalidSpec",
         "UnsupportedRuntime",
+        "OwnerDisagrees",
         "InsufficientPrivilege",
         "InvalidPassword",
         "InvalidAuthorizationSpecification",

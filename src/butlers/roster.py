@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from email.utils import getaddresses
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from butlers.errors import RosterError
-from butlers.spec import SWITCHBOARD_MODULE, ButlerResource
+from butlers.spec import SWITCHBOARD_MODULE, ButlerResource, ButlerSpec
 from butlers.validation import problems
 
 
@@ -72,6 +73,7 @@ def load_roster(directory: Path) -> list[ButlerResource]:
         raise RosterError(f"{directory}: no *.yaml Butler files found")
     butlers = [load_butler_file(path) for path in files]
     _check_unique(butlers, files)
+    check_owners(butlers, [str(f) for f in files])
     return sorted(butlers, key=lambda b: b.name)
 
 
@@ -97,3 +99,66 @@ def _check_unique(butlers: list[ButlerResource], files: list[Path]) -> None:
             f"{switchboards[1]}: spec.modules.{SWITCHBOARD_MODULE}: only one butler may run the "
             f"switchboard; {switchboards[0]} already does"
         )
+
+
+MESSENGER_MODULE = "messenger"
+OWNER_CHANNELS = ("telegram", "email")
+
+
+def owner_disagreements(switchboard: ButlerSpec, messenger: ButlerSpec) -> list[str]:
+    """Where a messenger's own `owner` disagrees with the switchboard's, one line per
+    channel naming both fields and their values (empty when they agree, or the messenger
+    names no owner on a channel). The switchboard's is the one place the owner is
+    configured; the messenger's is for a messenger without a switchboard. The messenger
+    would otherwise count nobody as the owner, holding every send for approval."""
+    lines = []
+    for channel in OWNER_CHANNELS:
+        own = _owner_values(messenger.modules.get(MESSENGER_MODULE), channel)
+        board = _owner_values(switchboard.modules.get(SWITCHBOARD_MODULE), channel)
+        if own and own != board:
+            lines.append(
+                f"spec.modules.{MESSENGER_MODULE}.owner.{channel} {sorted(own)} disagrees with "
+                f"spec.modules.{SWITCHBOARD_MODULE}.owner.{channel} {sorted(board)}"
+            )
+    return lines
+
+
+OWNER_FIX = (
+    f"configure the owner once, in spec.modules.{SWITCHBOARD_MODULE}.owner (the messenger "
+    f"reads it from there), and remove spec.modules.{MESSENGER_MODULE}.owner"
+)
+
+
+def check_owners(butlers: list[ButlerResource], sources: list[str]) -> None:
+    """A RosterError naming both files and fields when a messenger's own owner
+    disagrees with the switchboard's (`sources[i]` names `butlers[i]`)."""
+    found = [(b, s) for b, s in zip(butlers, sources, strict=True) if is_switchboard(b)]
+    if not found:
+        return
+    switchboard, board_source = found[0]
+    problems = [
+        f"{source}: {line} (in {board_source}): {OWNER_FIX}"
+        for butler, source in zip(butlers, sources, strict=True)
+        if MESSENGER_MODULE in butler.spec.modules
+        for line in owner_disagreements(switchboard.spec, butler.spec)
+    ]
+    if problems:
+        raise RosterError("\n".join(problems))
+
+
+def _owner_values(config: object, channel: str) -> set[str]:
+    """A module config's `owner.<channel>` in the form the messenger compares: Telegram
+    ids as text, e-mail addresses lower-cased (an entry that is no address as written:
+    the module's own validation names it)."""
+    owner = config.get("owner") if isinstance(config, dict) else None
+    values = owner.get(channel) if isinstance(owner, dict) else None
+    if not isinstance(values, list):
+        return set()
+    found = set()
+    for value in values:
+        text = str(value).strip()
+        if channel == "email":
+            addresses = [a for _n, a in getaddresses([text]) if a]
+            text = addresses[0].lower() if len(addresses) == 1 else text
+        found.add(text)
+    return found

@@ -129,6 +129,10 @@ class RuntimeSpec(SpecModel):
     max_turns: Annotated[int, Field(ge=1, le=200)] = 20
     max_tokens: Annotated[int, Field(ge=16, le=131072)] = 4096
     max_session_tokens: Annotated[int, Field(ge=256, le=10_000_000)] = 200_000
+    # Sessions running or waiting for their turn; one more `trigger` is answered "busy"
+    # at once (the switchboard asks a busy target again). Unset: the process's
+    # BUTLERS_MAX_QUEUED_SESSIONS, else 32.
+    max_queued_sessions: Annotated[int | None, Field(ge=1, le=1024)] = None
     # null leaves the temperature to the server (models that accept only their default).
     temperature: Annotated[float | None, Field(ge=0, le=2)] = 0.0
 

@@ -100,7 +100,7 @@ def build_session_services(
         env=session_env(spec, settings, config),
         redactor=redactor,
         prices=price_table(settings.prices),
-        max_queued=settings.max_queued_sessions,
+        max_queued=spec.runtime.max_queued_sessions or settings.max_queued_sessions,
     )
     butler.session_activity = spawner.activity
     jobs = jobs or builtin_jobs()

@@ -17,6 +17,10 @@ TOKEN = "5550000:e2e-stand-in"
 OWNER = 5550001  # the owner's Telegram user id, in the roster copy's switchboard
 STRANGER = 5550666
 OWNER_EMAIL = "owner@example.org"  # the owner's address (test_email_channel writes from it)
+# The butler the busy-target test fills: its session queue is capped this low in the
+# roster copy (spec.runtime.maxQueuedSessions), so a few held sessions make it busy on
+# every backend. No other test runs this many sessions of it at once.
+BUSY_TARGET, BUSY_QUEUE = "health", 3
 
 
 def telegram_env(api_url: str) -> dict[str, str]:
@@ -29,7 +33,8 @@ def telegram_env(api_url: str) -> dict[str, str]:
 
 def owned_roster(source: Path, target: Path) -> Path:
     """A copy of the roster in `source` whose switchboard names OWNER and OWNER_EMAIL as
-    the owner (a user writes their own id and address there)."""
+    the owner (a user writes their own id and address there), and whose BUSY_TARGET
+    queues at most BUSY_QUEUE sessions."""
     target.mkdir(parents=True, exist_ok=True)
     for path in sorted(source.glob("*.yaml")):
         documents = list(yaml.safe_load_all(path.read_text()))
@@ -38,5 +43,8 @@ def owned_roster(source: Path, target: Path) -> Path:
             if "switchboard" in modules:
                 board = modules["switchboard"] = modules["switchboard"] or {}
                 board["owner"] = {"telegram": [OWNER], "email": [OWNER_EMAIL]}
+            if document and document.get("metadata", {}).get("name") == BUSY_TARGET:
+                runtime = document["spec"].setdefault("runtime", {}) or {}
+                document["spec"]["runtime"] = runtime | {"maxQueuedSessions": BUSY_QUEUE}
         (target / path.name).write_text(yaml.safe_dump_all(documents, sort_keys=False))
     return target

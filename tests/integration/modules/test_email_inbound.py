@@ -189,6 +189,22 @@ async def test_a_server_polled_without_idle_still_delivers(rig: Rig) -> None:
     assert health.idle is False
 
 
+async def test_a_fast_poll_records_its_looks_at_most_once_a_second(rig: Rig) -> None:
+    """A short imapPollSeconds (polling one's own server instead of IDLE's 0.5 s) asks the
+    server often; the looks that found nothing are recorded about once a second."""
+    seen: set[Any] = set()
+    async with rig.connector(use_idle=False, poll_seconds=0.01):
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 2.5
+        while loop.time() < end:
+            [health] = await inbound_health(rig.butler.context.pool)
+            seen.add(health.last_poll_at)
+            await asyncio.sleep(0.02)
+        rig.server.deliver(BOT, mail("Quick", "hello", message_id="<q1@example.org>"))
+        await rig.wait_for_inbox(1)
+    assert 2 <= len(seen - {None}) <= 4, sorted(seen - {None})
+
+
 async def test_an_html_only_mail_is_read_as_text_with_its_quote_apart(rig: Rig) -> None:
     message = EmailMessage()
     message["From"] = OWNER

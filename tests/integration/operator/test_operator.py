@@ -174,3 +174,28 @@ async def test_invalid_spec_names_the_field_in_status(cluster, make_settings) ->
     assert ready["status"] == "False" and ready["reason"] == "InvalidSpec"
     assert "spec.port" in ready["message"]
     assert await cluster.owned("health", "Deployment") is None
+
+
+async def test_a_messenger_owner_that_disagrees_with_the_switchboards_is_refused(  # type: ignore[no-untyped-def]
+    cluster, make_settings
+) -> None:
+    board = {"switchboard": {"owner": {"telegram": [5550001], "email": ["owner@example.org"]}}}
+    own = {"messenger": {"owner": {"telegram": ["5550002"]}}}
+    async with running_operator(make_settings()):
+        await cluster.create_butler("switchboard", roster="switchboard", modules=board)
+        await cluster.create_butler("messenger", roster="messenger", modules=own)
+
+        async def refused() -> dict[str, Any] | None:
+            ready = await cluster.condition("messenger", "Ready") or {}
+            return ready if ready.get("reason") == "OwnerDisagrees" else None
+
+        ready = await eventually(refused, "Ready=False, OwnerDisagrees")
+        status = (await cluster.butler("messenger") or {})["status"]
+    assert (status["phase"], ready["status"]) == ("Failed", "False")
+    assert ready["message"] == (
+        "Butler home/messenger: spec.modules.messenger.owner.telegram ['5550002'] disagrees "
+        "with spec.modules.switchboard.owner.telegram ['5550001'] (in Butler "
+        "home/switchboard): configure the owner once, in spec.modules.switchboard.owner "
+        "(the messenger reads it from there), and remove spec.modules.messenger.owner"
+    )
+    assert await cluster.owned("messenger", "Deployment") is None

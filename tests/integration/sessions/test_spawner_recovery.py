@@ -13,7 +13,7 @@ from fastmcp.exceptions import ToolError
 from butlers.core.spawner import INTERRUPTED
 from butlers.testing.script_server import Script, step
 
-from .conftest import make_settings
+from .conftest import make_resource, make_settings
 
 
 async def _sessions(pool, key: str, *, tool: bool = True) -> list[dict]:  # type: ignore[no-untyped-def]
@@ -83,10 +83,17 @@ async def test_an_unkeyed_session_is_cancelled_with_its_caller(make_app, llm_scr
     assert (row["status"], row["error"]) == ("error", "cancelled: the caller stopped waiting")
 
 
-async def test_a_full_queue_answers_busy_at_once(make_app, llm_script: Script):
+@pytest.mark.parametrize("where", ["settings", "spec"])
+async def test_a_full_queue_answers_busy_at_once(make_app, llm_script: Script, where: str):
+    """The queue's bound comes from the process (BUTLERS_MAX_QUEUED_SESSIONS) or, first,
+    from the butler's spec.runtime.maxQueuedSessions."""
     llm_script.add(step("one", delay=0.5), step("two"))
-    settings = replace(make_settings(adapter="scripted"), max_queued_sessions=2)
-    app = await make_app(settings=settings)
+    if where == "settings":
+        settings = replace(make_settings(adapter="scripted"), max_queued_sessions=2)
+        app = await make_app(settings=settings)
+    else:
+        settings = replace(make_settings(adapter="scripted"), max_queued_sessions=50)
+        app = await make_app(make_resource(runtime={"maxQueuedSessions": 2}), settings)
     running = [asyncio.create_task(app.call("trigger", {"prompt": f"p{i}"})) for i in range(2)]
     await asyncio.sleep(0.1)
     with pytest.raises(ToolError, match="busy: 2 sessions are running or queued"):

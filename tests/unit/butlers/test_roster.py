@@ -33,3 +33,37 @@ def test_two_switchboards_in_one_roster_are_refused(tmp_path: Path) -> None:
         (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(document))
     with pytest.raises(RosterError, match=r"b\.yaml: spec\.modules\.switchboard: only one"):
         load_roster(tmp_path)
+
+
+def _owned(tmp_path: Path, board: dict[str, object], own: dict[str, object]) -> Path:
+    for name, port, modules in (
+        ("switchboard", 40100, {"switchboard": {"owner": board}}),
+        ("messenger", 40104, {"messenger": {"owner": own}}),
+    ):
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(_document(name, port, modules)))
+    return tmp_path
+
+
+def test_a_messenger_owner_that_disagrees_with_the_switchboards_is_refused_at_load(
+    tmp_path: Path,
+) -> None:
+    _owned(tmp_path, {"telegram": [5550001], "email": []}, {"telegram": ["5550002"]})
+    with pytest.raises(RosterError) as caught:
+        load_roster(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path / 'messenger.yaml'}: spec.modules.messenger.owner.telegram ['5550002'] "
+        "disagrees with spec.modules.switchboard.owner.telegram ['5550001'] "
+        f"(in {tmp_path / 'switchboard.yaml'}): configure the owner once, in "
+        "spec.modules.switchboard.owner (the messenger reads it from there), and remove "
+        "spec.modules.messenger.owner"
+    )
+
+
+def test_a_messenger_owner_saying_the_same_as_the_switchboards_loads(tmp_path: Path) -> None:
+    board = {"telegram": [5550001], "email": ["Owner@Example.org"]}
+    own = {"telegram": ["5550001"], "email": ["Me <owner@example.ORG>"]}
+    assert len(load_roster(_owned(tmp_path, board, own))) == 2
+    # A channel the messenger leaves empty takes the switchboard's.
+    assert len(load_roster(_owned(tmp_path, board, {"email": ["owner@example.org"]}))) == 2
+    with pytest.raises(RosterError, match=r"owner\.email \['other@example\.org'\] disagrees"):
+        load_roster(_owned(tmp_path, board, {"email": ["other@example.org"]}))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 from pathlib import Path
 
@@ -393,3 +394,21 @@ def test_a_rotated_user_token_rolls_the_pods() -> None:
 
     rotated = AuthInputs("bu_another-token", AUTH.registration_key, AUTH.switchboard)
     assert config_hash(AUTH) != config_hash(rotated)
+
+
+def test_the_render_command_refuses_a_messenger_owner_unlike_the_switchboards(
+    tmp_path: Path,
+) -> None:
+    from butlers.errors import RosterError
+    from butlers_operator.render_cli import render_command
+
+    root = Path(__file__).resolve().parents[3] / "roster"
+    for name in ("switchboard", "messenger"):
+        document = yaml.safe_load((root / f"{name}.yaml").read_text())
+        owner = {"email": ["owner@example.org"] if name == "switchboard" else ["x@example.org"]}
+        document["spec"]["modules"][name]["owner"] = owner
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(document))
+    with pytest.raises(
+        RosterError, match=r"messenger\.yaml: spec\.modules\.messenger\.owner\.email"
+    ):
+        render_command([str(tmp_path)], "home", SETTINGS, io.StringIO())

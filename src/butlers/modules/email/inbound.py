@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF = 60.0
 REFUSALS_BEFORE_SKIP = 3  # a message the switchboard refuses this often is set aside
 BATCH = 50  # messages handed in between two looks at the folder
+# A look at the folder that found nothing new is recorded (last poll, backlog) at most
+# this often: a fast poll (a short imapPollSeconds) then costs the database nothing.
+HEALTH_EVERY = 1.0
 MAX_PAYLOAD = 100_000
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
@@ -221,13 +224,17 @@ class InboundConnector:
             await self._store.reset(folder.uidvalidity, start)
         self.connected.set()
         idle = client.has_idle and self.settings.use_idle
+        recorded = None  # when the last look was recorded (the loop's clock)
         while True:
             cursor = await self._store.cursor()
             assert cursor is not None
             if not idle:
                 await client.command("NOOP")  # the server tells of new mail on a command
             pending = await client.uids_after(cursor.last_uid)
-            await self._store.polled(len(pending), idle)
+            now = asyncio.get_running_loop().time()
+            if pending or recorded is None or now - recorded >= HEALTH_EVERY:
+                await self._store.polled(len(pending), idle)
+                recorded = now
             for uid in pending[:BATCH]:
                 await self._hand_in(client, folder.uidvalidity, uid)
             if len(pending) > BATCH:

@@ -246,7 +246,8 @@ class SwitchboardModule(Module):
         @tool(mcp, meta=meta, annotations=read)
         async def switchboard_stats() -> AnyJson:
             """MCP sessions opened so far and kept now (`mcp_clients_*`), messages being
-            processed, and messages whose classification was unusable since start."""
+            processed, messages whose classification was unusable and routes asked
+            again (a busy, unreachable or crashed target) since start."""
             return pipeline.stats()
 
         @tool(mcp, meta=pipeline_meta)

@@ -101,6 +101,7 @@ class Pipeline:
         self._recovery: asyncio.Task[None] | None = None
         self._recovering = asyncio.Lock()
         self.fallbacks = 0  # messages routed to the fallback butler since start
+        self.route_retries = 0  # routes asked again (busy, unreachable, crashed) since start
 
     # -- entry points -------------------------------------------------------------
 
@@ -318,6 +319,7 @@ class Pipeline:
             "mcp_clients_cached": self._clients.cached_count,
             "messages_in_progress": len(self._tasks),
             "classification_fallbacks": self.fallbacks,
+            "route_retries": self.route_retries,
         }
 
     async def triage(self, facts: TriageFacts) -> TriageDecision | None:
@@ -629,6 +631,7 @@ class Pipeline:
                     if isinstance(exc, _Busy):
                         raise RouteFailed(reason) from None
                     raise TargetUnavailable(reason) from None
+                self.route_retries += 1
                 log.info(
                     "route %s to %s: %s; asking again in %.1f s (attempt %d)",
                     route_id,
