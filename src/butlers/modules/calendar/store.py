@@ -108,23 +108,31 @@ def _utc(column: str) -> str:
     return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')"""
 
 
-# The same listing built as JSON by PostgreSQL: the tools return it as it comes.
-_INSTANCE_JSON_SQL = f"""
-SELECT coalesce(json_agg(t.item ORDER BY t.starts_at, t.event_id), '[]'::json)::text
+# One instance's listing entry (JSON text) without its calendar's fields: stored in
+# `calendar_event_instances.item` when the instance is written (`save`).
+ITEM_SQL = f"""json_build_object(
+    'event_id', i.event_id, 'uid', e.uid, 'summary', i.summary, 'location', i.location,
+    'description', e.description, 'starts_at', {_utc("i.starts_at")},
+    'ends_at', {_utc("i.ends_at")}, 'all_day', e.all_day,
+    'recurring', e.rrule IS NOT NULL, 'recurrence_id', i.recurrence_id,
+    'timezone', e.timezone, 'status', e.status, 'organizer', e.organizer,
+    'attendees', e.attendees, 'alarms', e.alarms, 'updated_at', {_utc("e.updated_at")}
+)::text"""
+
+# The listing as one JSON array, joined from the stored entries with the calendar's
+# name, id and writability spliced in front (`substr(item, 2)` drops the entry's `{`).
+# `ends_at >= $1` follows from the overlap test (no instance ends before it starts) and
+# lets the range index skip the instances that ended before the window.
+_INSTANCE_JSON_SQL = """
+SELECT '[' || coalesce(string_agg(t.item, ',' ORDER BY t.starts_at, t.event_id), '') || ']'
 FROM (
-    SELECT i.starts_at, i.event_id, json_build_object(
-        'event_id', i.event_id, 'uid', e.uid, 'calendar', s.name, 'source_id', s.id,
-        'writable', s.writable, 'summary', i.summary, 'location', i.location,
-        'description', e.description, 'starts_at', {_utc("i.starts_at")},
-        'ends_at', {_utc("i.ends_at")}, 'all_day', e.all_day,
-        'recurring', e.rrule IS NOT NULL, 'recurrence_id', i.recurrence_id,
-        'timezone', e.timezone, 'status', e.status, 'organizer', e.organizer,
-        'attendees', e.attendees, 'alarms', e.alarms, 'updated_at', {_utc("e.updated_at")}
-    ) AS item
+    SELECT i.starts_at, i.event_id,
+        '{"calendar":' || to_json(s.name)::text || ',"source_id":"' || s.id::text
+        || '","writable":' || s.writable::text || ',' || substr(i.item, 2) AS item
     FROM calendar_event_instances i
     JOIN calendar_events e ON e.id = i.event_id
     JOIN calendar_sources s ON s.id = e.source_id
-    WHERE i.starts_at < $2 AND (i.ends_at > $1 OR i.starts_at >= $1)
+    WHERE i.starts_at < $2 AND i.ends_at >= $1 AND (i.ends_at > $1 OR i.starts_at >= $1)
     ORDER BY i.starts_at, i.event_id
     LIMIT $3
 ) t
@@ -274,7 +282,7 @@ class CalendarStore:
             await conn.copy_records_to_table(
                 "calendar_event_instances",
                 records=[
-                    (ids[href], i.starts_at, i.ends_at, i.recurrence_id, i.summary, i.location)
+                    (ids[href], i.starts_at, i.ends_at, i.recurrence_id, i.summary, i.location, "")
                     for href, _, _, parsed in items
                     for i in parsed.instances
                 ],
@@ -285,7 +293,13 @@ class CalendarStore:
                     "recurrence_id",
                     "summary",
                     "location",
+                    "item",
                 ],
+            )
+            await conn.execute(
+                f"UPDATE calendar_event_instances i SET item = {ITEM_SQL} "
+                "FROM calendar_events e WHERE e.id = i.event_id AND i.event_id = ANY($1::uuid[])",
+                list(ids.values()),
             )
 
     async def remove(self, source_id: uuid.UUID, hrefs: Sequence[str]) -> int:
