@@ -182,6 +182,7 @@ class CalendarModule(Module):
         owner = sync.owner
         store = sync.store
         listings = ListingCache()
+        store.written.append(lambda: listings.refill(store.pool))
 
         async def today(day: date, tz: ZoneInfo) -> list[str]:
             """The owner's events of `day` (from the local copy), for the briefing."""

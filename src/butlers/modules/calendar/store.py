@@ -6,8 +6,9 @@ listing is one indexed range query.
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from butlers.modules.calendar.ical import ParsedEvent
 
 MAX_LISTED = 2000  # instances per listing
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,25 +157,40 @@ async def copy_version(reader: Reader) -> int:
     return int(row[0])
 
 
+ListingKey = tuple[datetime, datetime, int]  # start, end, limit
+
+
 class ListingCache:
     """Recent listings (JSON, as `list_instances_json` gives them) with the version of
-    the copy each was read at; one is served again only while that version is current."""
+    the copy each was read at; one is served again only while that version is current.
+    After this process writes the copy, `refill` reads the most recent windows again
+    (a sync's listing then finds them current); a write by another process only makes
+    them stale, and the next listing of each runs the query."""
 
-    def __init__(self, size: int = 32) -> None:
+    def __init__(self, size: int = 32, refilled: int = 4) -> None:
         self.size = size
-        self._entries: dict[tuple[datetime, datetime, int], tuple[int, Any]] = {}
+        self.refilled = refilled
+        self._entries: dict[ListingKey, tuple[int, Any]] = {}
 
-    def get(self, key: tuple[datetime, datetime, int], version: int) -> Any | None:
+    def get(self, key: ListingKey, version: int) -> Any | None:
         found = self._entries.get(key)
         if found is None or found[0] != version:
             return None
+        self._entries[key] = self._entries.pop(key)  # most recently used last
         return found[1]
 
-    def put(self, key: tuple[datetime, datetime, int], version: int, value: Any) -> None:
+    def put(self, key: ListingKey, version: int, value: Any) -> None:
         self._entries.pop(key, None)
         if len(self._entries) >= self.size:
             del self._entries[next(iter(self._entries))]
         self._entries[key] = (version, value)
+
+    async def refill(self, reader: Reader) -> None:
+        """The `refilled` most recently used windows read again at the current version
+        (the version first: an entry is never marked newer than what it holds)."""
+        for key in list(self._entries)[-self.refilled :]:
+            version = await copy_version(reader)
+            self.put(key, version, await list_instances_json(reader, *key))
 
 
 async def list_sources(reader: Reader) -> list[Source]:
@@ -184,6 +201,15 @@ async def list_sources(reader: Reader) -> list[Source]:
 class CalendarStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
+        # Called after each write of events (their instances) by this store.
+        self.written: list[Callable[[], Awaitable[None]]] = []
+
+    async def _wrote(self) -> None:
+        for listener in list(self.written):
+            try:
+                await listener()
+            except (asyncpg.PostgresError, OSError) as exc:  # the listing runs the query
+                log.warning("calendar: listings not read again after a write: %s", exc)
 
     async def upsert_source(
         self, href: str, name: str, color: str | None, writable: bool
@@ -301,6 +327,7 @@ class CalendarStore:
                 "FROM calendar_events e WHERE e.id = i.event_id AND i.event_id = ANY($1::uuid[])",
                 list(ids.values()),
             )
+        await self._wrote()
 
     async def remove(self, source_id: uuid.UUID, hrefs: Sequence[str]) -> int:
         result = await self.pool.execute(
@@ -308,6 +335,7 @@ class CalendarStore:
             source_id,
             list(hrefs),
         )
+        await self._wrote()
         return int(result.split()[-1])
 
     async def event(self, event_id: uuid.UUID) -> StoredEvent | None:
