@@ -11,9 +11,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.tools.base import default_serializer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from butlers.jsonutil import MAX_FIELD_CHARS, AnyJson, Note, ShortText, to_json
+from butlers.jsonutil import MAX_FIELD_CHARS, AnyJson, EncodedJson, Note, ShortText, to_json
 from butlers.modules.base import (
     Module,
     ModuleConfig,
@@ -33,7 +34,7 @@ from butlers.modules.calendar.store import (
     Source,
     copy_version,
     list_instances,
-    list_instances_json,
+    listing,
 )
 from butlers.modules.calendar.sync import CalendarSync
 from butlers.scheduling.butler_events import butler_entries
@@ -276,14 +277,17 @@ class CalendarModule(Module):
                 )
             else:
                 version, entries = await copy_version(store.pool), None
-            events = listings.get(key, version)
-            if events is None:
-                events = await list_instances_json(store.pool, start, end, limit)
-                listings.put(key, version, events)  # read after the version: never newer
+            listed = listings.get(key, version)
+            if listed is None:
+                listed = await listing(store.pool, start, end, limit)
+                listings.put(key, version, listed)  # read after the version: never newer
+            events, events_text = listed
             result: dict[str, Any] = {"timezone": config.timezone, "events": events}
+            text = f'{{"timezone":{default_serializer(config.timezone)},"events":{events_text}'
             if entries is not None:
-                result["butler_events"] = to_json(entries)
-            return result
+                result["butler_events"] = butler_json = to_json(entries)
+                text += f',"butler_events":{default_serializer(butler_json)}'
+            return EncodedJson(result, text + "}")
 
         @tool(mcp, meta=inviting)
         async def calendar_create_event(

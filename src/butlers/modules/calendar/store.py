@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
+from fastmcp.tools.base import default_serializer
 from pydantic import JsonValue
 
 from butlers.db.pool import dumps
@@ -190,7 +191,15 @@ class ListingCache:
         (the version first: an entry is never marked newer than what it holds)."""
         for key in list(self._entries)[-self.refilled :]:
             version = await copy_version(reader)
-            self.put(key, version, await list_instances_json(reader, *key))
+            self.put(key, version, await listing(reader, *key))
+
+
+async def listing(
+    reader: Reader, start: datetime, end: datetime, limit: int = MAX_LISTED
+) -> tuple[list[dict[str, JsonValue]], str]:
+    """`list_instances_json` and its text as FastMCP writes it (what the tool sends)."""
+    events = await list_instances_json(reader, start, end, limit)
+    return events, default_serializer(events)
 
 
 async def list_sources(reader: Reader) -> list[Source]:
