@@ -27,14 +27,13 @@ from butlers.modules.briefing import MAX_LINES, day_bounds
 from butlers.modules.calendar import ical
 from butlers.modules.calendar.caldav import CalDavClient, CalDavError, Conflict
 from butlers.modules.calendar.freebusy import free_busy
+from butlers.modules.calendar.listings import ListingCache, listing
 from butlers.modules.calendar.login import caldav_client
 from butlers.modules.calendar.store import (
     CalendarStore,
-    ListingCache,
     Source,
     copy_version,
     list_instances,
-    listing,
 )
 from butlers.modules.calendar.sync import CalendarSync
 from butlers.scheduling.butler_events import butler_entries
