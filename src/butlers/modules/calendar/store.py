@@ -174,6 +174,8 @@ class CalendarStore:
                 await listener()
             except (asyncpg.PostgresError, OSError) as exc:  # the listing runs the query
                 log.warning("calendar: listings not read again after a write: %s", exc)
+            except Exception:  # the write is done: a failed refill must not undo the sync
+                log.exception("calendar: reading the listings again after a write failed")
 
     async def upsert_source(
         self, href: str, name: str, color: str | None, writable: bool
