@@ -27,12 +27,11 @@ from butlers.modules.briefing import MAX_LINES, day_bounds
 from butlers.modules.calendar import ical
 from butlers.modules.calendar.caldav import CalDavClient, CalDavError, Conflict
 from butlers.modules.calendar.freebusy import free_busy
-from butlers.modules.calendar.listings import ListingCache, listing
+from butlers.modules.calendar.listings import ListingCache
 from butlers.modules.calendar.login import caldav_client
 from butlers.modules.calendar.store import (
     CalendarStore,
     Source,
-    copy_version,
     list_instances,
 )
 from butlers.modules.calendar.sync import CalendarSync
@@ -269,17 +268,15 @@ class CalendarModule(Module):
             local copy; `include_butler` adds this butler's own entries (its schedules)."""
             start, end = span(start, end)
             key = (start, end, limit)
+            # One round trip: the copy's version, and the listing only when the one kept
+            # is older (both of one snapshot).
+            current = listings.current(store.pool, key)
             if include_butler:
-                version, entries = await asyncio.gather(
-                    copy_version(store.pool),
-                    butler_entries(store.pool, butler, start, end, limit),
+                listed, entries = await asyncio.gather(
+                    current, butler_entries(store.pool, butler, start, end, limit)
                 )
             else:
-                version, entries = await copy_version(store.pool), None
-            listed = listings.get(key, version)
-            if listed is None:
-                listed = await listing(store.pool, start, end, limit)
-                listings.put(key, version, listed)  # read after the version: never newer
+                listed, entries = await current, None
             events, events_text = listed
             result: dict[str, Any] = {"timezone": config.timezone, "events": events}
             text = f'{{"timezone":{default_serializer(config.timezone)},"events":{events_text}'

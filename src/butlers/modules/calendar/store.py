@@ -125,7 +125,7 @@ ITEM_SQL = f"""json_build_object(
 # name, id and writability spliced in front (`substr(item, 2)` drops the entry's `{`).
 # `ends_at >= $1` follows from the overlap test (no instance ends before it starts) and
 # lets the range index skip the instances that ended before the window.
-_INSTANCE_JSON_SQL = """
+LISTING_SQL = """
 SELECT '[' || coalesce(string_agg(t.item, ',' ORDER BY t.starts_at, t.event_id), '') || ']'
 FROM (
     SELECT i.starts_at, i.event_id,
@@ -146,7 +146,7 @@ async def list_instances_json(
 ) -> list[dict[str, JsonValue]]:
     """`list_instances` as JSON objects (times in UTC), for the tools (read as text and
     decoded by the hot path's codec: a month's listing is ~150 kB of JSON)."""
-    [row] = await reader.fetch(_INSTANCE_JSON_SQL, start, end, limit)
+    [row] = await reader.fetch(LISTING_SQL, start, end, limit)
     found: list[dict[str, JsonValue]] = loads(row[0].encode())
     return found
 
