@@ -84,3 +84,17 @@ Note = Annotated[str, Field(max_length=MAX_NOTE_CHARS)]
 ShortText = Annotated[str, Field(max_length=MAX_FIELD_CHARS)]
 JsonObject = Annotated[dict[str, AnyJson], AfterValidator(_bounded_object)]
 """A JSON object argument of at most `MAX_OBJECT_BYTES` (as compact UTF-8 JSON)."""
+
+
+class EncodedJson(dict[str, Any]):
+    """A tool's JSON object result together with its text as FastMCP writes one
+    (`fastmcp.tools.base.default_serializer`: compact, keys in order): the butler's tool
+    runner sends that text instead of walking and serializing the object again (a large
+    listing kept in memory). Every other path sees an ordinary dict. Only plain JSON
+    values (what a JSON parser builds) belong in it."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: dict[str, Any], text: str) -> None:
+        super().__init__(value)
+        self.text = text

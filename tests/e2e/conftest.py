@@ -41,7 +41,7 @@ from .harness.env import (
     E2E_ENV,
     SUPERVISOR_SECRET,
     caldav_env,
-    caldav_reachable,
+    caldav_host,
 )
 from .harness.kind import kind_ecosystem
 from .harness.kind_commands import kind_unavailable_reason
@@ -292,11 +292,11 @@ async def butler_ecosystem(
     start = BACKENDS[backend]
     name, secret = SUPERVISOR_SECRET
     calendar_server = ExitStack()
-    caldav_url = None
-    if caldav_reachable(backend):
-        server = calendar_server.enter_context(start_radicale(tmp_path_factory.mktemp("radicale")))
-        await asyncio.to_thread(server.make_calendar, CALDAV_USER, CALDAV_CALENDAR)
-        caldav_url = server.principal_url(CALDAV_USER)
+    server = calendar_server.enter_context(
+        start_radicale(tmp_path_factory.mktemp("radicale"), host=caldav_host(backend))
+    )
+    await asyncio.to_thread(server.make_calendar, CALDAV_USER, CALDAV_CALENDAR)
+    caldav_url = server.principal_url(CALDAV_USER)
     request.config.stash[CALDAV_SERVER] = caldav_url
     os.environ[name] = secret  # must reach no butler (test_spawner_security)
     with calendar_server:

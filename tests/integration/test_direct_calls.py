@@ -14,6 +14,7 @@ import httpx2 as httpx
 import pytest
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.tools.base import default_serializer
 from pydantic import BaseModel, PlainSerializer
 
 from butlers import jsoncodec
@@ -25,7 +26,7 @@ from butlers.daemon.guard import ArgumentGuard
 from butlers.daemon.http import build_http_app
 from butlers.daemon.http_limits import SESSION_IDLE_TIMEOUT
 from butlers.daemon.server import install_schema_lookup
-from butlers.jsonutil import AnyJson
+from butlers.jsonutil import AnyJson, EncodedJson
 from tests.support import raw_mcp
 from tests.support.raw_mcp import decode
 from tests.support.serving import served_asgi
@@ -66,6 +67,11 @@ def _server() -> FastMCP:
     @mcp.tool
     async def same(value: AnyJson) -> AnyJson:
         return value
+
+    @mcp.tool
+    async def encoded(value: dict[str, AnyJson]) -> AnyJson:
+        """`same`, its text made by the tool (`EncodedJson`)."""
+        return EncodedJson(value, default_serializer(value))
 
     @mcp.tool
     async def untyped(value):  # type: ignore[no-untyped-def]  # no output schema
@@ -202,6 +208,7 @@ CALLS = [
     ("missing", {}),
     *[("same", {"value": value}) for value in VALUES],
     *[("untyped", {"value": value}) for value in VALUES],
+    *[("encoded", {"value": value}) for value in VALUES if isinstance(value, dict)],
     ("nothing", {}),
     ("big", {}),
     ("record", {"name": "ünï"}),
@@ -251,6 +258,13 @@ async def test_the_direct_path_answers_as_the_sdk_does(era: str) -> None:
     assert direct == through_sdk
     assert direct[0]["result"]["structuredContent"] == {"text": "abab"}
     assert "NUL character" in direct[2]["result"]["content"][0]["text"]
+    # A result with its text made by the tool answers as the same value returned plainly.
+    by_call = {
+        json.dumps(c, sort_keys=True): a["result"] for c, a in zip(CALLS, direct, strict=True)
+    }
+    for value in (v for v in VALUES if isinstance(v, dict)):
+        plain = by_call[json.dumps(("same", {"value": value}), sort_keys=True)]
+        assert by_call[json.dumps(("encoded", {"value": value}), sort_keys=True)] == plain
 
 
 async def test_a_session_is_not_used_with_another_credential() -> None:
@@ -430,6 +444,7 @@ async def test_plain_results_go_on_the_wire_as_fastmcps_conversion_puts_them(
         "words",
         *["same"] * kinds,
         *["untyped"] * kinds,
+        *["encoded"] * len([v for v in VALUES if isinstance(v, dict)]),
         "nothing",
         "big",
         "as_object",

@@ -102,6 +102,12 @@ class Dovecot:
             path = path / f".{folder}"
         return mailbox.Maildir(path, create=False)
 
+    def set_password(self, user: str, password: str) -> None:
+        """`user`'s password from now on (Dovecot reads its passwd-file again when it
+        changes; open sessions stay logged in)."""
+        self.users[user] = password
+        write_passwd(self.root, self.users)
+
     def deliver(self, user: str, message: EmailMessage | bytes, folder: str = "INBOX") -> None:
         """Drop `message` into the maildir (tmp/, then renamed into new/), owned by the user."""
         box = self.maildir(user, folder)
@@ -154,15 +160,13 @@ def _start(users: dict[str, str]) -> Dovecot:
     port = _free_port()
     server = Dovecot(root, port, users)
     (root / "dovecot.conf").write_text(CONFIG.format(root=root, port=port, uid=MAIL_UID))
-    lines = []
-    for user, password in users.items():
+    for user in users:
         home = root / "mail" / user
         for sub in ("cur", "new", "tmp"):
             (home / sub).mkdir(parents=True, exist_ok=True)
         for path in [root / "mail", home, *(home / s for s in ("cur", "new", "tmp"))]:
             os.chown(path, MAIL_UID, MAIL_UID)
-        lines.append(f"{user}:{{PLAIN}}{password}:{MAIL_UID}:{MAIL_UID}::{home}::")
-    (root / "passwd").write_text("\n".join(lines) + "\n")
+    write_passwd(root, users)
     server.process = subprocess.Popen(
         [DOVECOT, "-F", "-c", str(root / "dovecot.conf")],
         stdout=subprocess.DEVNULL,
@@ -178,6 +182,16 @@ def _start(users: dict[str, str]) -> Dovecot:
         time.sleep(0.05)
     server.stop()
     raise RuntimeError(f"dovecot did not listen on {port} within 15 s: {server.log()}")
+
+
+def write_passwd(root: Path, users: dict[str, str]) -> None:
+    lines = [
+        f"{user}:{{PLAIN}}{password}:{MAIL_UID}:{MAIL_UID}::{root / 'mail' / user}::"
+        for user, password in users.items()
+    ]
+    staged = root / "passwd.new"
+    staged.write_text("\n".join(lines) + "\n")
+    staged.replace(root / "passwd")
 
 
 @contextlib.contextmanager

@@ -2,8 +2,9 @@
 (or, with `users`, only those users with their passwords).
 
 `start_radicale(directory)` runs `python -m radicale` (installed by the dev extra) on a
-free port and waits until it answers; `RadicaleServer.calendar_url(user, name)` is where a
-calendar lives, `make_calendar` creates one with the independent `caldav` client;
+free port (of loopback, or of `host`) and waits until it answers;
+`RadicaleServer.calendar_url(user, name)` is where a calendar lives, `make_calendar`
+creates one with the independent `caldav` client;
 `set_password` changes a user's password (Radicale reads its users file at each login).
 """
 
@@ -60,8 +61,10 @@ class RadicaleServer:
 
 @contextmanager
 def start_radicale(
-    directory: Path, users: Mapping[str, str] | None = None
+    directory: Path, users: Mapping[str, str] | None = None, host: str = "127.0.0.1"
 ) -> Iterator[RadicaleServer]:
+    """`host`: the address it listens on ("0.0.0.0" for the kind backend's pods, which
+    call it at this machine's address on kind's network); `url` is on loopback."""
     port = free_port()
     config = directory / "config"
     storage = directory / "collections"
@@ -76,7 +79,7 @@ def start_radicale(
             "htpasswd_encryption = plain\ndelay = 0.05\n"
         )
     config.write_text(
-        f"[server]\nhosts = 127.0.0.1:{port}\n"
+        f"[server]\nhosts = {host}:{port}\n"
         f"{auth}"
         f"[storage]\nfilesystem_folder = {storage}\n"
         "[rights]\ntype = owner_only\n"

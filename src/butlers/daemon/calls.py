@@ -63,6 +63,7 @@ from pydantic import JsonValue
 from pydantic import ValidationError as PydanticValidationError
 
 from butlers.auth.identity import current_mcp_session
+from butlers.jsonutil import EncodedJson
 from butlers.llm.offer import is_on_request
 from butlers.llm.toolbox import ToolOutcome
 from butlers.llm.types import ToolSpec
@@ -212,8 +213,14 @@ class _Runner:
         value = await tool._run_body(self.adapter, self.is_async, arguments, strict=_strict())
         if isinstance(value, InputRequiredResult):
             return InputRequiredToolResult(value)
-        if not _plain(value):  # content blocks, models, bytes, ...: FastMCP's conversion
+        text: str | None
+        if type(value) is EncodedJson and not self.serialize:
+            # Plain by the tool's word, its text made already: neither walked nor written.
+            text, value = value.text, dict(value)
+        elif not _plain(value):  # content blocks, models, bytes, ...: FastMCP's conversion
             return tool.convert_result(value)
+        else:
+            text = None
         if self.serialize:  # as `convert_result` serializes it for the return annotation
             raw = value
             try:
@@ -222,7 +229,9 @@ class _Runner:
                 return tool.convert_result(raw)  # which raises or falls back as it does
             if not _plain(value):
                 return tool.convert_result(raw)
-        if value is None or (type(value) is list and not value):
+        if text is not None:
+            pass
+        elif value is None or (type(value) is list and not value):
             text = None
         elif type(value) is str:
             text = value

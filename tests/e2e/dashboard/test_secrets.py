@@ -16,7 +16,7 @@ from butlers.core.secrets import SecretResolver
 from butlers.ecosystem.rotation import rotate
 from butlers.modules.base import ModuleContext
 from butlers.oauth import google
-from butlers.secretbox import Keyring, KeySource
+from butlers.secretbox import Keyring, KeySource, new_key
 from butlers.settings import GoogleEndpoints
 from tests.support.butlers import make_resource
 from tests.support.oauth_server import endpoints, google_stand_in
@@ -205,3 +205,47 @@ async def _oauth_flow(
     expired = await _status(ui)
     assert expired["state"] == "expired" and "Connect again" in expired["remediation"]
     assert data(await ui.delete("/api/oauth/google/credentials"))["client_id_set"] is False
+
+
+async def test_rotating_the_clusters_key_keeps_every_value_open_and_the_butlers_working(
+    butler_ecosystem: EcosystemHandle, dashboard: httpx.AsyncClient
+) -> None:
+    """The cluster procedure of docs/secrets.md: the new key first in `butlers-auth`
+    (every pod rolled), the stores re-sealed, the old key dropped (rolled again)."""
+    handle = butler_ecosystem
+    if handle.set_secrets_keyring is None or handle.secrets_key_file is None:
+        pytest.skip(
+            f"the {handle.backend} backend's keyring is a file its processes read again: "
+            "test_rotation_reseals_every_store_under_the_new_key"
+        )
+    key = name()
+    for store in ("general", "shared"):
+        data(await dashboard.put(f"/api/butlers/{store}/secrets/{key}", json={"value": "kept"}))
+    # A credential general's calendar module opens at every start (Radicale takes any
+    # password): a pod that could not open it would start the module `failed`.
+    data(await dashboard.put("/api/butlers/general/secrets/CALDAV_PASSWORD", json={"value": "e2e"}))
+    old = Keyring.parse(handle.secrets_key_file.read_text())
+    new = Keyring.parse(new_key())
+
+    await handle.set_secrets_keyring(f"{new.text()},{old.text()}")
+    rotated = data(await dashboard.post("/api/secrets/rotate"))
+    assert rotated["failed"] == {} and rotated["key_id"] == new.primary_id, rotated
+    assert rotated["reencrypted"]["general"] >= 2 and rotated["reencrypted"]["shared"] >= 1
+    await handle.set_secrets_keyring(new.text())  # the old key gone from every pod
+
+    pool = await handle.pool("general")
+    sealed_with = await pool.fetch("SELECT DISTINCT key_id FROM secrets WHERE value IS NOT NULL")
+    assert [r["key_id"] for r in sealed_with] == [new.primary_id]
+    resolver = SecretResolver(
+        pool, KeySource(value=new.text()), shared_schema=handle.dashboard_schema
+    )
+    await resolver.load()
+    assert resolver.errors == {}
+    assert (await resolver.get(key), await resolver.get("CALDAV_PASSWORD")) == ("kept", "e2e")
+    # The restarted butler opened its credential with the new key alone, and works.
+    status = await handle.call("general", "status")
+    calendar = next(m for m in status["modules"] if m["name"] == "calendar")
+    assert calendar["status"] == "active", calendar
+    assert (await handle.call("general", "calendar_sync"))[0]["mode"] != "failed"
+    listed = data(await dashboard.get("/api/butlers/general/secrets"))
+    assert any(e["key"] == key and e["is_set"] for e in listed)

@@ -16,6 +16,7 @@ again, or else deletes the pod so its ReplicaSet replaces it.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -81,6 +82,27 @@ class ButlerPods:
         if len(live) != 1:
             raise AssertionError(f"expected one live pod of {butler}, found {len(live)}")
         return live[0]
+
+    async def pod_names(self, butler: str) -> set[str]:
+        async with self.cluster.api() as api:
+            pods = await api.list(
+                build_path("v1", "pods", self.namespace), labelSelector=f"{BUTLER_LABEL}={butler}"
+            )
+        return {p["metadata"]["name"] for p in pods}
+
+    async def wait_replaced(self, butler: str, old: set[str]) -> None:
+        """Until `butler` runs one Ready pod, none of `old` (its rollout done)."""
+
+        async def replaced() -> bool:
+            try:
+                pod = await self._running_pod(butler)
+            except AssertionError:  # both during the rollout
+                return False
+            fresh = pod["metadata"]["name"] not in old
+            return fresh and condition_status(pod, "Ready") == "True"
+
+        await wait_until(replaced, f"a new Ready pod of {butler}", RESTART_TIMEOUT)
+        await self.cluster.wait_service(self.namespace, butler, "mcp")
 
     async def kill(self, butler: str) -> None:
         pod = (await self._running_pod(butler))["metadata"]["name"]
@@ -233,6 +255,33 @@ async def _ecosystem(
             await deprovision(admin_dsn, build_schema_name(target.namespace, name, schema_prefix))
 
         handle.apply_butler, handle.delete_butler = apply_butler, delete_butler
+
+        async def set_secrets_keyring(keyring: str) -> None:
+            """`secrets-key` of the namespace's Secret edited (the operator re-renders
+            each Butler's Secret and rolls its pod), then the dashboard restarted."""
+            before = {name: await pods.pod_names(name) for name in endpoints}
+            patch = json.dumps({"stringData": {SECRETS_KEY_KEY: keyring}})
+            await userpath.run(
+                userpath.build_kubectl(target, "patch", "secret", NAMESPACE_SECRET, "-p", patch)
+            )
+            for name in endpoints:
+                await pods.wait_replaced(name, before[name])
+            await userpath.run(
+                userpath.build_kubectl(target, "rollout", "restart", f"deployment/{DASHBOARD}")
+            )
+            await userpath.run(
+                userpath.build_kubectl(
+                    target,
+                    "rollout",
+                    "status",
+                    f"deployment/{DASHBOARD}",
+                    f"--timeout={DASHBOARD_TIMEOUT:.0f}s",
+                )
+            )
+            await cluster.wait_service(target.namespace, DASHBOARD, "http", DASHBOARD_TIMEOUT)
+            key_file.write_text(keyring + "\n")
+
+        handle.set_secrets_keyring = set_secrets_keyring
         try:
             switchboards = [r.name for r in resources if is_switchboard(r)]
             if switchboards:

@@ -79,6 +79,10 @@ class EcosystemHandle:
     delete_butler: Callable[[str], Awaitable[None]] | None = None
     # The keyring file the butlers and the dashboard read (None: not on this machine).
     secrets_key_file: Path | None = None
+    # Give every butler and the dashboard this keyring as an operator's user does (the
+    # namespace's Secret edited, the rolled pods Ready, the dashboard restarted); None:
+    # this backend's keyring is `secrets_key_file`, read again while running.
+    set_secrets_keyring: Callable[[str], Awaitable[None]] | None = None
     # The cluster namespace the ecosystem runs in (None: it runs on this machine).
     namespace: str | None = None
     clients: ClientCache = field(init=False)

@@ -42,24 +42,17 @@ def scripted_cost(input_tokens: int, output_tokens: int) -> float:
 SUPERVISOR_SECRET = ("E2E_SUPERVISOR_SECRET", "supervisor-only-5b0e1c")
 
 
-# The general butler's calendar: a Radicale the session starts on loopback
-# (`tests/support/radicale.py`), with one calendar of this user.
+# The general butler's calendar: a Radicale the session starts (`tests/support/radicale.py`,
+# on loopback; for kind on every interface, see `caldav_host`), with one calendar of this user.
 CALDAV_USER = "owner"
 CALDAV_CALENDAR = "personal"
 # The session's CalDAV server URL, in the pytest config's stash (None: no server).
 CALDAV_SERVER = pytest.StashKey[str | None]()
 
 
-# Why the kind backend runs without the calendar: its butlers are pods in the kind
-# node's network namespaces, where 127.0.0.1 is the pod's own loopback, and the tests'
-# Radicale listens on this machine's loopback (tests send traffic to loopback or to
-# namespaces they create, never to another address of this machine). A CalDAV server
-# inside the cluster would need an image holding one: none is built (no image can be
-# pulled here; the butler image holds the runtime, not the test servers).
-CALDAV_UNREACHABLE = (
-    "the kind backend's pods cannot reach the tests' CalDAV server (Radicale on this "
-    "machine's loopback) and no in-cluster CalDAV image is built"
-)
+# Why a calendar test has no server: the session started none (a session without the
+# `butler_ecosystem` fixture).
+CALDAV_UNREACHABLE = "this session started no CalDAV server (Radicale)"
 
 
 # The dropped-connection test puts a proxy on this machine between the switchboard and a
@@ -71,10 +64,11 @@ HOST_PROXY_UNREACHABLE = (
 )
 
 
-def caldav_reachable(backend: str) -> bool:
-    """Whether the butlers of `backend` reach this machine's loopback (kind's pods do not:
-    there the calendar module fails for lack of a server URL)."""
-    return backend != "kind"
+def caldav_host(backend: str) -> str:
+    """Where the session's Radicale listens: loopback, or every interface for the kind
+    backend, whose pods call it at this machine's address on kind's network (as the
+    Telegram stand-in; `kind.HOST_SERVER_URLS`, one egress rule for its port)."""
+    return "0.0.0.0" if backend == "kind" else "127.0.0.1"
 
 
 def caldav_env(url: str | None) -> dict[str, str]:

@@ -8,9 +8,9 @@ the operator chart with its development PostgreSQL, `kubectl apply -f roster/`,
 would (Butlers, `helm uninstall`, the namespace) unless `--keep-namespace`.
 Only image loading and port-forwarding are this backend's own.
 
-Pods reach the session's LLM script server and Telegram stand-in through the host's
-address on kind's Docker network, so those servers listen on every interface for this
-backend.
+Pods reach the session's LLM script server, Telegram stand-in and CalDAV server
+(Radicale) through the host's address on kind's Docker network, so those servers listen
+on every interface for this backend.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[3]
 COMMAND_TIMEOUT = 900.0  # image builds are the slow part
 READY_TIMEOUT = 120.0
 POLL_SECONDS = 3.0
-HOST_SERVER_URLS = ("BUTLERS_SCRIPT_URL", "TELEGRAM_API_BASE")
+HOST_SERVER_URLS = ("BUTLERS_SCRIPT_URL", *k.EXTRA_HOST_URLS)
 POD_SPAN_DIR = "/tmp/spans"  # the pod's emptyDir (operator/render.py)
 
 
@@ -287,8 +287,9 @@ async def kind_ecosystem(
     try:
         await ensure_cluster(target, reuse=kube_context is not None)
         gateway = k.pick_ipv4_gateway(await run(k.build_network_inspect()))
-        # The session's servers on this machine (the LLM script, the Telegram stand-in)
-        # listen on every interface; pods call them at the host's address on kind's network.
+        # The session's servers on this machine (the LLM script, the Telegram stand-in,
+        # Radicale) listen on every interface; pods call them at the host's address on
+        # kind's network.
         env = {
             key: k.rewrite_host(v, gateway) if key in HOST_SERVER_URLS and v else v
             for key, v in (extra_env or {}).items()
@@ -300,8 +301,6 @@ async def kind_ecosystem(
             env["BUTLERS_SPAN_DIR"] = POD_SPAN_DIR
         script_url = env.get("BUTLERS_SCRIPT_URL")
         script_port = urlsplit(script_url).port if script_url else None
-        telegram_url = env.get("TELEGRAM_API_BASE")
-        telegram_port = urlsplit(telegram_url).port if telegram_url else None
         await load_images(target)
         installed = True
         # The user path every cluster backend shares: namespace, CRDs, env Secret, the
@@ -313,7 +312,7 @@ async def kind_ecosystem(
                 schema_prefix,
                 secrets.token_urlsafe(18),
                 (gateway, script_port) if script_port else None,
-                [telegram_port] if telegram_port else [],
+                k.extra_host_ports(env),
             ),
             env=env,
             roster_dir=roster_dir,

@@ -14,10 +14,11 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from . import userpath
 
@@ -202,6 +203,17 @@ def build_pull(image: str) -> list[str]:
     return ["docker", "pull", image]
 
 
+# The session's servers on this machine, besides the model's, that pods call (by the
+# variable holding each one's URL): the Telegram stand-in, Radicale.
+EXTRA_HOST_URLS = ("TELEGRAM_API_BASE", "CALDAV_URL")
+
+
+def extra_host_ports(env: Mapping[str, str]) -> list[int]:
+    """The ports of `EXTRA_HOST_URLS` set in `env`: `build_chart_values`'s `host_ports`."""
+    ports = [urlsplit(env[key]).port for key in EXTRA_HOST_URLS if env.get(key)]
+    return [port for port in ports if port]
+
+
 def build_chart_values(
     target: KindTarget,
     schema_prefix: str,
@@ -215,7 +227,8 @@ def build_chart_values(
     a helm binary, as `helm template` would. The butlers' "model" is the session's script
     server on this machine (`script_server`: its address from the cluster, and port): the
     NetworkPolicy egress to the model API points there. `host_ports` are other test
-    servers on this machine the pods call at that address (the Telegram stand-in): one
+    servers on this machine the pods call at that address (the Telegram stand-in,
+    Radicale): one
     extra egress rule allows exactly those.
     """
     values: dict[str, Any] = {

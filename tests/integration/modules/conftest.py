@@ -45,12 +45,14 @@ async def module_butler(
             stored: Mapping[str, str] | None = None,
             shared: Mapping[str, str] | None = None,
             watch_secrets: float | None = None,
+            switchboard_url: str | None = None,
         ) -> ModuleButler:
             """`db_port`: the butler's pool reaches PostgreSQL through this local port
             (a proxy the test controls) instead of directly. `stored`: secrets put in
             the butler's store (sealed with a fresh key the butler gets) before it starts;
             `shared`: in a shared store (a `shared_secrets` table in its schema, as the
-            dashboard's). `watch_secrets`: the stores are checked for changes this often."""
+            dashboard's). `watch_secrets`: the stores are checked for changes this often.
+            `switchboard_url`: where inbound connectors hand messages over."""
             schema = f"{session_tag}m{next(_counter)}"
             resource = make_resource(
                 "probe", description="test butler", modules=modules, approvals=approvals or {}
@@ -79,6 +81,8 @@ async def module_butler(
                 settings = replace(settings, shared_secrets_schema=schema)
             if watch_secrets is not None:
                 settings = replace(settings, secrets_reload_seconds=watch_secrets)
+            if switchboard_url is not None:
+                settings = replace(settings, switchboard_url=switchboard_url)
             built = await build_butler(
                 resource, pool, settings, schema=schema, mcp_url=UNUSED_MCP_URL
             )

@@ -17,6 +17,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from butlers.jsonutil import to_json
+from butlers.modules.calendar.store import list_instances
 from tests.support.radicale import RadicaleServer, start_radicale
 from tests.support.serving import served_asgi
 
@@ -138,6 +140,32 @@ async def test_events_made_on_the_server_appear_after_a_sync(
     [report] = await butler.call("calendar_sync")
     assert report["removed"] == 1
     assert await _list(butler, *window) == []
+
+
+async def test_a_listing_holds_what_the_rows_hold_and_follows_a_renamed_calendar(
+    module_butler: ButlerFactory, radicale: RadicaleServer
+) -> None:
+    butler, calendar = await _butler(module_butler, radicale)
+    window = ("2026-07-01T00:00:00Z", "2026-07-02T00:00:00Z")
+    await asyncio.to_thread(
+        calendar.save_event, SERVER_EVENT.format(uid="lunch-2", summary='Lunch "chez" Léa')
+    )
+    await butler.call("calendar_sync")
+    [listed] = await _list(butler, *window)
+    # The tool's entries (stored JSON text) hold what the dashboard's row read gives.
+    pool = butler.context.pool
+    [row] = await list_instances(pool, *(datetime.fromisoformat(t) for t in window))
+    expected = to_json(row)
+    assert isinstance(expected, dict)
+    # (times to the second, as the tool has always given them)
+    assert listed["updated_at"][:19] == expected.pop("updated_at")[:19]
+    assert {k: v for k, v in listed.items() if k != "updated_at"} == expected
+    assert listed["summary"] == 'Lunch "chez" Léa' and listed["calendar"] == "home"
+    # Another process renames the calendar: the next listing says so.
+    await pool.execute("UPDATE calendar_sources SET name = 'Family \\ friends'")
+    [renamed] = await _list(butler, *window)
+    assert renamed["calendar"] == "Family \\ friends"
+    assert renamed == listed | {"calendar": "Family \\ friends"}
 
 
 WEEKLY = """BEGIN:VCALENDAR

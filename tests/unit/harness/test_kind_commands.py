@@ -189,3 +189,14 @@ def test_a_port_forward_follows_its_services_ready_pods() -> None:
         "db": (frozenset({"db-2"}), frozenset({"db-1", "db-2"})),
         "hx": (frozenset(), frozenset()),
     }
+
+
+def test_butlers_reach_the_sessions_caldav_server_through_the_extra_egress_rule() -> None:
+    env = {
+        "BUTLERS_SCRIPT_URL": "http://172.18.0.1:41234/v1",
+        "TELEGRAM_API_BASE": "http://172.18.0.1:41235",
+        "CALDAV_URL": "http://172.18.0.1:41236/owner/",
+        "CALDAV_USERNAME": "owner",
+    }
+    assert k.extra_host_ports(env) == [41235, 41236]
+    assert k.extra_host_ports({"CALDAV_URL": "", "TELEGRAM_API_BASE": ""}) == []

@@ -11,9 +11,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.tools.base import default_serializer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from butlers.jsonutil import MAX_FIELD_CHARS, AnyJson, Note, ShortText, to_json
+from butlers.jsonutil import MAX_FIELD_CHARS, AnyJson, EncodedJson, Note, ShortText, to_json
 from butlers.modules.base import (
     Module,
     ModuleConfig,
@@ -26,14 +27,12 @@ from butlers.modules.briefing import MAX_LINES, day_bounds
 from butlers.modules.calendar import ical
 from butlers.modules.calendar.caldav import CalDavClient, CalDavError, Conflict
 from butlers.modules.calendar.freebusy import free_busy
+from butlers.modules.calendar.listings import ListingCache
 from butlers.modules.calendar.login import caldav_client
 from butlers.modules.calendar.store import (
     CalendarStore,
-    ListingCache,
     Source,
-    copy_version,
     list_instances,
-    list_instances_json,
 )
 from butlers.modules.calendar.sync import CalendarSync
 from butlers.scheduling.butler_events import butler_entries
@@ -182,6 +181,7 @@ class CalendarModule(Module):
         owner = sync.owner
         store = sync.store
         listings = ListingCache()
+        store.written.append(lambda: listings.refill(store.pool))
 
         async def today(day: date, tz: ZoneInfo) -> list[str]:
             """The owner's events of `day` (from the local copy), for the briefing."""
@@ -268,21 +268,22 @@ class CalendarModule(Module):
             local copy; `include_butler` adds this butler's own entries (its schedules)."""
             start, end = span(start, end)
             key = (start, end, limit)
+            # One round trip: the copy's version, and the listing only when the one kept
+            # is older (both of one snapshot).
+            current = listings.current(store.pool, key)
             if include_butler:
-                version, entries = await asyncio.gather(
-                    copy_version(store.pool),
-                    butler_entries(store.pool, butler, start, end, limit),
+                listed, entries = await asyncio.gather(
+                    current, butler_entries(store.pool, butler, start, end, limit)
                 )
             else:
-                version, entries = await copy_version(store.pool), None
-            events = listings.get(key, version)
-            if events is None:
-                events = await list_instances_json(store.pool, start, end, limit)
-                listings.put(key, version, events)  # read after the version: never newer
+                listed, entries = await current, None
+            events, events_text = listed
             result: dict[str, Any] = {"timezone": config.timezone, "events": events}
+            text = f'{{"timezone":{default_serializer(config.timezone)},"events":{events_text}'
             if entries is not None:
-                result["butler_events"] = to_json(entries)
-            return result
+                result["butler_events"] = butler_json = to_json(entries)
+                text += f',"butler_events":{default_serializer(butler_json)}'
+            return EncodedJson(result, text + "}")
 
         @tool(mcp, meta=inviting)
         async def calendar_create_event(

@@ -6,8 +6,9 @@ listing is one indexed range query.
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from butlers.modules.calendar.ical import ParsedEvent
 
 MAX_LISTED = 2000  # instances per listing
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,23 +110,31 @@ def _utc(column: str) -> str:
     return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')"""
 
 
-# The same listing built as JSON by PostgreSQL: the tools return it as it comes.
-_INSTANCE_JSON_SQL = f"""
-SELECT coalesce(json_agg(t.item ORDER BY t.starts_at, t.event_id), '[]'::json)::text
+# One instance's listing entry (JSON text) without its calendar's fields: stored in
+# `calendar_event_instances.item` when the instance is written (`save`).
+ITEM_SQL = f"""json_build_object(
+    'event_id', i.event_id, 'uid', e.uid, 'summary', i.summary, 'location', i.location,
+    'description', e.description, 'starts_at', {_utc("i.starts_at")},
+    'ends_at', {_utc("i.ends_at")}, 'all_day', e.all_day,
+    'recurring', e.rrule IS NOT NULL, 'recurrence_id', i.recurrence_id,
+    'timezone', e.timezone, 'status', e.status, 'organizer', e.organizer,
+    'attendees', e.attendees, 'alarms', e.alarms, 'updated_at', {_utc("e.updated_at")}
+)::text"""
+
+# The listing as one JSON array, joined from the stored entries with the calendar's
+# name, id and writability spliced in front (`substr(item, 2)` drops the entry's `{`).
+# `ends_at >= $1` follows from the overlap test (no instance ends before it starts) and
+# lets the range index skip the instances that ended before the window.
+LISTING_SQL = """
+SELECT '[' || coalesce(string_agg(t.item, ',' ORDER BY t.starts_at, t.event_id), '') || ']'
 FROM (
-    SELECT i.starts_at, i.event_id, json_build_object(
-        'event_id', i.event_id, 'uid', e.uid, 'calendar', s.name, 'source_id', s.id,
-        'writable', s.writable, 'summary', i.summary, 'location', i.location,
-        'description', e.description, 'starts_at', {_utc("i.starts_at")},
-        'ends_at', {_utc("i.ends_at")}, 'all_day', e.all_day,
-        'recurring', e.rrule IS NOT NULL, 'recurrence_id', i.recurrence_id,
-        'timezone', e.timezone, 'status', e.status, 'organizer', e.organizer,
-        'attendees', e.attendees, 'alarms', e.alarms, 'updated_at', {_utc("e.updated_at")}
-    ) AS item
+    SELECT i.starts_at, i.event_id,
+        '{"calendar":' || to_json(s.name)::text || ',"source_id":"' || s.id::text
+        || '","writable":' || s.writable::text || ',' || substr(i.item, 2) AS item
     FROM calendar_event_instances i
     JOIN calendar_events e ON e.id = i.event_id
     JOIN calendar_sources s ON s.id = e.source_id
-    WHERE i.starts_at < $2 AND (i.ends_at > $1 OR i.starts_at >= $1)
+    WHERE i.starts_at < $2 AND i.ends_at >= $1 AND (i.ends_at > $1 OR i.starts_at >= $1)
     ORDER BY i.starts_at, i.event_id
     LIMIT $3
 ) t
@@ -136,7 +146,7 @@ async def list_instances_json(
 ) -> list[dict[str, JsonValue]]:
     """`list_instances` as JSON objects (times in UTC), for the tools (read as text and
     decoded by the hot path's codec: a month's listing is ~150 kB of JSON)."""
-    [row] = await reader.fetch(_INSTANCE_JSON_SQL, start, end, limit)
+    [row] = await reader.fetch(LISTING_SQL, start, end, limit)
     found: list[dict[str, JsonValue]] = loads(row[0].encode())
     return found
 
@@ -147,27 +157,6 @@ async def copy_version(reader: Reader) -> int:
     return int(row[0])
 
 
-class ListingCache:
-    """Recent listings (JSON, as `list_instances_json` gives them) with the version of
-    the copy each was read at; one is served again only while that version is current."""
-
-    def __init__(self, size: int = 32) -> None:
-        self.size = size
-        self._entries: dict[tuple[datetime, datetime, int], tuple[int, Any]] = {}
-
-    def get(self, key: tuple[datetime, datetime, int], version: int) -> Any | None:
-        found = self._entries.get(key)
-        if found is None or found[0] != version:
-            return None
-        return found[1]
-
-    def put(self, key: tuple[datetime, datetime, int], version: int, value: Any) -> None:
-        self._entries.pop(key, None)
-        if len(self._entries) >= self.size:
-            del self._entries[next(iter(self._entries))]
-        self._entries[key] = (version, value)
-
-
 async def list_sources(reader: Reader) -> list[Source]:
     rows = await reader.fetch(f"SELECT {Source.columns()} FROM calendar_sources ORDER BY name")
     return [Source.from_row(row) for row in rows]
@@ -176,6 +165,17 @@ async def list_sources(reader: Reader) -> list[Source]:
 class CalendarStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
+        # Called after each write of events (their instances) by this store.
+        self.written: list[Callable[[], Awaitable[None]]] = []
+
+    async def _wrote(self) -> None:
+        for listener in list(self.written):
+            try:
+                await listener()
+            except (asyncpg.PostgresError, OSError) as exc:  # the listing runs the query
+                log.warning("calendar: listings not read again after a write: %s", exc)
+            except Exception:  # the write is done: a failed refill must not undo the sync
+                log.exception("calendar: reading the listings again after a write failed")
 
     async def upsert_source(
         self, href: str, name: str, color: str | None, writable: bool
@@ -274,7 +274,7 @@ class CalendarStore:
             await conn.copy_records_to_table(
                 "calendar_event_instances",
                 records=[
-                    (ids[href], i.starts_at, i.ends_at, i.recurrence_id, i.summary, i.location)
+                    (ids[href], i.starts_at, i.ends_at, i.recurrence_id, i.summary, i.location, "")
                     for href, _, _, parsed in items
                     for i in parsed.instances
                 ],
@@ -285,8 +285,15 @@ class CalendarStore:
                     "recurrence_id",
                     "summary",
                     "location",
+                    "item",
                 ],
             )
+            await conn.execute(
+                f"UPDATE calendar_event_instances i SET item = {ITEM_SQL} "
+                "FROM calendar_events e WHERE e.id = i.event_id AND i.event_id = ANY($1::uuid[])",
+                list(ids.values()),
+            )
+        await self._wrote()
 
     async def remove(self, source_id: uuid.UUID, hrefs: Sequence[str]) -> int:
         result = await self.pool.execute(
@@ -294,6 +301,7 @@ class CalendarStore:
             source_id,
             list(hrefs),
         )
+        await self._wrote()
         return int(result.split()[-1])
 
     async def event(self, event_id: uuid.UUID) -> StoredEvent | None:

@@ -140,7 +140,7 @@ class InboundConnector:
         self._username = username
         self._password = password
         self._store = store
-        self._submit = submit
+        self.submit = submit
         self._task: asyncio.Task[None] | None = None
         self._refusals: dict[tuple[int, int], int] = {}
         self.connected = asyncio.Event()  # set while a session with the server is open
@@ -266,7 +266,7 @@ class InboundConnector:
             await self._store.refuse(uidvalidity, uid, None, None, None, error)
             return
         try:
-            answer = await self._submit(envelope)
+            answer = await self.submit(envelope)
         except Refused as exc:
             key = (uidvalidity, uid)
             self._refusals[key] = self._refusals.get(key, 0) + 1

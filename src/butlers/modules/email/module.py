@@ -6,6 +6,7 @@ import email.policy
 import imaplib
 import logging
 import smtplib
+from dataclasses import replace
 from email.message import EmailMessage
 from email.utils import make_msgid
 from typing import Annotated, Any
@@ -80,9 +81,17 @@ class Mailbox:
 
     def __init__(self, config: EmailConfig, username: str, password: str, default_to: str | None):
         self.config = config
+        self.use(username, password, default_to)
+
+    def use(self, username: str, password: str, default_to: str | None) -> None:
+        """Log in with these from the next send or read on (each opens its own session)."""
         self._username = username
         self._password = password
         self.default_to = default_to
+
+    @property
+    def login(self) -> tuple[str, str]:
+        return self._username, self._password
 
     def _smtp(self) -> smtplib.SMTP:
         smtp = smtplib.SMTP(
@@ -248,17 +257,14 @@ class EmailModule(Module):
     chain = migration_chain(NAME, __file__)
 
     def __init__(self) -> None:
+        self.mailbox: Mailbox | None = None
         self.connector: InboundConnector | None = None
         self._inbox: SwitchboardInbox | None = None
 
     async def start(self, ctx: ModuleContext) -> None:
         config: EmailConfig = ctx.config
-        username = ctx.credential(config.username_env)
-        password = ctx.credential(config.password_env)
-        default_to = (
-            ctx.optional_credential(config.default_to_env) if config.default_to_env else None
-        )
-        self.mailbox = Mailbox(config, username, password, default_to or None)
+        username, password, default_to = _login(ctx, config)
+        self.mailbox = Mailbox(config, username, password, default_to)
         await self.mailbox.check_login()
         ctx.services.channels[NAME] = self.mailbox
         if config.inbound:
@@ -276,7 +282,7 @@ class EmailModule(Module):
                 "inbound: true needs a switchboard to hand mail to (BUTLERS_SWITCHBOARD_URL; "
                 "`butlers up` and the operator set it when the roster has a switchboard)",
             )
-        assert config.imap_host is not None
+        assert config.imap_host is not None and self.mailbox is not None
         settings = InboundSettings(
             host=config.imap_host,
             port=config.imap_port,
@@ -295,6 +301,39 @@ class EmailModule(Module):
         self.connector = InboundConnector(settings, username, password, store, self._inbox.submit)
         self.connector.start()
 
+    async def credentials_changed(self, ctx: ModuleContext, names: frozenset[str]) -> None:
+        """A changed username, password or default recipient applies without a restart:
+        sends and reads log in with it from now on, and the inbound connector reconnects
+        with it, from its cursor. A value that is refused is still used (the owner's
+        latest word; the server may change next): the log and the connector's health
+        say so, and the connector keeps trying."""
+        config: EmailConfig = ctx.config
+        used = {config.username_env, config.password_env, config.default_to_env}
+        touched = names & {name for name in used if name}
+        if self.mailbox is None or not touched:
+            return
+        try:
+            username, password, default_to = _login(ctx, config)
+        except ModuleError as exc:
+            log.warning("email: keeps its current login: %s", exc)
+            return
+        relogin = (username, password) != self.mailbox.login
+        self.mailbox.use(username, password, default_to)
+        log.info("email: uses the changed %s", ", ".join(sorted(touched)))
+        if not relogin:
+            return
+        try:
+            await self.mailbox.check_login()
+        except ModuleError as exc:
+            log.warning("email: the changed login does not work yet: %s", exc)
+        if self.connector is not None:
+            old = self.connector
+            await old.aclose()
+            settings = replace(old.settings, mailbox=self.mailbox.address)
+            store = InboundStore(ctx.pool, settings.mailbox, settings.folder)
+            self.connector = InboundConnector(settings, username, password, store, old.submit)
+            self.connector.start()
+
     async def stop(self) -> None:
         if self.connector is not None:
             await self.connector.aclose()
@@ -303,6 +342,7 @@ class EmailModule(Module):
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
         mailbox = self.mailbox
+        assert mailbox is not None
         meta = tool_meta(NAME)
 
         @tool(mcp, meta=meta)
@@ -351,3 +391,14 @@ class EmailModule(Module):
             except (OSError, imaplib.IMAP4.error) as exc:
                 raise ToolError(f"IMAP {mailbox.config.imap_host}: {exc}") from None
             return to_json(messages)
+
+
+def _login(ctx: ModuleContext, config: EmailConfig) -> tuple[str, str, str | None]:
+    """(username, password, default recipient) as they resolve now (store, shared store,
+    environment)."""
+    default_to = ctx.optional_credential(config.default_to_env) if config.default_to_env else None
+    return (
+        ctx.credential(config.username_env),
+        ctx.credential(config.password_env),
+        default_to or None,
+    )

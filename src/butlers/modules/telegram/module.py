@@ -21,7 +21,12 @@ from butlers.modules.base import (
     tool_meta,
 )
 from butlers.modules.channels import ChannelError
-from butlers.modules.telegram.connector import Connector, RetryAfter, switchboard_submitter
+from butlers.modules.telegram.connector import (
+    Connector,
+    RetryAfter,
+    Submit,
+    switchboard_submitter,
+)
 from butlers.modules.telegram.store import TelegramStore
 from butlers.spec import ENV_NAME_PATTERN
 from butlers.tooling import tool
@@ -80,9 +85,13 @@ class TelegramBot:
         self, config: TelegramConfig, token: str, chat_id: str | None, api_base: str | None = None
     ) -> None:
         self.config = config
-        self.chat_id = chat_id
-        self._base = f"{(api_base or config.api_base).rstrip('/')}/bot{token}"
         self._http = httpx.AsyncClient(timeout=config.timeout_seconds)
+        self.use(token, chat_id, api_base)
+
+    def use(self, token: str, chat_id: str | None, api_base: str | None = None) -> None:
+        """Call the API with these from the next request on (a changed token)."""
+        self.chat_id = chat_id
+        self._base = f"{(api_base or self.config.api_base).rstrip('/')}/bot{token}"
 
     async def call(self, method: str, payload: dict[str, Any], wait: float | None = None) -> Any:
         try:
@@ -168,15 +177,11 @@ class TelegramModule(Module):
         self._store: TelegramStore | None = None
         self._poller: asyncio.Task[None] | None = None
         self._clients: McpClient | None = None
+        self._submit: Submit | None = None
 
     async def start(self, ctx: ModuleContext) -> None:
         config: TelegramConfig = ctx.config
-        token = ctx.credential(config.token_env)
-        chat_id = ctx.optional_credential(config.chat_id_env) if config.chat_id_env else None
-        api_base = ctx.optional_credential(config.api_base_env) if config.api_base_env else None
-        if api_base and not api_base.startswith(("http://", "https://")):
-            raise ModuleError("config", f"{config.api_base_env}={api_base!r} is not an http(s) URL")
-        self.bot = TelegramBot(config, token, chat_id or None, api_base or None)
+        self.bot = TelegramBot(config, *_login(ctx, config))
         try:
             me = await self.bot.call("getMe", {})
         except ChannelError as exc:
@@ -195,7 +200,16 @@ class TelegramModule(Module):
                 "to hand messages over",
             )
         submit, self._clients = switchboard_submitter(url, ctx.butler.token, ctx.butler.name)
-        self.connector = Connector(self._store, submit, username)
+        self._submit = submit
+        await self._connect(ctx, username)
+
+    async def _connect(self, ctx: ModuleContext, username: str) -> None:
+        """The inbound connector of bot `username` from its persisted cursor: polling
+        started, or the webhook set (with the secret as it resolves now)."""
+        config: TelegramConfig = ctx.config
+        assert self.bot is not None and self._submit is not None
+        self._store = TelegramStore(ctx.pool, username)
+        self.connector = Connector(self._store, self._submit, username)
         await self._store.cursor(config.mode)
         if config.mode == "webhook":
             secret = ctx.credential(config.webhook_secret_env)
@@ -217,6 +231,53 @@ class TelegramModule(Module):
         except ChannelError as exc:
             raise ModuleError("startup", f"telegram could not leave webhook mode: {exc}") from None
         self._poller = asyncio.create_task(self._poll_forever(), name="telegram-poll")
+
+    async def credentials_changed(self, ctx: ModuleContext, names: frozenset[str]) -> None:
+        """A changed token (chat, API base, webhook secret) applies without a restart: the
+        new token is checked with `getMe` first (a refused one leaves the current in use,
+        with a warning), then sends use it and the connector starts again from its
+        persisted cursor (the same bot's, or the new bot's own)."""
+        config: TelegramConfig = ctx.config
+        used = {config.token_env, config.chat_id_env, config.api_base_env}
+        if config.inbound and config.mode == "webhook":
+            used.add(config.webhook_secret_env)
+        touched = names & {name for name in used if name}
+        if self.bot is None or not touched:
+            return
+        try:
+            login = _login(ctx, config)
+        except ModuleError as exc:
+            log.warning("telegram: keeps its current bot token: %s", exc)
+            return
+        probe = TelegramBot(config, *login)
+        try:
+            me = await probe.call("getMe", {})
+        except ChannelError as exc:
+            log.warning("telegram: keeps its current bot token, the changed one fails: %s", exc)
+            await self._note(f"the changed bot token is not used: {exc}")
+            return
+        finally:
+            await probe.close()
+        self.bot.use(*login)
+        log.info("telegram: uses the changed %s", ", ".join(sorted(touched)))
+        if self.connector is None:
+            return
+        await self._stop_polling()
+        try:
+            await self._connect(ctx, str(me.get("username") or me.get("id")))
+        except ModuleError as exc:  # the next change may fix it; polling goes on meanwhile
+            log.warning("telegram: %s", exc)
+            await self._note(str(exc))
+            if config.mode == "poll" and self._poller is None:
+                self._poller = asyncio.create_task(self._poll_forever(), name="telegram-poll")
+
+    async def _stop_polling(self) -> None:
+        """Polling stopped (a batch being handed over comes again: the cursor moves only
+        past what the switchboard took)."""
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+            self._poller = None
 
     async def _poll_forever(self) -> None:
         """Poll until stopped: API failures are warnings (a 429 waits its retry_after),
@@ -246,13 +307,14 @@ class TelegramModule(Module):
             backoff = min(MAX_POLL_BACKOFF, backoff * 2)
 
     async def _note(self, error: str) -> None:
-        assert self._store is not None
+        if self._store is None:
+            return
         with contextlib.suppress(Exception):  # the database may be what failed
             await self._store.polled(error[:1000])
 
     def register_tools(self, mcp: FastMCP, ctx: ModuleContext) -> None:
-        bot, store = self.bot, self._store
-        assert bot is not None and store is not None
+        bot = self.bot
+        assert bot is not None and self._store is not None
         meta = tool_meta(NAME)
 
         @tool(mcp, meta=meta)
@@ -280,14 +342,24 @@ class TelegramModule(Module):
         async def telegram_updates(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> AnyJson:
             """Updates the inbound connector handed to the switchboard (or skipped), newest
             first, with the cursor and the last poll and error (config `inbound`)."""
+            store = self._store  # the current bot's (its token may have changed)
+            assert store is not None
             cursor = await store.cursor()
             return {"cursor": to_json(cursor), "updates": to_json(await store.recent(limit))}
 
     async def stop(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
+        await self._stop_polling()
         if self._clients is not None:
             await self._clients.close()
         if self.bot is not None:
             await self.bot.close()
+
+
+def _login(ctx: ModuleContext, config: TelegramConfig) -> tuple[str, str | None, str | None]:
+    """(token, default chat, API base) as they resolve now (store, shared, environment)."""
+    token = ctx.credential(config.token_env)
+    chat_id = ctx.optional_credential(config.chat_id_env) if config.chat_id_env else None
+    api_base = ctx.optional_credential(config.api_base_env) if config.api_base_env else None
+    if api_base and not api_base.startswith(("http://", "https://")):
+        raise ModuleError("config", f"{config.api_base_env}={api_base!r} is not an http(s) URL")
+    return token, chat_id or None, api_base or None
