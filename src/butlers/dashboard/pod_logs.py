@@ -1,0 +1,159 @@
+"""A butler's log read from its pod through the API server (`pods/log`), for `--kube`.
+
+The butler's pods are the ones the operator labels `app.kubernetes.io/name=butler` and
+`butlers.dev/butler=<name>` in the dashboard's namespace; the log is their `butler`
+container's (what `kubectl logs` shows). With a rollout under way the pod whose
+container runs wins, the newest first; a crash-looping container's last run still has
+its log. The answer is bounded like a local tail: at most `count` lines and `max_bytes`
+bytes. When the newest lines do not fit, fewer are asked for (the kubelet's
+`limitBytes` keeps the start of what it sends, and the newest lines are at the end).
+
+The dashboard's Role (charts/butlers, dashboard.yaml) grants `list` on pods and `get` on
+`pods/log` in its namespace only.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2 as httpx
+
+from butlers.dashboard.errors import ButlerUnreachable, NotFound
+
+log = logging.getLogger(__name__)
+# As the operator renders a butler's pod (butlers_operator.target / render).
+APP_LABEL, APP = "app.kubernetes.io/name", "butler"
+BUTLER_LABEL = "butlers.dev/butler"
+CONTAINER = "butler"
+MAX_PODS = 20  # a rollout has two or three; the list stays bounded whatever happens
+MAX_READS = 12  # halving 2001 lines reaches one line in 11 reads
+
+
+@dataclass(frozen=True)
+class PodLog:
+    source: str  # "pod <namespace>/<pod>, container butler"
+    lines: list[str]
+    truncated: bool  # older lines (or part of an over-long one) were left out
+
+
+def _container_rank(pod: dict[str, Any]) -> int:
+    """2: the butler container runs; 1: it ran (its last run has a log); 0: never ran."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if status.get("name") != CONTAINER:
+            continue
+        state, last = status.get("state") or {}, status.get("lastState") or {}
+        if "running" in state:
+            return 2
+        if "terminated" in state or "terminated" in last:
+            return 1
+    return 0
+
+
+def pick_pod(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The pod whose log to show: not being deleted, running before ran before never ran,
+    then the newest."""
+    live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
+    if not live:
+        return None
+    return max(
+        live,
+        key=lambda p: (_container_rank(p), str(p["metadata"].get("creationTimestamp") or "")),
+    )
+
+
+def _api_message(response: httpx.Response) -> str:
+    try:
+        message = response.json().get("message")
+    except ValueError:
+        message = None
+    return str(message or response.text[:300] or response.reason_phrase)
+
+
+class PodLogs:
+    """Reads butlers' pod logs in one namespace; one HTTP client, closed by `aclose()`."""
+
+    def __init__(self, namespace: str, client: httpx.AsyncClient, headers: Any) -> None:
+        self.namespace = namespace
+        self._client = client
+        self._headers = headers  # () -> the API server's Authorization header (token re-read)
+
+    def _failed(self, butler: str, what: str, detail: str) -> ButlerUnreachable:
+        return ButlerUnreachable(
+            f"cannot read {butler!r}'s log: {what} in namespace {self.namespace}: {detail}",
+            butler=butler,
+        )
+
+    async def _get(self, butler: str, path: str, params: dict[str, str]) -> httpx.Response:
+        try:
+            return await self._client.get(path, params=params, headers=self._headers())
+        except httpx.HTTPError as exc:
+            detail = str(exc) or type(exc).__name__
+            raise self._failed(butler, "the API server did not answer", detail) from None
+
+    async def _pod(self, butler: str) -> dict[str, Any]:
+        selector = f"{APP_LABEL}={APP},{BUTLER_LABEL}={butler}"
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        response = await self._get(
+            butler, path, {"labelSelector": selector, "limit": str(MAX_PODS)}
+        )
+        if response.status_code != 200:
+            raise self._failed(
+                butler,
+                f"listing pods answered {response.status_code} (the dashboard's Role needs "
+                "`list` on pods)",
+                _api_message(response),
+            )
+        pod = pick_pod(response.json().get("items") or [])
+        if pod is None:
+            raise NotFound(
+                f"butler {butler!r} has no pod in namespace {self.namespace} (none labelled "
+                f"{selector}): see `kubectl get butler {butler} -n {self.namespace}` for why",
+                butler=butler,
+            )
+        return pod
+
+    async def _read(self, butler: str, pod: str, tail: int, max_bytes: int) -> bytes:
+        path = f"/api/v1/namespaces/{self.namespace}/pods/{pod}/log"
+        params = {"container": CONTAINER, "tailLines": str(tail), "limitBytes": str(max_bytes)}
+        response = await self._get(butler, path, params)
+        if response.status_code == 200:
+            return response.content[:max_bytes]
+        message = _api_message(response)
+        if response.status_code in (400, 404):
+            # Gone since the listing, or its container has not run yet (the kubelet's words).
+            raise NotFound(
+                f"butler {butler!r}'s pod {self.namespace}/{pod} has no log: {message}",
+                butler=butler,
+            )
+        raise self._failed(
+            butler,
+            f"reading pod {pod}'s log answered {response.status_code} (the dashboard's "
+            "Role needs `get` on pods/log)",
+            message,
+        )
+
+    async def tail(self, butler: str, count: int, max_bytes: int) -> PodLog:
+        """The last `count` lines of the butler's container log, at most `max_bytes`."""
+        pod = (await self._pod(butler))["metadata"]["name"]
+        tail, cut = count + 1, False  # one more line than shown: were there older ones?
+        for _ in range(MAX_READS):
+            body = await self._read(butler, pod, tail, max_bytes)
+            cut = len(body) >= max_bytes
+            if not cut or tail == 1:
+                break
+            # The newest `tail` lines are too long together: ask for fewer.
+            tail = max(1, min(tail // 2, body.count(b"\n")))
+        lines = body.decode("utf-8", "replace").splitlines()
+        if cut and len(lines) > 1:
+            lines = lines[:-1]  # the last one is cut
+        truncated = cut or tail <= count or len(lines) > count
+        return PodLog(
+            source=f"pod {self.namespace}/{pod}, container {CONTAINER}",
+            lines=lines[-count:],
+            truncated=truncated,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
