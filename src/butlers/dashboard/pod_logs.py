@@ -71,6 +71,11 @@ def _api_message(response: httpx.Response) -> str:
     return str(message or response.text[:300] or response.reason_phrase)
 
 
+def _refusal(what: str, response: httpx.Response, grant: str) -> str:
+    hint = f" (the dashboard's Role needs {grant})" if response.status_code == 403 else ""
+    return f"{what} answered {response.status_code}{hint}"
+
+
 class PodLogs:
     """Reads butlers' pod logs in one namespace; one HTTP client, closed by `aclose()`."""
 
@@ -98,14 +103,15 @@ class PodLogs:
         response = await self._get(
             butler, path, {"labelSelector": selector, "limit": str(MAX_PODS)}
         )
-        if response.status_code != 200:
+        if response.status_code == 404:
+            items: list[dict[str, Any]] = []  # an API server that serves no pods at all
+        elif response.status_code != 200:
             raise self._failed(
-                butler,
-                f"listing pods answered {response.status_code} (the dashboard's Role needs "
-                "`list` on pods)",
-                _api_message(response),
+                butler, _refusal("listing pods", response, "`list` on pods"), _api_message(response)
             )
-        pod = pick_pod(response.json().get("items") or [])
+        else:
+            items = response.json().get("items") or []
+        pod = pick_pod(items)
         if pod is None:
             raise NotFound(
                 f"butler {butler!r} has no pod in namespace {self.namespace} (none labelled "
@@ -128,10 +134,7 @@ class PodLogs:
                 butler=butler,
             )
         raise self._failed(
-            butler,
-            f"reading pod {pod}'s log answered {response.status_code} (the dashboard's "
-            "Role needs `get` on pods/log)",
-            message,
+            butler, _refusal(f"reading pod {pod}'s log", response, "`get` on pods/log"), message
         )
 
     async def tail(self, butler: str, count: int, max_bytes: int) -> PodLog:

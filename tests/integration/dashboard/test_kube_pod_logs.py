@@ -38,7 +38,8 @@ class FakePods:
 
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)
     logs: dict[tuple[str, str], bytes] = field(default_factory=dict)
-    refuse: int | None = None  # answer every request with this status (RBAC, say)
+    refuse: int | None = None  # answer listing with this status (RBAC, say)
+    refuse_log: int | None = None  # answer reading a log with this status
     asked: list[dict[str, str]] = field(default_factory=list)
 
     def add(
@@ -62,11 +63,14 @@ class FakePods:
         items = [
             p for p in self.pods.values() if terms.items() <= p["metadata"]["labels"].items()
         ]
-        return {"kind": "PodList", "items": items[: int(request.params.get("limit", "500"))]}
+        limit = int(request.params.get("limit", "500"))
+        # Always a Response with its status: kmock keeps the last status a reaction gave.
+        return kmock.Response(status=200, payload={"kind": "PodList", "items": items[:limit]})
 
     def log(self, request: kmock.Request) -> Any:
-        if self.refuse:
-            return _status('pods "x" is forbidden: cannot get resource "pods/log"', self.refuse)
+        if self.refuse_log:
+            message = 'pods "x" is forbidden: cannot get resource "pods/log"'
+            return _status(message, self.refuse_log)
         self.asked.append(dict(request.params))
         pod = request.url.path.split("/")[-2]
         container = request.params["container"]
@@ -178,3 +182,10 @@ async def test_a_refusing_api_server_is_unreachable_naming_the_role(
     fake.refuse = 403
     with pytest.raises(ButlerUnreachable, match=r"answered 403 .*`list` on pods.*forbidden"):
         await pods.tail("health", 5, BOUND)
+    fake.refuse, fake.refuse_log = None, 403
+    with pytest.raises(ButlerUnreachable, match=r"answered 403 .*`get` on pods/log.*forbidden"):
+        await pods.tail("health", 5, BOUND)
+    fake.refuse_log = 500
+    with pytest.raises(ButlerUnreachable, match=r"log answered 500 in namespace dash-logs: ") as caught:
+        await pods.tail("health", 5, BOUND)
+    assert "Role" not in caught.value.message
