@@ -60,9 +60,7 @@ class FakePods:
         if self.refuse:
             return _status('pods is forbidden: cannot list resource "pods"', self.refuse)
         terms = dict(t.split("=", 1) for t in request.params.get("labelSelector", "").split(","))
-        items = [
-            p for p in self.pods.values() if terms.items() <= p["metadata"]["labels"].items()
-        ]
+        items = [p for p in self.pods.values() if terms.items() <= p["metadata"]["labels"].items()]
         limit = int(request.params.get("limit", "500"))
         # Always a Response with its status: kmock keeps the last status a reaction gave.
         return kmock.Response(status=200, payload={"kind": "PodList", "items": items[:limit]})
@@ -186,6 +184,8 @@ async def test_a_refusing_api_server_is_unreachable_naming_the_role(
     with pytest.raises(ButlerUnreachable, match=r"answered 403 .*`get` on pods/log.*forbidden"):
         await pods.tail("health", 5, BOUND)
     fake.refuse_log = 500
-    with pytest.raises(ButlerUnreachable, match=r"log answered 500 in namespace dash-logs: ") as caught:
+    with pytest.raises(
+        ButlerUnreachable, match=r"log answered 500 in namespace dash-logs: "
+    ) as caught:
         await pods.tail("health", 5, BOUND)
     assert "Role" not in caught.value.message
