@@ -28,7 +28,6 @@ APP_LABEL, APP = "app.kubernetes.io/name", "butler"
 BUTLER_LABEL = "butlers.dev/butler"
 CONTAINER = "butler"
 MAX_PODS = 20  # a rollout has two or three; the list stays bounded whatever happens
-MAX_READS = 12  # halving 2001 lines reaches one line in 11 reads
 
 
 @dataclass(frozen=True)
@@ -140,17 +139,17 @@ class PodLogs:
     async def tail(self, butler: str, count: int, max_bytes: int) -> PodLog:
         """The last `count` lines of the butler's container log, at most `max_bytes`."""
         pod = (await self._pod(butler))["metadata"]["name"]
-        tail, cut = count + 1, False  # one more line than shown: were there older ones?
-        for _ in range(MAX_READS):
+        tail = count + 1  # one more line than shown: were there older ones?
+        while True:  # `tail` at least halves each time: about log2(count) reads at most
             body = await self._read(butler, pod, tail, max_bytes)
             cut = len(body) >= max_bytes
             if not cut or tail == 1:
-                break
+                break  # whole lines; or the newest line alone, too long: its start
             # The newest `tail` lines are too long together: ask for fewer.
             tail = max(1, min(tail // 2, body.count(b"\n")))
-        lines = body.decode("utf-8", "replace").splitlines()
-        if cut and len(lines) > 1:
-            lines = lines[:-1]  # the last one is cut
+        lines = body.decode("utf-8", "replace").split("\n")
+        if lines[-1] == "":
+            lines.pop()  # after the last newline
         truncated = cut or tail <= count or len(lines) > count
         return PodLog(
             source=f"pod {self.namespace}/{pod}, container {CONTAINER}",

@@ -121,9 +121,9 @@ async def test_the_last_lines_of_the_butlers_running_container(
 async def test_a_log_shorter_than_asked_is_whole(cluster: tuple[FakePods, PodLogs]) -> None:
     fake, pods = cluster
     fake.add("health-a", "health")
-    fake.logs["health-a", "butler"] = lines("one", "two")
+    fake.logs["health-a", "butler"] = lines("one", "two\rand a half")  # the kubelet's lines
     tail = await pods.tail("health", 2, BOUND)
-    assert (tail.lines, tail.truncated) == (["one", "two"], False)
+    assert (tail.lines, tail.truncated) == (["one", "two\rand a half"], False)
 
 
 async def test_during_a_rollout_the_running_pod_wins_over_a_newer_starting_one(
@@ -148,6 +148,7 @@ async def test_the_newest_lines_are_kept_when_they_exceed_the_byte_bound(
     tail = await pods.tail("health", 40, 1000)  # 40 lines of 100 bytes do not fit
     assert tail.truncated is True
     assert tail.lines[-1].startswith("049 ") and len(tail.lines) <= 10
+    assert all(len(line) == 99 for line in tail.lines), "whole lines only"
     assert sum(len(line) + 1 for line in tail.lines) <= 1000
     assert fake.asked[0]["limitBytes"] == "1000"  # the bound is the API server's too
     one = await pods.tail("health", 1, 30)  # not even the last line fits: its start
