@@ -86,7 +86,9 @@ def build_app(lookup: LogLookup) -> web.Application:
                 text=f'container "{info["container"]}" in pod "{info["pod"]}" is waiting to '
                 "start: ContainerCreating"
             ) from None
-        return web.Response(body=select_log(data, tail, limit), content_type="text/plain")
+        response = web.Response(body=select_log(data, tail, limit), content_type="text/plain")
+        response.force_close()  # no idle TLS connection left open when the node stops
+        return response
 
     app = web.Application()
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_logs)
