@@ -133,6 +133,17 @@ class KubeApi:
     async def get(self, path: str, **params: Any) -> dict[str, Any]:
         return await self.request("GET", path, params=params)
 
+    async def text(self, path: str, **params: Any) -> str:
+        """A GET whose answer is not JSON (`pods/log`)."""
+        response = await self._client.get(path, params=params, headers={"Accept": "*/*"})
+        if response.status_code >= 400:
+            try:
+                body: Any = response.json()
+            except ValueError:
+                body = response.text
+            raise ApiError("GET", path, response.status_code, body)
+        return response.text
+
     async def find(self, path: str) -> dict[str, Any] | None:
         """The object, or None when it does not exist."""
         try:

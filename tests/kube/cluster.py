@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from .api import KubeApi, build_path
 from .controlplane import ControlPlane, running_control_plane
-from .kubelet import Capacity, ProcessKubelet
+from .kubelet import Capacity, ProcessKubelet, detect_host_ip
 from .proxy import ServiceProxy
 
 NODE = "process-node"
@@ -48,6 +48,8 @@ class NodeThread:
         self.plane = plane
         self.root = root
         self.node_credentials = plane.issue_node_identity(NODE)
+        self.host_ip = detect_host_ip()
+        self.serving = plane.issue_kubelet_serving(NODE, self.host_ip)
         self.proxy_credentials = plane.credentials("proxy")
         self.writable_paths = writable_paths
         self.restart_backoff = restart_backoff
@@ -81,6 +83,8 @@ class NodeThread:
             writable_paths=self.writable_paths,
             restart_backoff=self.restart_backoff,
             capacity=self.capacity,
+            serving=(self.serving.cert_path, self.serving.key_path, self.plane.ca_path),
+            host_ip=self.host_ip,
         )
         self.proxy.port_of = self.kubelet.local_port
         proxy_task = asyncio.create_task(self.proxy.run())

@@ -5,7 +5,9 @@ the default admission plugins plus NodeRestriction and
 OwnerReferencesPermissionEnforcement), kube-controller-manager (garbage
 collector, namespace, deployment, replicaset, endpointslice, job and the
 service-account controllers, node lifecycle) and kube-scheduler, each with its
-own identity. No kubelet: `kubelet.ProcessKubelet` is the node.
+own identity. No kubelet: `kubelet.ProcessKubelet` is the node. The API server calls
+the kubelet (`pods/log`) at the node's InternalIP over mutual TLS: it verifies the
+kubelet's serving certificate with the cluster's CA and presents its own client one.
 
 The API server listens on port 443 of a loopback address of its own
 (127.x.y.z): pods reach it as `https://kubernetes.default.svc` (what in-cluster
@@ -34,6 +36,7 @@ from butlers.db.embedded import free_port
 
 from .api import Credentials, KubeApi
 from .binaries import locate
+from .kubelet_logs import API_SERVER_CLIENT
 from .pki import Authority, KeyPair, write_service_account_keys
 from .processes import Supervisor
 
@@ -194,6 +197,13 @@ class ControlPlane:
         self.pairs[f"node-{node}"] = self.authority.issue(f"node-{node}", name, groups)
         return self.credentials(f"node-{node}")
 
+    def issue_kubelet_serving(self, node: str, address: str) -> KeyPair:
+        """The serving certificate of `node`'s kubelet, for the address the API server calls."""
+        assert self.authority is not None
+        return self.authority.issue(
+            f"kubelet-{node}", node, dns_names=(node,), ip_addresses=(address,), server=True
+        )
+
     # --- start-up ------------------------------------------------------------
 
     def write_pki(self) -> None:
@@ -211,6 +221,8 @@ class ControlPlane:
             ip_addresses=(self.address, "127.0.0.1", "10.96.0.1"),
             server=True,
         )
+        # No API permissions: only the kubelet checks who it is.
+        self.pairs["kubelet-client"] = self.authority.issue("kubelet-client", API_SERVER_CLIENT)
         for identity, (name, groups) in IDENTITIES.items():
             self.pairs[identity] = self.authority.issue(identity, name, groups)
             path = self.root / f"{identity}.kubeconfig"
@@ -262,6 +274,11 @@ class ControlPlane:
             f"--service-account-key-file={self.sa_keys[1]}",
             f"--service-account-signing-key-file={self.sa_keys[0]}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
+            # pods/log, exec…: to the node's InternalIP, both ends verified.
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-certificate-authority={self.ca_path}",
+            f"--kubelet-client-certificate={self.pairs['kubelet-client'].cert_path}",
+            f"--kubelet-client-key={self.pairs['kubelet-client'].key_path}",
             f"--audit-policy-file={self.root / 'audit-policy.yaml'}",
             f"--audit-log-path={self.audit_log}",
             "--audit-log-format=json",

@@ -10,6 +10,7 @@ An image without a profile fails to start like an image that cannot be pulled.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -56,11 +57,15 @@ class ImageProfile:
 
 
 def python_image_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """What the project's Python images set (PATH to their venv; unbuffered, no bytecode)."""
+    """What the project's Python images set (PATH to their venv; unbuffered, no bytecode),
+    and the tests' own PYTHONPATH when they have one: the image is the code they run
+    (a worktree sharing another checkout's venv), as for the operator backend's pods."""
+    pythonpath = os.environ.get("PYTHONPATH")
     return {
         "PATH": f"{VENV_BIN}:{BASE_PATH}",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
+        **({"PYTHONPATH": pythonpath} if pythonpath else {}),
         **(extra or {}),
     }
 

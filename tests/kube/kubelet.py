@@ -6,7 +6,8 @@ Lease, watches the pods the scheduler binds to it and runs each with a
 and NodeRestriction decide what it may read and write, as for a real kubelet.
 Pods share this machine's network: each container port is remapped to a free
 local port, and the service proxy (`proxy.ServiceProxy`) stands in for cluster
-DNS and Service routing.
+DNS and Service routing. With a serving certificate it also serves the API server's
+`pods/log` calls (`kubelet_logs.KubeletServer`) on its node address.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import httpx2 as httpx
 
 from .api import ApiError, KubeApi, build_path
 from .images import Images
+from .kubelet_logs import KubeletServer, server_context
 from .podworker import PodWorker
 from .proxy import ServiceProxy
 
@@ -86,7 +88,9 @@ def build_node(name: str) -> dict[str, Any]:
     }
 
 
-def build_node_status(name: str, host_ip: str, capacity: Capacity) -> dict[str, Any]:
+def build_node_status(
+    name: str, host_ip: str, capacity: Capacity, kubelet_port: int = 10250
+) -> dict[str, Any]:
     now = micro_time()[:19] + "Z"
 
     def condition(kind: str, ok: bool, reason: str, message: str) -> dict[str, str]:
@@ -124,7 +128,7 @@ def build_node_status(name: str, host_ip: str, capacity: Capacity) -> dict[str, 
             {"type": "InternalIP", "address": host_ip},
             {"type": "Hostname", "address": name},
         ],
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
         "nodeInfo": {
             "machineID": "",
             "systemUUID": "",
@@ -155,6 +159,8 @@ class ProcessKubelet:
         capacity: Capacity | None = None,
         writable_paths: Sequence[str] = (),
         restart_backoff: float = 10.0,
+        serving: tuple[Path, Path, Path] | None = None,
+        host_ip: str | None = None,
     ) -> None:
         self.api = api
         self.node_name = node_name
@@ -165,7 +171,9 @@ class ProcessKubelet:
         self.capacity = capacity or Capacity()
         self.writable_paths = list(writable_paths)
         self.restart_backoff = restart_backoff
-        self.host_ip = detect_host_ip()
+        self.host_ip = host_ip or detect_host_ip()
+        self.serving = serving  # (certificate, key, the CA of the API server's client cert)
+        self.server: KubeletServer | None = None
         self.workers: dict[str, PodWorker] = {}
         self._ips: dict[str, str] = {}
         self._next_ip = itertools.count(2)
@@ -184,6 +192,18 @@ class ProcessKubelet:
     def log_path(self, pod: Mapping[str, Any], container: str) -> Path:
         meta = pod["metadata"]
         return self.root / "logs" / f"{meta['namespace']}_{meta['name']}_{container}.log"
+
+    def container_log(self, namespace: str, pod: str, container: str) -> Path | str:
+        """The log file of a container of a pod on this node, or why there is none."""
+        try:
+            worker = self.worker(namespace, pod)
+        except LookupError as exc:
+            return str(exc)
+        if container not in {c["name"] for c in worker.pod["spec"].get("containers") or []} | {
+            c["name"] for c in worker.pod["spec"].get("initContainers") or []
+        }:
+            return f"container {container} is not valid for pod {pod}"
+        return self.log_path(worker.pod, container)
 
     def api_env(self) -> dict[str, str]:
         host, port = self.api_address, "443"
@@ -254,13 +274,30 @@ class ProcessKubelet:
 
     # --- node ------------------------------------------------------------------------
 
+    async def serve_logs(self) -> int:
+        """Start the HTTPS endpoint on the node's address; its port (10250 when there is
+        no serving certificate, or the address cannot be bound: then no logs)."""
+        if self.serving is None:
+            return 10250
+        cert, key, client_ca = self.serving
+        self.server = KubeletServer(
+            self.container_log, server_context(cert, key, client_ca), self.host_ip
+        )
+        try:
+            return await self.server.start()
+        except OSError as exc:
+            log.warning("kubelet: no container logs, %s cannot be bound: %s", self.host_ip, exc)
+            self.server = None
+            return 10250
+
     async def register(self) -> None:
+        port = await self.serve_logs()
         try:
             await self.api.create("/api/v1/nodes", build_node(self.node_name))
         except ApiError as exc:
             if exc.status != 409:
                 raise
-        status = build_node_status(self.node_name, self.host_ip, self.capacity)
+        status = build_node_status(self.node_name, self.host_ip, self.capacity, port)
         await self.api.patch(
             build_path("v1", "nodes", None, self.node_name, "status"), {"status": status}
         )
@@ -373,3 +410,5 @@ class ProcessKubelet:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        if self.server is not None:
+            await self.server.stop()

@@ -5,7 +5,8 @@ else the pod's ServiceAccount (in a cluster), else the current context of
 `KUBECONFIG` / `~/.kube/config` (bearer token or client certificate). The
 ServiceAccount token is re-read on every refresh, so a rotated token is picked up.
 Each Butler gives its MCP URL (`status.endpoint`), its schema (`status.schema`),
-its spec, and its phase and conditions for the overview.
+its spec, and its phase and conditions for the overview. A butler's log is read from
+its pod (`pod_logs.PodLogs`, over the same credentials).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import yaml
 from pydantic import ValidationError
 
 from butlers.dashboard.directory import ButlerInfo
+from butlers.dashboard.pod_logs import PodLogs
 from butlers.errors import ButlersError
 from butlers.settings import DashboardSettings
 from butlers.spec import API_GROUP, API_VERSION, ButlerResource, schema_name
@@ -178,6 +180,7 @@ class KubeDirectory:
         self._token = mcp_token
         self._client: httpx.AsyncClient | None = None
         self._butlers: dict[str, ButlerInfo] = {}
+        self.pod_logs = PodLogs(namespace, access.client(), access.headers)
 
     @classmethod
     def from_settings(cls, settings: DashboardSettings) -> KubeDirectory:
@@ -222,3 +225,4 @@ class KubeDirectory:
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
+        await self.pod_logs.aclose()

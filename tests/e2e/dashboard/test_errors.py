@@ -51,6 +51,9 @@ async def test_what_this_project_lacks_is_not_supported(dashboard: httpx.AsyncCl
     # Only the approval-rule writes the seed itself marks as stubs.
     error = error_of(await dashboard.post("/api/approvals/rules", json={}), 501, "NOT_SUPPORTED")
     assert "spec" in str(error["message"])
+    # A butler's log is read on every backend: its file, else its pod's (through pods/log).
+    logs = await dashboard.get("/api/butlers/general/logs")
+    assert logs.status_code != 501, logs.text
 
 
 async def test_a_write_to_a_killed_butler_is_butler_unreachable_and_it_shows_down(

@@ -15,7 +15,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from tests.kube.api import KubeApi, build_path
+from tests.kube.api import ApiError, KubeApi, build_path
 from tests.kube.cluster import KubeCluster
 from tests.kube.images import IMAGE_PATHS
 from tests.kube.wait import condition_status, wait_deployment_available, wait_until
@@ -462,3 +462,41 @@ async def test_a_job_runs_its_pod_to_completion(kube: KubeApi, namespace: str) -
     assert done["status"]["succeeded"] == 1
     [pod] = await pods(kube, namespace, labelSelector="job-name=once")
     assert pod["status"]["phase"] == "Succeeded"
+
+
+async def test_container_logs_are_read_through_the_api_server(
+    kube: KubeApi, namespace: str
+) -> None:
+    """`pods/log` (kubectl logs): the API server calls the kubelet over mutual TLS."""
+    talk = "import time\nfor i in range(5): print(f'line {i}', flush=True)\ntime.sleep(600)"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "talker"},
+        "spec": {
+            "containers": [
+                {"name": "talk", "image": "python:3.11", "command": ["python3", "-c", talk]}
+            ],
+            "terminationGracePeriodSeconds": 1,
+        },
+    }
+    await create(kube, namespace, pod)
+    path = build_path("v1", "pods", namespace, "talker", "log")
+
+    async def spoken() -> bool:
+        try:
+            return "line 4" in await kube.text(path)
+        except ApiError as exc:  # 400 while the container is waiting to start
+            assert exc.status == 400, exc
+            return False
+
+    await wait_until(spoken, "the pod's five lines in its log", 30)
+    assert await kube.text(path, container="talk") == "".join(f"line {i}\n" for i in range(5))
+    assert await kube.text(path, tailLines=2) == "line 3\nline 4\n"
+    assert await kube.text(path, tailLines=2, limitBytes=8) == "line 3\nl"
+    with pytest.raises(ApiError) as refused:
+        await kube.text(path, sinceSeconds=60)
+    assert refused.value.status == 400 and "not supported" in refused.value.message
+    with pytest.raises(ApiError) as unknown:
+        await kube.text(path, container="nobody")
+    assert unknown.value.status == 400 and "nobody" in unknown.value.message

@@ -303,11 +303,23 @@ def test_the_dashboard_runs_over_the_release_namespace_with_the_operators_role()
     assert container["readinessProbe"]["httpGet"]["path"] == "/api/health"
 
 
-def test_the_dashboard_may_only_read_butlers() -> None:
+def test_the_dashboard_may_only_read_butlers_and_their_pods_logs() -> None:
     documents = _render(CHART, SCENARIOS["namespaced"])
     role = _dashboard(documents, "Role")
     assert role["rules"] == [
-        {"apiGroups": ["butlers.dev"], "resources": ["butlers"], "verbs": ["get", "list", "watch"]}
+        {"apiGroups": ["butlers.dev"], "resources": ["butlers"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    ]
+    assert role["metadata"]["namespace"] == NAMESPACE
+    # Also when the operator watches the whole cluster: the dashboard's grants stay namespaced.
+    cluster_wide = _render(CHART, SCENARIOS["cluster"])
+    assert _dashboard(cluster_wide, "Role")["rules"] == role["rules"]
+    assert not [
+        d
+        for d in cluster_wide
+        if d["kind"] in {"ClusterRole", "ClusterRoleBinding"}
+        and d["metadata"].get("labels", {}).get("app.kubernetes.io/name") == "butlers-dashboard"
     ]
     binding = _dashboard(documents, "RoleBinding")
     account = _dashboard(documents, "ServiceAccount")

@@ -14,6 +14,7 @@ from butlers import __version__
 from butlers.dashboard.context import Ctx
 from butlers.dashboard.envelopes import ApiResponse, ok
 from butlers.dashboard.errors import NotFound, NotSupported
+from butlers.dashboard.pod_logs import PodLogs
 from butlers.dashboard.support import empty_data
 from butlers.dashboard.views import ButlerSummary, ModuleStatus, modules_of, summary
 from butlers.redaction import MASK, SENSITIVE_KEY
@@ -256,15 +257,26 @@ async def toggle_module(
 async def butler_logs(
     name: str, dashboard: Ctx, lines: Annotated[int, Query(ge=1, le=2000)] = 200
 ) -> dict[str, Any]:
-    """The last lines of the butler's log (local ecosystems; pods: `kubectl logs`)."""
+    """The last lines of the butler's log: its log file (local ecosystems), else its pod's
+    `butler` container (`--kube`, through the API server's `pods/log`). A butler without
+    a pod is NOT_FOUND; an API server that refuses or does not answer, BUTLER_UNREACHABLE."""
     info = dashboard.butler(name)
-    if info.log_path is None:
+    if info.log_path is not None:
+        tail, truncated = _tail(info.log_path, lines)
+        return ok(LogTail(butler=name, source=str(info.log_path), lines=tail, truncated=truncated))
+    pods: PodLogs | None = getattr(dashboard.directory, "pod_logs", None)
+    if pods is None or info.kube is None:
         raise NotSupported(
-            f"the dashboard cannot read {name!r}'s log here; use `kubectl logs` for pods",
+            f"the dashboard knows no log of {name!r}: its directory "
+            f"({dashboard.directory.describe()}) names no log file and no pod",
             butler=name,
         )
-    tail, truncated = _tail(info.log_path, lines)
-    return ok(LogTail(butler=name, source=str(info.log_path), lines=tail, truncated=truncated))
+    pod_log = await pods.tail(name, lines, LOG_TAIL_BYTES)
+    return ok(
+        LogTail(
+            butler=name, source=pod_log.source, lines=pod_log.lines, truncated=pod_log.truncated
+        )
+    )
 
 
 def _tail(path: Path, count: int) -> tuple[list[str], bool]:

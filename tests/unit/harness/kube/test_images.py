@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kube.images import ImageError, Images, build_argv
+from tests.kube.images import ImageError, Images, build_argv, python_image_env
 
 
 def test_the_project_images_are_known_in_any_registry_and_tag() -> None:
@@ -40,3 +40,11 @@ def test_each_image_is_told_where_its_remapped_ports_are() -> None:
         "BUTLERS_OPERATOR_LIVENESS_ENDPOINT": "http://127.0.0.1:21001/healthz"
     }
     assert images.find("python:3.11").listen_env({8080: 21002, "http": 21002}) == {"PORT": "21002"}
+
+
+def test_python_images_run_the_code_the_tests_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worktree sharing another checkout's venv: its pods import the worktree's code."""
+    monkeypatch.setenv("PYTHONPATH", "/work/tree/src")
+    assert python_image_env()["PYTHONPATH"] == "/work/tree/src"
+    monkeypatch.delenv("PYTHONPATH")
+    assert "PYTHONPATH" not in python_image_env()
