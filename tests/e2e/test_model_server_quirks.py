@@ -10,6 +10,7 @@ BUTLERS_OPENAI_BASE_URL; the rest hold on any server.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
@@ -125,7 +126,7 @@ async def test_llama_cpp_refuses_a_null_content_and_accepts_what_the_adapter_sen
     raw = [dict(m) for m in wire]
     raw[2]["content"] = None  # what the adapter sent before issue 28
     refused = await _post(env, {"messages": raw, "max_tokens": 4})
-    assert refused.status_code >= 400 and "valid string" in refused.text, refused.text
+    assert refused.status_code == 500 and "valid string" in refused.text, refused.text
     accepted = await _post(env, {"messages": wire, "max_tokens": 4})
     assert accepted.status_code == 200, accepted.text
 
@@ -182,3 +183,24 @@ async def test_llama_cpp_tool_grammars_take_the_schemas_the_adapter_sends(
     assert answer.status_code == 200, answer.text
     (call,) = answer.json()["choices"][0]["message"]["tool_calls"]
     assert call["function"]["name"] == "note"
+
+
+async def test_a_long_max_length_kills_llama_cpp_s_server(
+    model_server_env: dict[str, str], tmp_path: Path
+) -> None:
+    """What the adapter's schemas avoid, on a server of its own (it does not survive)."""
+    _llama_cpp_only()
+    from tests.support.model_server import running_server
+
+    schema = {"type": "object", "properties": {"text": {"type": "string", "maxLength": 50_000}}}
+    tool = {"type": "function", "function": {"name": "note", "parameters": schema}}
+    body = {
+        "messages": [{"role": "user", "content": "Take a note."}],
+        "tools": [tool],
+        "tool_choice": {"type": "function", "function": {"name": "note"}},
+        "max_tokens": 32,
+    }
+    with running_server(tmp_path) as server:
+        env = {**model_server_env, "BUTLERS_OPENAI_BASE_URL": server.base_url}
+        with pytest.raises(httpx.TransportError):
+            await _post(env, body)
