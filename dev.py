@@ -285,12 +285,18 @@ def start_model_server_prep() -> subprocess.Popen[bytes] | None:
 
 def model_server_lane(prep: subprocess.Popen[bytes] | None) -> int:
     """The model-server lane: tests/e2e on a real OpenAI-compatible server (see
-    tests/e2e/harness/model_lane.py), after the background build has finished."""
+    tests/e2e/harness/model_lane.py), after the background build has finished. Where it
+    cannot be built (no C++ compiler) every test there skips with that reason; a build
+    that failed fails the lane."""
     if prep is not None:
         try:
             prep.wait(timeout=3600)
         except subprocess.TimeoutExpired:
             prep.kill()
+            prep.wait()
+        if prep.returncode:
+            print("model-server lane: the build failed (its error is above)", file=sys.stderr)
+            return 1
     return run(
         str(PY),
         "-m",
@@ -334,7 +340,8 @@ def default_lanes() -> int:
     real API server's integration tests and tests/e2e on that control plane with the charts
     installed by Helm (`apiserver`). Where the control plane cannot be had, tests/e2e runs
     on the operator backend instead (the operator's reconcile and rendering, without Go).
-    The kind lane (`--backend kind`) runs on request.
+    The kind lane (`--backend kind`) and the model-server lane (`--model-server`) run on
+    request.
     """
     prep = start_cluster_prep()
     code = run(str(PY), "-m", "pytest", "--ignore=tests/integration/kube")

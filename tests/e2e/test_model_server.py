@@ -62,6 +62,18 @@ async def _trigger(eco: EcosystemHandle, butler: str, prompt: str, deadline: flo
     return await _call(eco, butler, "trigger", {"prompt": prompt}, deadline)
 
 
+async def _fallbacks_shown(eco: EcosystemHandle) -> dict[str, str]:
+    """The dashboard's messages whose classification was unusable: id -> its reason."""
+    token = eco.dashboard_token
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(base_url=eco.dashboard_url or "", headers=headers) as http:
+        answer = await http.get(
+            "/api/switchboard/messages", params={"fallback": "true", "limit": 100}, timeout=30
+        )
+    assert answer.status_code == 200, answer.text
+    return {str(m["id"]): m["classification_reason"] or "" for m in answer.json()["data"]}
+
+
 async def test_every_message_and_session_ends_recorded_within_its_caps(
     butler_ecosystem: EcosystemHandle, model_server_env: dict[str, str]
 ) -> None:
@@ -140,10 +152,15 @@ async def test_every_message_and_session_ends_recorded_within_its_caps(
     for butler in eco.names:
         assert (await eco.call(butler, "status"))["name"] == butler
     stats = await eco.call("switchboard", "switchboard_stats")
-    fallbacks = sum(1 for a in answers if a["classification"]["fallback"])
-    assert stats["classification_fallbacks"] >= fallbacks
+    fallbacks = [a for a in answers if a["classification"]["fallback"]]
+    assert stats["classification_fallbacks"] >= len(fallbacks)
+    # The dashboard's routing view lists each of them, with the reason.
+    if eco.dashboard_url is not None:
+        shown = await _fallbacks_shown(eco)
+        for answer in fallbacks:
+            assert shown.get(answer["request_id"]), (answer, shown)
     print(
         f"\nmodel-server lane: {len(MESSAGES)} messages, {len(TRIGGERS)} triggers, "
         f"{len(sessions)} sessions in {elapsed:.1f} s; "
-        + ", ".join(f"{b}:{r['status']}" for b, r in sessions)
+        + ", ".join(f"{b}:{r['status']} ({(r['error'] or '-')[:60]})" for b, r in sessions)
     )

@@ -52,6 +52,12 @@ async def send_message(
     print(f"request {answer['request_id']}: {answer['status']}")
     if not wait:
         return 0
+    return print_answer(answer, full)
+
+
+def print_answer(answer: dict[str, Any], full: bool = False) -> int:
+    """The classification and every route of a message that was waited for, each text
+    cut to SHOWN characters unless `full`; 1 when a route failed."""
     classification = answer["classification"]
     if classification["fallback"]:
         print(f"classification fell back to general: {short(classification['reason'], full)}")

@@ -6,12 +6,17 @@ from pathlib import Path
 
 import pytest
 
+from butlers.auth.tokens import TokenBook
 from butlers.llm.config import (
     RuntimeConfigError,
+    build_session_runtime,
     resolve_runtime_config,
     secret_values,
     session_env,
 )
+from butlers.llm.loop import LoopRuntime
+from butlers.llm.openai import OpenAIChatModel
+from butlers.llm.types import SessionRequest
 from butlers.settings import ButlerSettings
 from butlers.spec import ButlerSpec
 
@@ -86,3 +91,19 @@ def test_one_butler_does_not_see_another_butlers_credentials() -> None:
     settings = _settings(HEALTH_TOKEN="ht", RELATIONSHIP_TOKEN="rt")
     assert session_env(health, settings, None) == {"HEALTH_TOKEN": "ht"}
     assert session_env(relationship, settings, None) == {"RELATIONSHIP_TOKEN": "rt"}
+
+
+def test_every_cap_of_the_spec_reaches_the_request_and_the_loop() -> None:
+    caps = {"maxTokens": 77, "temperature": 0.3, "maxSessionTokens": 999, "timeoutSeconds": 12}
+    spec = _spec(runtime={"adapter": "openai", "model": "m", "baseUrl": "http://x/v1", **caps})
+    config = resolve_runtime_config("health", spec, _settings())
+    assert config is not None
+    runtime = build_session_runtime(
+        config, open_toolbox=None, mcp_url="http://x", base_env={}, tokens=TokenBook()
+    )
+    assert isinstance(runtime, LoopRuntime) and runtime._max_session_tokens == 999
+    model = runtime._model
+    assert isinstance(model, OpenAIChatModel) and model._client.timeout.read == 12
+    request = SessionRequest(butler="health", session_id="s", system="", prompt="p", max_turns=1)
+    sent = model.payload(request, [{"role": "user", "content": "p"}], [])
+    assert (sent["max_tokens"], sent["temperature"]) == (77, 0.3)
