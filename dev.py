@@ -319,6 +319,49 @@ def start_cluster_prep() -> subprocess.Popen[bytes] | None:
     return subprocess.Popen(["sh", "-c", script], cwd=ROOT, preexec_fn=lambda: os.nice(19))
 
 
+# tests/e2e runs on a real node (`kind`) in the default lanes when the node image can be had
+# within KIND_PREP_BUDGET seconds of the run's start; else on the control plane (`apiserver`).
+KIND_IN_DEFAULT = False
+KIND_PREP_BUDGET = 40 * 60
+
+
+def start_kind_prep() -> subprocess.Popen[bytes] | None:
+    """The kind lane's node image, built in the background at the lowest priority while the
+    local lanes run (a no-op when cached; it says why not where the lane cannot run)."""
+    if os.name != "posix" or not KIND_IN_DEFAULT:
+        return None
+    argv = [str(PY), "-m", "tests.kind", "image", "--if-possible"]
+    # A session of its own: stopped with its Go builds if it outlasts its budget.
+    return subprocess.Popen(argv, cwd=ROOT, preexec_fn=lambda: os.nice(19), start_new_session=True)
+
+
+def kind_reason(prep: subprocess.Popen[bytes] | None, started: float) -> str | None:
+    """Why tests/e2e does not run on kind in this run (one reason), or None."""
+    import time
+
+    if prep is None:
+        return "not in the default lanes here"
+    try:
+        prep.wait(timeout=max(0.0, started + KIND_PREP_BUDGET - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        import signal
+
+        os.killpg(prep.pid, signal.SIGTERM)  # its dockerd has a session of its own: stopped
+        prep.wait()
+        return f"its node image was not built within {KIND_PREP_BUDGET // 60} minutes"
+    if prep.returncode:
+        return f"building its node image failed ({prep.returncode})"
+    found = subprocess.run(
+        [str(PY), "-c", "from tests.kind import lane; print(lane.node_image_reason() or '')"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode:
+        return f"its check failed: {found.stderr.strip()[-500:]}"
+    return found.stdout.strip() or None
+
+
 def control_plane_reason() -> str | None:
     """Why the apiserver lane cannot run here (one reason), or None."""
     found = subprocess.run(
@@ -340,10 +383,16 @@ def default_lanes() -> int:
     real API server's integration tests and tests/e2e on that control plane with the charts
     installed by Helm (`apiserver`). Where the control plane cannot be had, tests/e2e runs
     on the operator backend instead (the operator's reconcile and rendering, without Go).
-    The kind lane (`--backend kind`) and the model-server lane (`--model-server`) run on
-    request.
+    With KIND_IN_DEFAULT, the kind lane's node image is built in the background too, and
+    tests/e2e runs on kind instead of `apiserver` when that image is ready within
+    KIND_PREP_BUDGET of the start (always when cached); otherwise the kind lane runs on
+    request (`--backend kind`). The model-server lane (`--model-server`) runs on request.
     """
+    import time
+
+    started = time.monotonic()
     prep = start_cluster_prep()
+    kind_prep = start_kind_prep()
     code = run(str(PY), "-m", "pytest", "--ignore=tests/integration/kube")
     # Both images built and run on Docker (the engine started or installed when it can
     # be; otherwise every test there skips with the reason).
@@ -356,8 +405,13 @@ def default_lanes() -> int:
             prep.wait()
     # What only a real API server shows (skips, naming what is missing, without Go).
     code |= run(str(PY), "-m", "pytest", "tests/integration/kube", "-q")
+    no_kind = kind_reason(kind_prep, started)
     reason = control_plane_reason()
-    if reason is None:
+    if no_kind is None:
+        code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "kind", "-q")
+    elif reason is None:
+        if KIND_IN_DEFAULT:
+            print(f"kind lane skipped: {no_kind}; tests/e2e on the apiserver backend instead")
         code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "apiserver", "-q")
     else:
         print(f"apiserver lane skipped: {reason}; tests/e2e on the operator backend instead")

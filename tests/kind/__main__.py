@@ -9,6 +9,7 @@ path   print the folder holding the lane's `kind` (prepend it to PATH)
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from . import cluster, engine, gobuild, lane, nodeimage
@@ -21,6 +22,9 @@ def main(argv: list[str]) -> int:
         if reason is not None:
             print(f"kind image: not built ({reason})", flush=True)
             return 0
+    # SIGTERM (dev.py stopping a build that outlasted its budget) unwinds as an exit does,
+    # so the engine this run started is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         if command == "image":
             started = engine.start()

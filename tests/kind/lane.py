@@ -35,6 +35,20 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def node_image_reason() -> str | None:
+    """None when the lane can run here and its node image is built (as of the last
+    `dev.py kind image`); otherwise why not."""
+    reason = unavailable_reason()
+    if reason is not None:
+        return reason
+    from .nodeimage import BUILT_STAMP
+
+    stamp = pins.cache_root() / BUILT_STAMP
+    if not stamp.exists() or stamp.read_text() != pins.node_image_key():
+        return f"its node image {pins.NODE_IMAGE} is not built (`python3 dev.py kind image`)"
+    return None
+
+
 def _cached() -> bool:
     from . import gobuild
 

@@ -21,13 +21,24 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 from tests.kube import binaries as kube
 
 from . import engine, gobuild, images, pins, rootfs
 
 Log = Callable[[str], None]
+T = TypeVar("T")
+BUILT_STAMP = "node-image.key"  # the key of the node image last seen in the engine
+
+
+def timed(log: Log, what: str, step: Callable[[], T]) -> T:
+    started = time.monotonic()
+    result = step()
+    log(f"kind: {what}: {time.monotonic() - started:.0f} s")
+    return result
 
 
 def current_key() -> str | None:
@@ -121,12 +132,20 @@ def images_error(work: Path, what: str) -> RuntimeError:
 
 
 def assemble(key: str, log: Log) -> None:
-    go = gobuild.ensure_all(log)
-    node = gobuild.ensure_kube_node()
-    log("kind: the control plane binaries (tests/kube/binaries.py)")
-    control_plane = kube.build()
-    log("kind: the node's Debian root filesystem")
-    base = rootfs.ensure_rootfs()
+    # The root filesystem is debootstrap's downloads and dpkg, the rest Go compiles: the
+    # two overlap. The control plane comes before the node's Kubernetes binaries, so
+    # that they reuse its compiled packages (and wait for a build already under way).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        log("kind: the node's Debian root filesystem (in the background)")
+        rootfs_done = pool.submit(timed, log, "the node's Debian root filesystem",
+                                  rootfs.ensure_rootfs)  # fmt: skip
+        try:
+            go = gobuild.ensure_all(log)
+            control_plane = timed(log, "the control plane binaries", kube.build)
+            log(f"kind: kubelet, kubeadm, kubectl, kube-proxy {pins.KUBERNETES}")
+            node = timed(log, "the node's Kubernetes binaries", gobuild.ensure_kube_node)
+        finally:
+            base = rootfs_done.result()
     cache = pins.cache_root()
     with tempfile.TemporaryDirectory(dir=cache, prefix=".node-") as tmp:
         work = Path(tmp)
@@ -137,10 +156,12 @@ def assemble(key: str, log: Log) -> None:
         add_programs(root, go, node)
         log("kind: the node's images (OCI archives), imported into its containerd")
         (work / "images").mkdir()
+        step = time.monotonic()
         pause = images.build_pause(work / "pause")
         wanted = images.node_images(control_plane, node, go, pause, root / "etc")
         archives = images.write_all(wanted, base, work / "images")
         import_images(root, go["containerd"], archives, work)
+        log(f"kind: the node's images built and imported: {time.monotonic() - step:.0f} s")
         shutil.rmtree(work / "images")
         log(f"kind: docker import {pins.NODE_IMAGE}")
         changes = [
@@ -165,14 +186,15 @@ def assemble(key: str, log: Log) -> None:
 def ensure_node_image(log: Log = print) -> str:
     """The node image in the lane's engine (which must answer), built when missing or stale."""
     key = pins.node_image_key()
-    if current_key() == key:
-        return pins.NODE_IMAGE
     cache = pins.cache_root()
-    cache.mkdir(parents=True, exist_ok=True)
-    with (cache / ".node-image.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if current_key() != key:
-            started = time.monotonic()
-            assemble(key, log)
-            log(f"kind: {pins.NODE_IMAGE} built in {time.monotonic() - started:.0f} s")
+    if current_key() != key:
+        cache.mkdir(parents=True, exist_ok=True)
+        with (cache / ".node-image.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if current_key() != key:
+                started = time.monotonic()
+                assemble(key, log)
+                log(f"kind: {pins.NODE_IMAGE} built in {time.monotonic() - started:.0f} s")
+    # What `lane.node_image_reason` reads without starting the engine.
+    (cache / BUILT_STAMP).write_text(key)
     return pins.NODE_IMAGE

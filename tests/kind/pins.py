@@ -58,6 +58,9 @@ class GoComponent:
     ldflags: tuple[str, ...] = ("-s", "-w")
     patch: Path | None = None
     outputs: tuple[str, ...] = field(default=())  # the binaries' names, when not the last part
+    # A main package of this project's (go.mod pins `module` at `version`), built instead
+    # of the module's own: CoreDNS with only the plugins the node needs.
+    local: Path | None = None
 
     def binaries(self) -> tuple[str, ...]:
         if self.outputs:
@@ -70,6 +73,10 @@ class GoComponent:
         )
         if self.patch is not None:
             digest.update(self.patch.read_bytes())
+        if self.local is not None:
+            for path in sorted(p for p in self.local.iterdir() if p.is_file()):
+                digest.update(path.name.encode())
+                digest.update(path.read_bytes())
         return digest.hexdigest()[:12]
 
 
@@ -104,7 +111,6 @@ COMPONENTS = (
         (".",),
         outputs=("local-path-provisioner",),
     ),
-    GoComponent("coredns", "github.com/coredns/coredns", "v1.14.6", (".",), outputs=("coredns",)),
     GoComponent(
         "kube-network-policies",
         KNP,
@@ -112,6 +118,14 @@ COMPONENTS = (
         ("cmd",),
         patch=HACK / "kube-network-policies-nfqueue.patch",
         outputs=("netpol",),
+    ),
+    GoComponent(
+        "coredns",
+        "github.com/coredns/coredns",
+        "v1.14.6",
+        (".",),
+        outputs=("coredns",),
+        local=HACK / "coredns",
     ),
 )
 BY_NAME = {c.name: c for c in COMPONENTS}

@@ -250,6 +250,23 @@ async def wait_new_pod(target: k.KindTarget, butler: str, old: list[str]) -> Non
     )
 
 
+async def wait_no_ready_endpoint(target: k.KindTarget, butler: str) -> None:
+    """Until the butler's Service has no Ready endpoint (calls to it are refused)."""
+
+    async def none_ready() -> bool:
+        slices = await run(k.build_kubectl(target, "get", "endpointslices", "-o", "json"))
+        ready, _ = k.pods_by_service(slices).get(butler, (frozenset(), frozenset()))
+        return not ready
+
+    await wait_until(
+        none_ready,
+        timeout=READY_TIMEOUT,
+        interval=0.5,
+        message=f"{butler}'s Service still has a Ready endpoint after {READY_TIMEOUT:.0f} s",
+        error=KindError,
+    )
+
+
 async def wait_ready_http(url: str, timeout: float = READY_TIMEOUT) -> None:
     async with httpx.AsyncClient(timeout=2.0) as client:
 
@@ -282,6 +299,7 @@ async def kind_ecosystem(
 ) -> AsyncIterator[EcosystemHandle]:
     target = k.KindTarget.for_context(k.build_namespace(secrets.token_hex(3)), kube_context)
     forwards = PortForwards(target)
+    held: dict[str, list[str]] = {}  # butler -> the UIDs of its pods when it was killed
     cluster = userpath.Cluster(namespace=target.namespace, context=target.context)
     installed = False
     try:
@@ -341,13 +359,24 @@ async def kind_ecosystem(
             )
 
         async def kill(name: str) -> None:
+            # Down until `restart`: the node is cordoned first, so the Deployment's
+            # replacement pod stays Pending; the Service then has no Ready endpoint.
+            if not held:
+                await run(k.build_cordon(target, schedulable=False))
+            held[name] = k.pod_uids(await run(k.build_get_pods(target, name)))
             await run(k.build_kill_pod(target, name))
+            await wait_no_ready_endpoint(target, name)
 
         async def restart(name: str) -> None:
             # A new pod; the port-forward followed the old one, so reopen it on the same port
             # once the new pod (not the terminating one) is Ready.
-            old = k.pod_uids(await run(k.build_get_pods(target, name)))
-            await run(k.build_kill_pod(target, name))
+            if name in held:
+                old = held.pop(name)
+                if not held:
+                    await run(k.build_cordon(target, schedulable=True))
+            else:
+                old = k.pod_uids(await run(k.build_get_pods(target, name)))
+                await run(k.build_kill_pod(target, name))
             await wait_new_pod(target, name, old)
             await forwards.open(name, remotes[name])
             await wait_ready_http(f"http://127.0.0.1:{endpoints[name].port}/ready")
@@ -374,6 +403,8 @@ async def kind_ecosystem(
         finally:
             await handle.close()
     finally:
+        if held:  # a test ended with a butler killed: the node schedules again
+            await run(k.build_cordon(target, schedulable=True))
         await forwards.close_all()
         if installed and not keep_namespace:
             await userpath.teardown(cluster)

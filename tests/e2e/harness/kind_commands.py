@@ -297,16 +297,27 @@ def pods_by_service(slices_json: str) -> dict[str, tuple[frozenset[str], frozens
 
 
 def build_kill_pod(target: KindTarget, butler: str) -> list[str]:
+    """Stop the butler's pod at once (SIGTERM, SIGKILL a second later). Not `--force`:
+    the command returns once the kubelet has stopped its containers, so the old process
+    cannot answer after it (a forced delete leaves it running a moment, unseen)."""
     return build_kubectl(
         target,
         "delete",
         "pod",
         "--selector",
         f"butlers.dev/butler={butler}",
-        "--grace-period=0",
-        "--force",
+        "--now",
         "--wait=true",
+        "--timeout=60s",
     )
+
+
+def build_cordon(target: KindTarget, schedulable: bool) -> list[str]:
+    """Every node cordoned (no new pod scheduled) or uncordoned: how a killed butler stays
+    down until its restart, as a crashed one held down does on the other backends (its
+    Deployment's replacement pod waits, Pending, for the uncordon)."""
+    verb = "uncordon" if schedulable else "cordon"
+    return build_kubectl(target, verb, "--selector", "kubernetes.io/hostname")
 
 
 def build_get_pods(target: KindTarget, butler: str) -> list[str]:

@@ -83,6 +83,15 @@ def test_kubectl_commands_target_the_context_and_namespace() -> None:
     assert k.build_kill_pod(reused, "general")[1:5] == argv[1:5]
 
 
+def test_a_killed_butler_is_stopped_before_the_call_returns_and_held_by_a_cordon() -> None:
+    kill = k.build_kill_pod(TARGET, "general")
+    assert "--force" not in kill and {"--now", "--wait=true"} <= set(kill)
+    assert kill[kill.index("--selector") + 1] == "butlers.dev/butler=general"
+    cordon, uncordon = k.build_cordon(TARGET, False), k.build_cordon(TARGET, True)
+    assert cordon[5:] == ["cordon", "--selector", "kubernetes.io/hostname"]
+    assert uncordon[5:] == ["uncordon", "--selector", "kubernetes.io/hostname"]
+
+
 def test_in_cluster_addresses_are_rewritten_to_port_forwards() -> None:
     dsn = "postgresql://general:pw@butlers-postgres.ns.svc:5432/butlers?sslmode=disable"
     assert (

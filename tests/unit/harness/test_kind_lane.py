@@ -115,3 +115,18 @@ def test_the_node_binaries_come_from_the_control_planes_versions() -> None:
     node = _requirements(pins.KUBE_NODE_MODULE / "go.mod")
     assert control_plane["k8s.io/kubernetes"] == pins.KUBERNETES
     assert {m: node.get(m) for m in control_plane} == control_plane
+
+
+# The plugins of the Corefile kubeadm writes for CoreDNS (its `coredns` ConfigMap).
+KUBEADM_COREFILE_PLUGINS = ("errors", "health", "ready", "kubernetes", "metrics", "forward",
+                            "cache", "loop", "reload", "loadbalance")  # fmt: skip
+
+
+def test_the_nodes_coredns_is_the_pinned_release_with_the_corefiles_plugins() -> None:
+    coredns = pins.BY_NAME["coredns"]
+    assert coredns.local is not None
+    go_mod = (coredns.local / "go.mod").read_text()
+    assert f"require {coredns.module} {coredns.version}\n" in go_mod
+    main = (coredns.local / "main.go").read_text()
+    for plugin in KUBEADM_COREFILE_PLUGINS:
+        assert f'"{coredns.module}/plugin/{plugin}"' in main, plugin
