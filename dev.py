@@ -351,12 +351,12 @@ def kind_reason(prep: subprocess.Popen[bytes] | None, started: float) -> str | N
         return f"its node image was not built within {KIND_PREP_BUDGET // 60} minutes"
     if prep.returncode:
         return f"building its node image failed ({prep.returncode})"
-    found = subprocess.run(
-        [str(PY), "-c", "from tests.kind import lane; print(lane.node_image_reason() or '')"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    return _reason_of("from tests.kind import lane; print(lane.node_image_reason() or '')")
+
+
+def _reason_of(code: str) -> str | None:
+    """Run a lane's own check in the environment: its one reason not to run, or None."""
+    found = subprocess.run([str(PY), "-c", code], cwd=ROOT, capture_output=True, text=True)
     if found.returncode:
         return f"its check failed: {found.stderr.strip()[-500:]}"
     return found.stdout.strip() or None
@@ -364,15 +364,7 @@ def kind_reason(prep: subprocess.Popen[bytes] | None, started: float) -> str | N
 
 def control_plane_reason() -> str | None:
     """Why the apiserver lane cannot run here (one reason), or None."""
-    found = subprocess.run(
-        [str(PY), "-c", "from tests.kube.binaries import locate; print(locate()[1] or '')"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    if found.returncode:
-        return f"its check failed: {found.stderr.strip()[-500:]}"
-    return found.stdout.strip() or None
+    return _reason_of("from tests.kube.binaries import locate; print(locate()[1] or '')")
 
 
 def default_lanes() -> int:
