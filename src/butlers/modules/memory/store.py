@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import asyncpg
 
-from butlers.modules.memory.embedding import QUERY_TOKENS
 from butlers.stores.records import Record, expression
 
 if TYPE_CHECKING:
@@ -40,6 +39,11 @@ RRF_K = 60
 CANDIDATES = 50  # taken from each ranking before fusion
 TEXT_MATCHES = 5000  # rows a full-text query ranks at most, per table (bounds its work)
 UNTRUSTED_WEIGHT = 0.5
+# A search query's embedding window: its opening 128 tokens (about 500 characters). The cost grows
+# with the tokens (about 4 times a short question's at 128, 9 times at 256), and a
+# session's prompt, up to 2,000 characters, says what it is about early; the full-text
+# half of a search still reads all of it.
+QUERY_TOKENS = 128
 
 
 @dataclass(frozen=True, slots=True)
