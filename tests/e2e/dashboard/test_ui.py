@@ -22,6 +22,7 @@ import pytest
 from butlers.dashboard.logins import login_url
 from butlers.switchboard.envelope import build_envelope
 from butlers.testing.script_server import Script, call, step
+from butlers.waiting import wait_until
 
 from ..conftest import ROOT
 from ..harness.ecosystem import EcosystemHandle
@@ -723,6 +724,13 @@ async def test_a_running_session_is_cancelled_from_its_page(
         await row.get_by_role("link").click()
         button = page.get_by_role("button", name="Cancel session")
         await button.wait_for()
+        # Cancelled while it waits for the model (its step held 60 s), not before: a session
+        # starts (and shows) before its model call, after its memory's recall.
+        await wait_until(
+            lambda: any(marker in json.dumps(r) for r in llm_script.requests_for("general")),
+            timeout=30,
+            message="the session's model call",
+        )
         await button.click()
         await page.locator("dt:text-is('Status') + dd", has_text="cancelled").wait_for()
         await button.wait_for(state="detached")
