@@ -19,7 +19,7 @@ from butlers.modules.memory.recall import HEADER as RECALL
 from butlers.testing.script_server import Script, call, measured_usage, step
 
 from .harness.ecosystem import EcosystemHandle
-from .harness.env import scripted_cost
+from .harness.env import SCRIPTED_PRICE, scripted_cost
 from .test_switchboard_flow import classify_as, ingest
 
 DIRECT_CALL_BUDGET = 1.0
@@ -28,6 +28,12 @@ PIPELINE_BUDGET = 120.0
 MESSAGES = 5
 MAX_COST_PER_MESSAGE = 0.02  # USD, seed 000
 TOKEN_SLACK = 2  # measured tokens that may differ between alike messages (formatting)
+RECALL_BUDGET = 750  # the memory module's default recallTokens (600) measured as JSON (escapes)
+
+
+def _recalled(request: dict[str, Any]) -> int:
+    """Measured input tokens of a request's memory recall block."""
+    return measured_usage(request, {})["input_tokens"] - _without_recall(request)
 
 
 def _without_recall(request: dict[str, Any]) -> int:
@@ -124,10 +130,12 @@ async def test_cost_per_message_is_flat_over_n_messages(
     """Five alike messages (same length), one after another: each one's sessions are
     sent as many tokens as the first one's (no prompt grows with history, a few tokens
     of slack for formatting), every session row costs its tokens at the configured
-    price, and a message costs less than $0.02."""
+    price, a message costs the same as the first but for what memory recalled for it
+    (which depends on the words, and is bounded by the recall budget), and a message
+    costs less than $0.02."""
     switchboard = await butler_ecosystem.pool("switchboard")
     health = await butler_ecosystem.pool("health")
-    per_message = []
+    per_message, recalled = [], []
     sent: list[tuple[int, int]] = []  # input tokens of (classification, target) sessions
     for i in range(MESSAGES):
         text = _weight_message(llm_script, f"7{i}.7", usage="measured")
@@ -155,8 +163,16 @@ async def test_cost_per_message_is_flat_over_n_messages(
         target = [r for r in llm_script.requests if r.get("session_id") == route["session_id"]]
         assert len(target) == 2, target  # the tool call, then the answer
         sent.append((rows[0]["input_tokens"], sum(_without_recall(r) for r in target)))
+        recalled.append([_recalled(r) for r in target])
     for kind, tokens in zip(("classification", "target"), zip(*sent, strict=True), strict=True):
         assert max(tokens) - min(tokens) <= TOKEN_SLACK, f"{kind} sessions were sent {tokens}"
-    first = per_message[0]
-    assert all(abs(cost - first) <= 0.01 * first for cost in per_message), per_message
+    assert all(0 <= n <= RECALL_BUDGET for ns in recalled for n in ns), recalled
+    without = [
+        cost - sum(tokens) * SCRIPTED_PRICE[0] / 1e6
+        for cost, tokens in zip(per_message, recalled, strict=True)
+    ]
+    assert all(abs(cost - without[0]) <= 0.01 * without[0] for cost in without), (
+        per_message,
+        recalled,
+    )
     assert max(per_message) < MAX_COST_PER_MESSAGE, per_message

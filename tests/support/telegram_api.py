@@ -47,6 +47,7 @@ class TelegramApi:
     webhook: dict[str, Any] | None = None
     # method -> [retry_after, times left]: answered 429 that many times.
     limits: dict[str, list[int]] = field(default_factory=dict)
+    send_delay: float = 0.0  # seconds `sendMessage` takes to answer (a slow network)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _messages: Any = field(default_factory=lambda: itertools.count(1001))
     _polling: bool = False
@@ -153,6 +154,7 @@ class TelegramApi:
         if reply_id is not None:
             message["reply_to_message"] = {"message_id": int(reply_id)}
         self.sent.append(message)
+        await asyncio.sleep(self.send_delay)  # sent, the answer still on its way
         return JSONResponse({"ok": True, "result": message})
 
     async def _getUpdates(self, payload: dict[str, Any]) -> JSONResponse:

@@ -35,6 +35,7 @@ export const AUDIT_OUTCOMES = membersOf<AuditOutcome>({ ok: true, error: true })
 
 export type DeliveryStatus = NonNullable<Query<"/api/notifications">["status"]>;
 export const DELIVERY_STATUSES = membersOf<DeliveryStatus>({
+  sending: true,
   sent: true,
   failed: true,
   held: true,

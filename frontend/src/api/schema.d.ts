@@ -2904,6 +2904,11 @@ export interface components {
              */
             refused: number;
             /**
+             * Sending
+             * @default 0
+             */
+            sending: number;
+            /**
              * Sent
              * @default 0
              */
@@ -4024,6 +4029,11 @@ export interface components {
         };
         /** Notification */
         Notification: {
+            /**
+             * Attempts
+             * @default 1
+             */
+            attempts: number;
             /** Body */
             body: string;
             /** Butler */
@@ -4039,6 +4049,11 @@ export interface components {
             error: string | null;
             /** Id */
             id: string;
+            /**
+             * Interrupted
+             * @default 0
+             */
+            interrupted: number;
             /** Provider Message Id */
             provider_message_id: string | null;
             /** Recipient */
@@ -4047,7 +4062,7 @@ export interface components {
              * Status
              * @enum {string}
              */
-            status: "sent" | "failed" | "held" | "refused";
+            status: "sending" | "sent" | "failed" | "held" | "refused";
             /** Subject */
             subject: string | null;
             /** Tool */
@@ -4073,6 +4088,8 @@ export interface components {
             last_failure_at: string | null;
             /** Refused */
             refused: number;
+            /** Sending */
+            sending: number;
             /** Sent */
             sent: number;
             /** Total */
@@ -7816,7 +7833,7 @@ export interface operations {
         parameters: {
             query?: {
                 channel?: string | null;
-                status?: ("sent" | "failed" | "held" | "refused") | null;
+                status?: ("sending" | "sent" | "failed" | "held" | "refused") | null;
                 since?: string | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;
@@ -14336,7 +14353,7 @@ export interface operations {
         parameters: {
             query?: {
                 channel?: string | null;
-                status?: ("sent" | "failed" | "held" | "refused") | null;
+                status?: ("sending" | "sent" | "failed" | "held" | "refused") | null;
                 since?: string | null;
                 /** @description Items to skip (see also `cursor`). */
                 offset?: number;

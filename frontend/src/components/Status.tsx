@@ -45,6 +45,7 @@ const TONES: Record<string, { tone: string; symbol: string }> = {
   quarantined: { tone: "warn", symbol: "⚠" },
   held: { tone: "warn", symbol: "◔" },
   starting: { tone: "info", symbol: "◔" },
+  sending: { tone: "info", symbol: "◔" },
   dropped: { tone: "muted", symbol: "⊘" },
   ignored: { tone: "muted", symbol: "○" },
   timeout: { tone: "bad", symbol: "✕" },

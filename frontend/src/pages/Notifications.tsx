@@ -21,11 +21,12 @@ export function NotificationsPage() {
   return (
     <section>
       <h1>Notifications</h1>
-      <p className="muted">Every send of every tool: delivered, failed, held for your approval, or refused.</p>
+      <p className="muted">Every send of every tool: being sent, delivered, failed, held for your approval, or refused.</p>
       <DataState loading={stats.isLoading} error={stats.error}>
         {st ? (
           <dl className="totals" aria-label="Delivery totals">
             <div><dt>Total</dt><dd>{st.total}</dd></div>
+            <div><dt>Sending</dt><dd>{st.sending}</dd></div>
             <div><dt>Sent</dt><dd>{st.sent}</dd></div>
             <div><dt>Failed</dt><dd>{st.failed}</dd></div>
             <div><dt>Held</dt><dd>{st.held}</dd></div>
@@ -65,6 +66,11 @@ export function NotificationsPage() {
                 <td>
                   <StatusBadge status={n.status} />
                   {n.error ? <span className="muted"> {n.error}</span> : null}
+                  {n.interrupted ? (
+                    <span className="warn" data-interrupted={n.interrupted}>
+                      {" "}sent again after a crash cut {n.interrupted === 1 ? "an attempt" : `${n.interrupted} attempts`} off: you may have it twice
+                    </span>
+                  ) : null}
                 </td>
               </tr>
             ))}

@@ -159,6 +159,43 @@ async def test_notification_stats_count_each_new_delivery(
     assert "credentials" in after["last_failure"] and after["last_failure_at"]
 
 
+async def test_a_reply_being_sent_and_one_sent_again_after_a_crash_are_shown(
+    butler_ecosystem: EcosystemHandle, dashboard: httpx.AsyncClient
+) -> None:
+    """The messenger's reply rows as a send in progress and a resend after a crash leave
+    them: listed with their state and counted."""
+    before = data(await dashboard.get("/api/notifications/stats"))
+    messenger = await butler_ecosystem.pool("messenger")
+    ids = [
+        str(
+            await messenger.fetchval(
+                "INSERT INTO deliveries (channel, recipient, body, status, tool, request_id, "
+                "thread, claimed_by, claimed_at, attempts, interrupted) VALUES ('telegram', "
+                "'5550001', $1, $2, 'reply', $3, '{}', 1, clock_timestamp(), $4, $5) "
+                "RETURNING id",
+                f"reply {token()}",
+                status,
+                uuid.uuid4(),
+                attempts,
+                interrupted,
+            )
+        )
+        for status, attempts, interrupted in (("sending", 1, 0), ("sent", 2, 1))
+    ]
+    listed = {n["id"]: n for n in data(await dashboard.get("/api/notifications"))}
+    assert [(listed[i]["status"], listed[i]["interrupted"]) for i in ids] == [
+        ("sending", 0),
+        ("sent", 1),
+    ]
+    sending = data(await dashboard.get("/api/notifications", params={"status": "sending"}))
+    assert ids[0] in {n["id"] for n in sending}
+    after = data(await dashboard.get("/api/notifications/stats"))
+    assert (after["sending"], after["sent"]) == (before["sending"] + 1, before["sent"] + 1)
+    assert after["by_channel"]["telegram"]["sending"] == (
+        before["by_channel"].get("telegram", {"sending": 0})["sending"] + 1
+    )
+
+
 # -- search and issues -------------------------------------------------------------------
 
 

@@ -257,6 +257,55 @@ async def test_a_reply_goes_on_the_thread_once_with_a_delivery_row(
     assert "reply" not in await _session_tools(messenger)
 
 
+async def test_a_reply_is_claimed_before_it_is_sent(module_butler: ButlerFactory) -> None:
+    """Two calls for one message while the first send is on its way send it once; a
+    claim left `sending` by this process is not sent again; one left by an earlier start
+    (that process died mid-send) is sent again and counted as interrupted."""
+    async with telegram_api(TOKEN) as api:
+        messenger = await module_butler(
+            {"messenger": {"owner": {"telegram": [str(OWNER)]}}, "telegram": {"apiBase": api.url}},
+            environ={"TELEGRAM_BOT_TOKEN": TOKEN},
+        )
+        pool = messenger.context.pool
+
+        def arguments(request_id: str) -> dict[str, Any]:
+            thread = {"chat_id": OWNER, "message_id": 20}
+            return {"channel": "telegram", "thread": thread, "text": "Ok."} | {
+                "request_id": request_id
+            }
+
+        together = arguments(str(uuid.uuid4()))
+        api.send_delay = 0.5
+        first, second = await asyncio.gather(
+            messenger.call("reply", together), messenger.call("reply", together)
+        )
+        api.send_delay = 0.0
+        assert sorted([first["status"], second["status"]]) == ["sending", "sent"]
+        assert len(api.sent) == 1
+        assert (await messenger.call("reply", together))["status"] == "sent"
+
+        cut_off = arguments(str(uuid.uuid4()))
+        sent = await messenger.call("reply", cut_off)
+        # As a send in progress in this process leaves the row: not sent again.
+        await pool.execute(
+            "UPDATE deliveries SET status = 'sending', claimed_at = clock_timestamp() "
+            "WHERE request_id = $1::uuid",
+            cut_off["request_id"],
+        )
+        in_progress = await messenger.call("reply", cut_off)
+        assert (in_progress["status"], len(api.sent)) == ("sending", 2)
+        # As a process of an earlier start left it when it died mid-send.
+        await pool.execute(
+            "UPDATE deliveries SET claimed_by = claimed_by - 1 WHERE request_id = $1::uuid",
+            cut_off["request_id"],
+        )
+        again = await messenger.call("reply", cut_off)
+    assert (again["id"], again["status"], again["attempts"], again["interrupted"]) == (
+        sent["id"], "sent", 2, 1
+    )  # fmt: skip
+    assert [m["reply_to_message"]["message_id"] for m in api.sent] == [20, 20, 20]
+
+
 async def _session_tools(butler: ModuleButler) -> set[str]:
     from butlers.auth.identity import session
     from butlers.llm.toolbox import speaking_as

@@ -17,8 +17,9 @@ from butlers.modules.messenger import store
 from butlers.modules.messenger.store import DELIVERIES
 
 router = APIRouter(tags=["notifications"])
-# sent | failed by the channel | held for the owner's approval | refused (not sent)
-DeliveryStatus = Literal["sent", "failed", "held", "refused"]
+# being sent (a reply, claimed) | sent | failed by the channel | held for the owner's
+# approval | refused (not sent)
+DeliveryStatus = Literal["sending", "sent", "failed", "held", "refused"]
 MODULE = "messenger"
 
 
@@ -34,9 +35,13 @@ class Notification(BaseModel):
     provider_message_id: str | None
     tool: str | None
     created_at: datetime
+    attempts: int = 1
+    # attempts a crash cut off mid-send, then sent again (the owner may have it twice)
+    interrupted: int = 0
 
 
 class ChannelStats(BaseModel):
+    sending: int = 0
     sent: int = 0
     failed: int = 0
     held: int = 0
@@ -45,6 +50,7 @@ class ChannelStats(BaseModel):
 
 class NotificationStats(BaseModel):
     total: int
+    sending: int
     sent: int
     failed: int
     held: int
@@ -102,7 +108,7 @@ async def notification_stats(dashboard: Ctx) -> dict[str, Any]:
         dashboard.db.fan_read(store.last_failure, names),
     )
     by_channel: dict[str, ChannelStats] = {}
-    totals = {"sent": 0, "failed": 0, "held": 0, "refused": 0}
+    totals = {"sending": 0, "sent": 0, "failed": 0, "held": 0, "refused": 0}
     recent = failed_recent = 0
     for _name, rows in fan.items():
         for row in rows:
@@ -115,6 +121,7 @@ async def notification_stats(dashboard: Ctx) -> dict[str, Any]:
     latest = max(failures, key=lambda f: f.created_at, default=None)
     stats = NotificationStats(
         total=sum(totals.values()),
+        sending=totals["sending"],
         sent=totals["sent"],
         failed=totals["failed"],
         held=totals["held"],

@@ -1,5 +1,7 @@
 """The `messenger` module's MCP-facing class: its config, tools and lifecycle."""
 
+import asyncio
+import logging
 import uuid
 from typing import Annotated, Any, Literal
 
@@ -12,20 +14,23 @@ from butlers.jsonutil import AnyJson, to_json
 from butlers.mcp_clients import McpClient
 from butlers.modules.base import Module, ModuleConfig, ModuleContext, migration_chain, tool_meta
 from butlers.modules.messenger.outbound import (
+    SEND_TIMEOUT,
     OutboundGuard,
     OwnerDestinations,
     normalize,
 )
 from butlers.modules.messenger.owners import FETCH_TIMEOUT, OwnerBook
-from butlers.modules.messenger.store import MessengerStore
+from butlers.modules.messenger.store import Delivered, MessengerStore
 from butlers.tooling import tool
 
+log = logging.getLogger(__name__)
 NAME = "messenger"
 CHANNEL_MODULES = ("telegram", "email")
 ChannelName = Literal["telegram", "email"]
-# A reply row in one of these states is not attempted again (`held`: its approval is
-# pending in the call that asked; `refused`: the owner said no).
-FINAL_REPLY = ("sent", "held", "refused")
+# A reply left `sending` this long is taken to be cut off (a send ends within
+# SEND_TIMEOUT, its record just after); an earlier start's claim is taken at once.
+CLAIM_STALE = 2 * SEND_TIMEOUT
+STOP_WAIT = 10.0  # how long a stopping messenger lets replies being sent finish
 
 
 class MessengerConfig(ModuleConfig):
@@ -47,9 +52,35 @@ class MessengerModule(Module):
 
     _clients: McpClient | None = None
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._sending: set[asyncio.Future[Delivered]] = set()
+
     async def stop(self) -> None:
+        if self._sending:  # replies being sent finish and are recorded; held ones end
+            _done, waiting = await asyncio.wait(self._sending, timeout=STOP_WAIT)
+            for work in waiting:  # (a held reply is settled `refused` when cancelled)
+                work.cancel()
+            await asyncio.gather(*waiting, return_exceptions=True)
         if self._clients is not None:
             await self._clients.close()
+
+    async def _send_reply(
+        self, channel: str, thread: dict[str, Any], text: str, request_id: uuid.UUID
+    ) -> Delivered:
+        recipient = thread.get("chat_id") if channel == "telegram" else thread.get("to")
+        if recipient is None or str(recipient) == "":
+            error = f"the thread names no {channel} recipient: {thread!r}"[:500]
+            return await self.store.record(
+                channel, None, None, text, status="failed", error=error, tool="reply",
+                request_id=request_id, thread=thread,
+            )  # fmt: skip
+        # Through the guard like every send: a thread that is not the owner's (a
+        # group chat) is held for the owner's approval.
+        return await self.guard.send(
+            channel, str(recipient), None, text, tool="reply", thread=thread,
+            request_id=request_id,
+        )  # fmt: skip
 
     async def start(self, ctx: ModuleContext) -> None:
         config: MessengerConfig = ctx.config
@@ -114,31 +145,33 @@ class MessengerModule(Module):
             """Answer a message on the thread it came from (`thread`: the channel's
             references from its envelope) through the outbound guard (a recipient other
             than the owner's is held for approval) and record the delivery: one row per
-            message (`request_id`), updated by each retry; a reply already sent, held or
-            refused is returned as it is, never sent twice. Called by the switchboard."""
-            done = await store.reply_row(request_id)
-            if done is not None and done.status in FINAL_REPLY:
-                return to_json(done)
-            recipient = thread.get("chat_id") if channel == "telegram" else thread.get("to")
-            if recipient is None or str(recipient) == "":
-                error = f"the thread names no {channel} recipient: {thread!r}"[:500]
-                row = await store.record(
-                    channel, None, None, text, status="failed", error=error, tool="reply",
-                    request_id=request_id, thread=thread,
-                )  # fmt: skip
-                return to_json(row)
-            # Through the guard like every send: a thread that is not the owner's (a
-            # group chat) is held for the owner's approval.
-            row = await guard.send(
-                channel, str(recipient), None, text, tool="reply", thread=thread,
-                request_id=request_id,
-            )  # fmt: skip
-            return to_json(row)
+            message (`request_id`), updated by each retry. The row is claimed (`sending`)
+            before the send, so a reply already sent, held or refused, or being sent by
+            another call, is returned as it is, never sent twice; only a send a crash cut
+            off is sent again (counted in `interrupted`). Called by the switchboard."""
+            run = ctx.butler.start.number if ctx.butler.start is not None else 0
+            claimed = await store.claim_reply(
+                request_id, channel, text, thread, run=run, stale_after=CLAIM_STALE
+            )
+            if claimed is None:
+                return to_json(await store.reply_row(request_id))
+            if claimed.interrupted:
+                log.warning(
+                    "reply to message %s: an earlier attempt was cut off while sending "
+                    "(sending again; the owner may receive it twice)",
+                    request_id,
+                )
+            # Once claimed, the send and its record finish even if the caller goes away
+            # (else the row would stay `sending` until CLAIM_STALE).
+            work = asyncio.ensure_future(self._send_reply(channel, thread, text, request_id))
+            self._sending.add(work)
+            work.add_done_callback(self._sending.discard)
+            return to_json(await asyncio.shield(work))
 
         @tool(mcp, meta=meta, annotations={"readOnlyHint": True})
         async def deliveries_list(
             channel: str | None = None,
-            status: Literal["sent", "failed", "held", "refused"] | None = None,
+            status: Literal["sending", "sent", "failed", "held", "refused"] | None = None,
             limit: Annotated[int, Field(ge=1, le=500)] = 50,
         ) -> AnyJson:
             """The delivery log, newest first."""

@@ -1,6 +1,7 @@
 """The `deliveries` table (every send attempt of every tool and its outcome: `sent`,
-`failed`, `held` for the owner's approval, `refused`) and `allowed_contacts` (recipients
-the owner allowed besides their own destinations)."""
+`failed`, `held` for the owner's approval, `refused`; a reply is `sending` while one
+process sends it) and `allowed_contacts` (recipients the owner allowed besides their own
+destinations)."""
 
 import uuid
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ class Delivered(Record):
     channel: str
     recipient: str | None
     subject: str | None
-    status: str  # sent | failed | held | refused
+    status: str  # sending | sent | failed | held | refused
     error: str | None
     provider_message_id: str | None
     tool: str | None
@@ -30,6 +31,7 @@ class Delivered(Record):
     created_at: datetime
     request_id: uuid.UUID | None = None
     attempts: int = 1
+    interrupted: int = 0  # attempts a crash cut off mid-send (then sent again)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class Delivery(Record):
     created_at: datetime
     request_id: uuid.UUID | None
     attempts: int
+    interrupted: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,7 @@ class DeliveryShown(Record):
     created_at: datetime
     request_id: uuid.UUID | None
     attempts: int
+    interrupted: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +149,7 @@ class MessengerStore:
         thread: dict[str, Any] | None = None,
     ) -> Delivered:
         """One attempt's row. A reply to a switchboard message (`request_id`) has one
-        row, inserted on the first attempt and updated by each retry (`attempts`)."""
+        row, claimed by `claim_reply` (which counts the attempt) and updated here."""
         row = await self._pool.fetchrow(
             "INSERT INTO deliveries (channel, recipient, subject, body, status, error, "
             "provider_message_id, tool, request_id, thread) "
@@ -154,7 +158,7 @@ class MessengerStore:
             "recipient = EXCLUDED.recipient, status = EXCLUDED.status, "
             "error = EXCLUDED.error, body = EXCLUDED.body, tool = EXCLUDED.tool, "
             "provider_message_id = EXCLUDED.provider_message_id, approval_id = NULL, "
-            "attempts = deliveries.attempts + 1, created_at = clock_timestamp() "
+            "created_at = clock_timestamp() "
             f"RETURNING {Delivered.columns()}",
             channel,
             recipient,
@@ -225,6 +229,43 @@ class MessengerStore:
             limit,
         )
         return [AllowedContact.from_row(r) for r in rows]
+
+    async def claim_reply(
+        self,
+        request_id: uuid.UUID,
+        channel: str,
+        body: str,
+        thread: dict[str, Any],
+        *,
+        run: int,
+        stale_after: float,
+    ) -> Delivered | None:
+        """Mark the reply of `request_id` `sending` by butler start `run`, or None when
+        it may not be sent now: it was sent, held or refused, or another attempt is
+        sending it. A row left `sending` by an earlier start (that process died mid-send)
+        or for longer than `stale_after` seconds is claimed again and counted in
+        `interrupted`. The claim counts as an attempt."""
+        row = await self._pool.fetchrow(
+            "INSERT INTO deliveries (channel, body, status, tool, request_id, thread, "
+            "claimed_by, claimed_at) "
+            "VALUES ($1, $2, 'sending', 'reply', $3, $4::text::jsonb, $5, clock_timestamp()) "
+            "ON CONFLICT (request_id) WHERE request_id IS NOT NULL DO UPDATE SET "
+            "status = 'sending', error = NULL, body = EXCLUDED.body, "
+            "claimed_by = EXCLUDED.claimed_by, claimed_at = EXCLUDED.claimed_at, "
+            "attempts = deliveries.attempts + 1, "
+            "interrupted = deliveries.interrupted + (deliveries.status = 'sending')::int "
+            "WHERE deliveries.status = 'failed' OR (deliveries.status = 'sending' AND ("
+            "deliveries.claimed_by < EXCLUDED.claimed_by OR deliveries.claimed_at < "
+            "clock_timestamp() - make_interval(secs => $6))) "
+            f"RETURNING {Delivered.columns()}",
+            channel,
+            body,
+            request_id,
+            dumps(thread),
+            run,
+            stale_after,
+        )
+        return None if row is None else Delivered.from_row(row)
 
     async def reply_row(self, request_id: uuid.UUID) -> Delivered | None:
         """The reply already recorded for a switchboard message, if any."""

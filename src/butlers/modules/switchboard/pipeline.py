@@ -504,6 +504,10 @@ class Pipeline:
             delivery = result.data if isinstance(result.data, dict) else {}
             if delivery.get("id"):
                 delivery_id = uuid.UUID(str(delivery["id"]))
+            if delivery.get("status") == "sending":  # another call is sending it
+                log.info("reply to message %s is being sent by another attempt", request_id)
+                return {"state": "pending", "error": None, "delivery_id": str(delivery_id),
+                        "text": text}  # fmt: skip
             if delivery.get("status") != "sent":
                 error = str(delivery.get("error") or f"unexpected answer {delivery!r}")[:500]
                 refused = delivery.get("status") == "refused"  # the owner said no
