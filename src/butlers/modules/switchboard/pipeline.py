@@ -7,6 +7,7 @@ import hashlib
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -58,7 +59,8 @@ ANSWER_SHOWN = 200  # characters of an unusable classifier answer kept in logs a
 # A target that is busy, unreachable (503, down) or dropped the call mid-session is
 # asked again under the same route key (it runs the route at most once), waiting
 # RETRY_FIRST seconds, then twice as long each time up to RETRY_MAX, for at most the
-# module's `route_retry_seconds`; then the route fails with the last reason.
+# module's `route_retry_seconds` (or its `route_retry_seconds_by_butler` entry for the
+# target); then the route fails with the last reason.
 RETRY_FIRST = 0.5
 RETRY_MAX = 10.0
 BUSY_MARK = " is busy: "  # how a target's spawner says its session queue is full
@@ -80,6 +82,7 @@ class Pipeline:
         recovery_interval: float = RECOVERY_INTERVAL,
         owners: Owners | None = None,
         retry_budget: float = 120.0,
+        retry_budgets: Mapping[str, float] | None = None,
     ) -> None:
         self._butler = butler
         self._store = store
@@ -95,6 +98,7 @@ class Pipeline:
         self._recovery_interval = recovery_interval
         self._owners = owners or Owners({})
         self._retry_budget = retry_budget
+        self._retry_budgets = dict(retry_budgets or {})  # butler -> its own budget
         self._tasks: set[asyncio.Task[Any]] = set()
         # Messages a task of this process is processing: the recovery sweep skips them.
         self._active: set[uuid.UUID] = set()
@@ -619,15 +623,17 @@ class Pipeline:
         self, entry: RouteEntry, route_id: uuid.UUID, arguments: dict[str, Any]
     ) -> Any:
         """The target's `trigger` answer; a busy, unreachable or crashed target is asked
-        again under the same key with back-off until `retry_budget` seconds passed."""
-        deadline = time.monotonic() + self._retry_budget
+        again under the same key with back-off until its budget (`retry_budgets` for
+        this butler, else `retry_budget`) of seconds passed."""
+        budget = self._retry_budgets.get(entry.butler, self._retry_budget)
+        deadline = time.monotonic() + budget
         delay, attempt = RETRY_FIRST, 1
         while True:
             try:
                 return await self._trigger_once(entry, route_id, arguments)
             except (TargetUnavailable, _Busy) as exc:
                 if time.monotonic() + delay > deadline:
-                    reason = f"{exc} (gave up after {attempt} attempts in {self._retry_budget:g} s)"
+                    reason = f"{exc} (gave up after {attempt} attempts in {budget:g} s)"
                     if isinstance(exc, _Busy):
                         raise RouteFailed(reason) from None
                     raise TargetUnavailable(reason) from None
