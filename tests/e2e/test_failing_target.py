@@ -73,8 +73,7 @@ async def test_a_message_for_a_target_that_stays_down_fails_and_the_owner_is_tol
     assert gave_up[0] in reply["text"]
     messenger = await eco.pool("messenger")
     delivery = await messenger.fetchrow(
-        "SELECT channel, status, thread, provider_message_id FROM deliveries "
-        "WHERE id = $1::uuid",
+        "SELECT channel, status, thread, provider_message_id FROM deliveries WHERE id = $1::uuid",
         row["reply_delivery_id"],
     )
     assert dict(delivery) == {

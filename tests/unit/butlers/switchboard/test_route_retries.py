@@ -42,9 +42,7 @@ def _busy() -> ToolFailed:
     return ToolFailed(ToolResult(None, text, True, {}))
 
 
-def _pipeline(
-    target: Target, budget: float, budgets: dict[str, float] | None = None
-) -> Pipeline:
+def _pipeline(target: Target, budget: float, budgets: dict[str, float] | None = None) -> Pipeline:
     return Pipeline(
         butler="switchboard",
         store=Registry(),  # type: ignore[arg-type]
