@@ -16,7 +16,7 @@ from pydantic import JsonValue
 from butlers.core.spawner import Spawner
 from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
 from butlers.modules.switchboard.inbox_store import SwitchboardStore
-from butlers.modules.switchboard.store import Claimed
+from butlers.modules.switchboard.store import Claimed, PendingReply
 from butlers.modules.switchboard.triage_store import TriageStore
 from butlers.switchboard.classification import (
     FALLBACK_BUTLER,
@@ -455,7 +455,7 @@ class Pipeline:
         by_id = done | {o.route_id: o for o in fresh}
         outcomes = [by_id[i] for i in plan.route_ids]
         status = summarize(outcomes)
-        await self._store.finish(
+        _, pending = await self._store.finish(
             request_id,
             outcomes,
             status,
@@ -468,7 +468,7 @@ class Pipeline:
             "fallback general" if classification.fallback else "classified",
             ", ".join(f"{o.entry.butler}={o.status}" for o in outcomes),
         )
-        reply = await self.send_reply(request_id)
+        reply = await self.send_reply(request_id, pending) if pending else None
         return {
             "classification": classification.to_json(),
             "fanout_status": status,
@@ -476,12 +476,15 @@ class Pipeline:
             "reply": reply,
         }
 
-    async def send_reply(self, request_id: uuid.UUID) -> dict[str, JsonValue] | None:
-        """Send a closed message's pending reply back on its thread through the
-        messenger's `reply` (one delivery row per message, so a repeat after a crash
-        sends nothing twice); a reply the messenger could not deliver stays pending for
-        the recovery sweep, up to MAX_REPLY_ATTEMPTS. None when nothing is pending."""
-        pending = await self._store.pending_reply(request_id)
+    async def send_reply(
+        self, request_id: uuid.UUID, pending: PendingReply | None = None
+    ) -> dict[str, JsonValue] | None:
+        """Send a closed message's pending reply (`pending`, as closing it returned, else
+        read) back on its thread through the messenger's `reply` (one delivery row per
+        message, so a repeat after a crash sends nothing twice); a reply the messenger
+        could not deliver stays pending for the recovery sweep, up to MAX_REPLY_ATTEMPTS.
+        None when nothing is pending."""
+        pending = pending or await self._store.pending_reply(request_id)
         if pending is None:
             return None
         text = pending.reply_text or failure_reply(pending.error or "no reason recorded")
@@ -530,10 +533,10 @@ class Pipeline:
         }
 
     async def _messenger_url(self) -> str:
-        for row in await self._store.registry(self._stale_after):
-            if row.alive and "messenger" in _list(row.modules):
-                return row.url
-        raise TargetUnavailable("no live butler with the messenger module is registered")
+        url = await self._store.live_url_of_module("messenger", self._stale_after)
+        if url is None:
+            raise TargetUnavailable("no live butler with the messenger module is registered")
+        return url
 
     async def _classify(
         self, text: str, request_id: uuid.UUID | None, timeout: float, quoted: tuple[str, ...]
