@@ -52,6 +52,8 @@ class TelegramApi:
     _messages: Any = field(default_factory=lambda: itertools.count(1001))
     _polling: bool = False
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    # message_id -> futures of `reply` callers waiting for the bot's answer to it.
+    _waiting: dict[int, list[asyncio.Future[dict[str, Any]]]] = field(default_factory=dict)
 
     # -- what a test does --------------------------------------------------------
 
@@ -113,6 +115,24 @@ class TelegramApi:
             if (m.get("reply_to_message") or {}).get("message_id") == message_id
         ]
 
+    async def reply(self, message_id: int, timeout: float) -> dict[str, Any]:
+        """The bot's first reply to `message_id`, waited for (woken by `sendMessage`, not
+        polled: a benchmark's waiters must not take the CPU it measures) up to `timeout`
+        seconds (TimeoutError past it)."""
+        replies = self.replies_to(message_id)
+        if replies:
+            return replies[0]
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        waiting = self._waiting.setdefault(message_id, [])
+        waiting.append(future)
+        try:
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            if future in waiting:
+                waiting.remove(future)
+            if not waiting:
+                self._waiting.pop(message_id, None)
+
     # -- the Bot API ------------------------------------------------------------------
 
     def app(self) -> Starlette:
@@ -154,6 +174,9 @@ class TelegramApi:
         if reply_id is not None:
             message["reply_to_message"] = {"message_id": int(reply_id)}
         self.sent.append(message)
+        for future in self._waiting.pop(int(reply_id), []) if reply_id is not None else []:
+            if not future.done():
+                future.set_result(message)
         await asyncio.sleep(self.send_delay)  # sent, the answer still on its way
         return JSONResponse({"ok": True, "result": message})
 

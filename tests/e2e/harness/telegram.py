@@ -21,6 +21,11 @@ OWNER_EMAIL = "owner@example.org"  # the owner's address (test_email_channel wri
 # roster copy (spec.runtime.maxQueuedSessions), so a few held sessions make it busy on
 # every backend. No other test runs this many sessions of it at once.
 BUSY_TARGET, BUSY_QUEUE = "health", 3
+# The butler the failing-target test keeps down: the roster copy's switchboard asks it
+# again for FAILING_BUDGET seconds (`routeRetrySecondsByButler`), not the default 120, so
+# the message fails within seconds; every other butler keeps the default budget (a
+# killed target restarted by another test comes back within it on every backend).
+FAILING_TARGET, FAILING_BUDGET = "relationship", 4.0
 # Jobs of the roster that ask the model on their own (hourly consolidation, the morning
 # briefing): a test session that crossed their minute ran one against a script with no
 # step for it, failing whichever test was running. The roster copy keeps them, enabled,
@@ -38,8 +43,9 @@ def telegram_env(api_url: str) -> dict[str, str]:
 
 def owned_roster(source: Path, target: Path) -> Path:
     """A copy of the roster in `source` whose switchboard names OWNER and OWNER_EMAIL as
-    the owner (a user writes their own id and address there), whose BUSY_TARGET queues at
-    most BUSY_QUEUE sessions, and whose MODEL_JOBS run only when a test makes them due."""
+    the owner (a user writes their own id and address there) and gives up on FAILING_TARGET
+    after FAILING_BUDGET s, whose BUSY_TARGET queues at most BUSY_QUEUE sessions, and whose
+    MODEL_JOBS run only when a test makes them due."""
     target.mkdir(parents=True, exist_ok=True)
     for path in sorted(source.glob("*.yaml")):
         documents = list(yaml.safe_load_all(path.read_text()))
@@ -48,6 +54,7 @@ def owned_roster(source: Path, target: Path) -> Path:
             if "switchboard" in modules:
                 board = modules["switchboard"] = modules["switchboard"] or {}
                 board["owner"] = {"telegram": [OWNER], "email": [OWNER_EMAIL]}
+                board["routeRetrySecondsByButler"] = {FAILING_TARGET: FAILING_BUDGET}
             for schedule in (document or {}).get("spec", {}).get("schedules") or []:
                 if schedule.get("job") in MODEL_JOBS:
                     schedule["cron"] = NEVER_IN_A_SESSION

@@ -1,11 +1,19 @@
-"""The e2e roster copy: model-asking jobs only when a test makes them due."""
+"""The e2e roster copy: model-asking jobs only when a test makes them due; the failing
+target's short retry budget."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from butlers.modules.switchboard.module import SwitchboardConfig
 from butlers.roster import load_roster
-from tests.e2e.harness.telegram import MODEL_JOBS, NEVER_IN_A_SESSION, owned_roster
+from tests.e2e.harness.telegram import (
+    FAILING_BUDGET,
+    FAILING_TARGET,
+    MODEL_JOBS,
+    NEVER_IN_A_SESSION,
+    owned_roster,
+)
 
 ROSTER = Path(__file__).resolve().parents[3] / "roster"
 
@@ -35,3 +43,16 @@ def test_jobs_that_ask_the_model_keep_their_place_but_never_fall_due_in_a_sessio
             assert (cron, enabled) == (NEVER_IN_A_SESSION, True)
         else:
             assert (cron, enabled) == original[key]
+
+
+def test_the_failing_target_has_a_short_retry_budget_and_no_other_butler_does(
+    tmp_path: Path,
+) -> None:
+    [board] = [
+        r.spec.modules["switchboard"]
+        for r in load_roster(owned_roster(ROSTER, tmp_path))
+        if "switchboard" in r.spec.modules
+    ]
+    config = SwitchboardConfig.model_validate(board)
+    assert config.route_retry_seconds_by_butler == {FAILING_TARGET: FAILING_BUDGET}
+    assert config.route_retry_seconds == SwitchboardConfig().route_retry_seconds

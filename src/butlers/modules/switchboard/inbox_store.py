@@ -131,24 +131,26 @@ class SwitchboardStore:
         status: str,
         duration_ms: int,
         reply_text: str | None = None,
-    ) -> bool:
+    ) -> tuple[bool, PendingReply | None]:
         """classified → dispatched | partial | failed, with the fan-out log row, in one
         transaction; False (nothing written) when the message was no longer open. A
-        message with a thread gets its reply (`reply_text`) pending."""
+        message with a thread gets its reply (`reply_text`) pending, returned (what
+        `pending_reply` would read next)."""
         mapped = inbox_status(status)
         async with self._pool.acquire() as conn, conn.transaction():
-            updated = await conn.execute(
+            row = await conn.fetchrow(
                 "UPDATE message_inbox SET status = $2, completed_at = clock_timestamp(), "
                 f"updated_at = clock_timestamp(), {REPLY_PENDING.format('$3')} "
-                "WHERE request_id = $1 AND status = 'classified'",
+                "WHERE request_id = $1 AND status = 'classified' "
+                f"RETURNING reply_state, {PendingReply.columns()}",
                 request_id,
                 mapped,
                 reply_text,
             )
-            if updated == "UPDATE 0":
-                return False
+            if row is None:
+                return False, None
             await self._log_fanout(conn, request_id, outcomes, status, duration_ms)
-        return True
+        return True, PendingReply.from_row(row) if row["reply_state"] == "pending" else None
 
     async def give_up(
         self, request_id: uuid.UUID, reason: str, reply_text: str | None = None
@@ -401,6 +403,18 @@ class SwitchboardStore:
             stale_after_seconds,
         )
         return [Registration.from_row(r) for r in rows]
+
+    async def live_url_of_module(self, module: str, stale_after_seconds: float) -> str | None:
+        """The URL of the first butler (by name) running `module` whose heartbeat is not
+        older than `stale_after_seconds`, or None: one row, not the whole registry."""
+        value = await self._pool.fetchval(
+            "SELECT url FROM butler_registry WHERE modules ? $1 "
+            "AND last_seen_at > clock_timestamp() - make_interval(secs => $2) "
+            "ORDER BY name LIMIT 1",
+            module,
+            stale_after_seconds,
+        )
+        return None if value is None else str(value)
 
     async def url_of_module(self, module: str) -> tuple[str, str] | None:
         """(name, url) of the registered butler running `module` (the freshest heartbeat

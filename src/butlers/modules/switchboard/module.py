@@ -21,7 +21,7 @@ from butlers.modules.switchboard.pipeline import Pipeline
 from butlers.modules.switchboard.registry import expire_stale_entries, register_registry_tools
 from butlers.modules.switchboard.triage_store import TriageStore
 from butlers.modules.switchboard.triage_tools import TRIAGE_WRITE_TOOLS, register_triage_tools
-from butlers.spec import SWITCHBOARD_MODULE
+from butlers.spec import NAME_PATTERN, SWITCHBOARD_MODULE
 from butlers.switchboard.classification import RouteEntry
 from butlers.switchboard.envelope import IngestEnvelopeV1, parse_envelope
 from butlers.switchboard.owners import Owners, channels_of
@@ -36,6 +36,7 @@ TelegramId = Annotated[
     BeforeValidator(lambda v: str(v) if isinstance(v, int) else v),
     Field(pattern=r"^[0-9]{1,20}$"),
 ]
+RetrySeconds = Annotated[float, Field(ge=0, le=3600)]
 Address = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+$", max_length=320)]
 
 
@@ -58,7 +59,11 @@ class SwitchboardConfig(ModuleConfig):
     registry_expiry_seconds: Annotated[float, Field(gt=0, le=30 * 24 * 3600)] = 3600.0
     # A target that is busy, unreachable or crashed mid-session is asked again (same
     # route key, back-off from 0.5 s doubling to 10 s) for at most this long.
-    route_retry_seconds: Annotated[float, Field(ge=0, le=3600)] = 120.0
+    route_retry_seconds: RetrySeconds = 120.0
+    # The same, for routes to the named butlers (e.g. fail fast for one that is often down).
+    route_retry_seconds_by_butler: Annotated[
+        dict[Annotated[str, Field(pattern=NAME_PATTERN)], RetrySeconds], Field(max_length=100)
+    ] = {}
     owner: OwnerConfig = OwnerConfig()
 
 
@@ -105,6 +110,7 @@ class SwitchboardModule(Module):
             recovery_interval=config.recovery_interval_seconds,
             owners=Owners.of({"telegram": config.owner.telegram, "email": config.owner.email}),
             retry_budget=config.route_retry_seconds,
+            retry_budgets=config.route_retry_seconds_by_butler,
         )
         self._pipeline.start()
         self._relay = McpClient(

@@ -7,6 +7,7 @@ import hashlib
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -15,7 +16,7 @@ from pydantic import JsonValue
 from butlers.core.spawner import Spawner
 from butlers.mcp_clients import EndpointUnavailable, McpClient, McpError, ToolFailed
 from butlers.modules.switchboard.inbox_store import SwitchboardStore
-from butlers.modules.switchboard.store import Claimed
+from butlers.modules.switchboard.store import Claimed, PendingReply
 from butlers.modules.switchboard.triage_store import TriageStore
 from butlers.switchboard.classification import (
     FALLBACK_BUTLER,
@@ -58,7 +59,8 @@ ANSWER_SHOWN = 200  # characters of an unusable classifier answer kept in logs a
 # A target that is busy, unreachable (503, down) or dropped the call mid-session is
 # asked again under the same route key (it runs the route at most once), waiting
 # RETRY_FIRST seconds, then twice as long each time up to RETRY_MAX, for at most the
-# module's `route_retry_seconds`; then the route fails with the last reason.
+# module's `route_retry_seconds` (or its `route_retry_seconds_by_butler` entry for the
+# target); then the route fails with the last reason.
 RETRY_FIRST = 0.5
 RETRY_MAX = 10.0
 BUSY_MARK = " is busy: "  # how a target's spawner says its session queue is full
@@ -80,6 +82,7 @@ class Pipeline:
         recovery_interval: float = RECOVERY_INTERVAL,
         owners: Owners | None = None,
         retry_budget: float = 120.0,
+        retry_budgets: Mapping[str, float] | None = None,
     ) -> None:
         self._butler = butler
         self._store = store
@@ -95,6 +98,7 @@ class Pipeline:
         self._recovery_interval = recovery_interval
         self._owners = owners or Owners({})
         self._retry_budget = retry_budget
+        self._retry_budgets = dict(retry_budgets or {})  # butler -> its own budget
         self._tasks: set[asyncio.Task[Any]] = set()
         # Messages a task of this process is processing: the recovery sweep skips them.
         self._active: set[uuid.UUID] = set()
@@ -451,7 +455,7 @@ class Pipeline:
         by_id = done | {o.route_id: o for o in fresh}
         outcomes = [by_id[i] for i in plan.route_ids]
         status = summarize(outcomes)
-        await self._store.finish(
+        _, pending = await self._store.finish(
             request_id,
             outcomes,
             status,
@@ -464,7 +468,7 @@ class Pipeline:
             "fallback general" if classification.fallback else "classified",
             ", ".join(f"{o.entry.butler}={o.status}" for o in outcomes),
         )
-        reply = await self.send_reply(request_id)
+        reply = await self.send_reply(request_id, pending) if pending else None
         return {
             "classification": classification.to_json(),
             "fanout_status": status,
@@ -472,12 +476,15 @@ class Pipeline:
             "reply": reply,
         }
 
-    async def send_reply(self, request_id: uuid.UUID) -> dict[str, JsonValue] | None:
-        """Send a closed message's pending reply back on its thread through the
-        messenger's `reply` (one delivery row per message, so a repeat after a crash
-        sends nothing twice); a reply the messenger could not deliver stays pending for
-        the recovery sweep, up to MAX_REPLY_ATTEMPTS. None when nothing is pending."""
-        pending = await self._store.pending_reply(request_id)
+    async def send_reply(
+        self, request_id: uuid.UUID, pending: PendingReply | None = None
+    ) -> dict[str, JsonValue] | None:
+        """Send a closed message's pending reply (`pending`, as closing it returned, else
+        read) back on its thread through the messenger's `reply` (one delivery row per
+        message, so a repeat after a crash sends nothing twice); a reply the messenger
+        could not deliver stays pending for the recovery sweep, up to MAX_REPLY_ATTEMPTS.
+        None when nothing is pending."""
+        pending = pending or await self._store.pending_reply(request_id)
         if pending is None:
             return None
         text = pending.reply_text or failure_reply(pending.error or "no reason recorded")
@@ -530,10 +537,10 @@ class Pipeline:
         }
 
     async def _messenger_url(self) -> str:
-        for row in await self._store.registry(self._stale_after):
-            if row.alive and "messenger" in _list(row.modules):
-                return row.url
-        raise TargetUnavailable("no live butler with the messenger module is registered")
+        url = await self._store.live_url_of_module("messenger", self._stale_after)
+        if url is None:
+            raise TargetUnavailable("no live butler with the messenger module is registered")
+        return url
 
     async def _classify(
         self, text: str, request_id: uuid.UUID | None, timeout: float, quoted: tuple[str, ...]
@@ -623,15 +630,17 @@ class Pipeline:
         self, entry: RouteEntry, route_id: uuid.UUID, arguments: dict[str, Any]
     ) -> Any:
         """The target's `trigger` answer; a busy, unreachable or crashed target is asked
-        again under the same key with back-off until `retry_budget` seconds passed."""
-        deadline = time.monotonic() + self._retry_budget
+        again under the same key with back-off until its budget (`retry_budgets` for
+        this butler, else `retry_budget`) of seconds passed."""
+        budget = self._retry_budgets.get(entry.butler, self._retry_budget)
+        deadline = time.monotonic() + budget
         delay, attempt = RETRY_FIRST, 1
         while True:
             try:
                 return await self._trigger_once(entry, route_id, arguments)
             except (TargetUnavailable, _Busy) as exc:
                 if time.monotonic() + delay > deadline:
-                    reason = f"{exc} (gave up after {attempt} attempts in {self._retry_budget:g} s)"
+                    reason = f"{exc} (gave up after {attempt} attempts in {budget:g} s)"
                     if isinstance(exc, _Busy):
                         raise RouteFailed(reason) from None
                     raise TargetUnavailable(reason) from None

@@ -74,8 +74,9 @@ class Connector:
 
     async def poll_once(self, bot: UpdateSource) -> int:
         """One long poll from the persisted offset. The batch's updates are handed over
-        at once, then recorded in update order: the cursor moves only past updates the
-        switchboard has taken (a crash in between repeats them, as duplicates)."""
+        at once, then recorded together (one transaction): the cursor moves only past
+        updates the switchboard has taken (a crash in between repeats them, as
+        duplicates)."""
         cursor = await self._store.cursor()
         updates = await bot.get_updates(cursor.next_offset)
         todo = sorted(
@@ -85,9 +86,10 @@ class Connector:
         if todo:
             await self._store.receiving(len(todo))
         taken = await asyncio.gather(*(self._take(u, None) for u in todo))
-        for update, (fields, _outcome) in zip(todo, taken, strict=True):
-            await self._store.handed(int(update["update_id"]), **fields)
-            self.handed += 1
+        await self._store.handed_batch(
+            [(int(u["update_id"]), fields) for u, (fields, _) in zip(todo, taken, strict=True)]
+        )
+        self.handed += len(todo)
         await self._store.polled(None)
         return len(updates)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 
@@ -122,26 +123,42 @@ class TelegramStore:
         detail: str | None,
     ) -> None:
         """Record the update and move the cursor past it, in one transaction."""
+        fields = {"event_id": event_id, "chat_id": chat_id, "sender": sender, "kind": kind,
+                  "request_id": request_id, "outcome": outcome, "detail": detail}  # fmt: skip
+        await self.handed_batch([(update_id, fields)])
+
+    async def handed_batch(self, updates: list[tuple[int, dict[str, Any]]]) -> None:
+        """Record a batch of updates (`update_id`, then `event_id`, `chat_id`, `sender`,
+        `kind`, `request_id`, `outcome`, `detail`) and move the cursor past the last,
+        in one transaction: one round of statements for a whole long-poll batch."""
+        if not updates:
+            return
+        rows = [
+            (
+                self._bot,
+                update_id,
+                f["event_id"],
+                f["chat_id"],
+                f["sender"],
+                f["kind"],
+                f["request_id"],
+                f["outcome"],
+                f["detail"],
+            )
+            for update_id, f in updates
+        ]
         async with self._pool.acquire() as conn, conn.transaction():
-            await conn.execute(
+            await conn.executemany(
                 "INSERT INTO telegram_updates (bot, update_id, event_id, chat_id, sender, kind, "
                 "request_id, outcome, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
                 "ON CONFLICT (bot, update_id) DO NOTHING",
-                self._bot,
-                update_id,
-                event_id,
-                chat_id,
-                sender,
-                kind,
-                request_id,
-                outcome,
-                detail,
+                rows,
             )
             await conn.execute(
                 "UPDATE telegram_cursor SET next_offset = greatest(next_offset, $2), "
                 "updated_at = clock_timestamp() WHERE bot = $1",
                 self._bot,
-                update_id + 1,
+                max(update_id for update_id, _ in updates) + 1,
             )
 
     async def recent(self, limit: int) -> list[Handed]:

@@ -42,7 +42,7 @@ def _busy() -> ToolFailed:
     return ToolFailed(ToolResult(None, text, True, {}))
 
 
-def _pipeline(target: Target, budget: float) -> Pipeline:
+def _pipeline(target: Target, budget: float, budgets: dict[str, float] | None = None) -> Pipeline:
     return Pipeline(
         butler="switchboard",
         store=Registry(),  # type: ignore[arg-type]
@@ -53,6 +53,7 @@ def _pipeline(target: Target, budget: float) -> Pipeline:
         stale_after=60,
         triage=None,  # type: ignore[arg-type]
         retry_budget=budget,
+        retry_budgets=budgets,
     )
 
 
@@ -86,3 +87,13 @@ async def test_a_target_that_refuses_the_work_is_not_asked_again() -> None:
     with pytest.raises(RouteFailed, match="conflict"):
         await router(RouteEntry("health", "p", "p"), uuid.uuid4())
     assert len(target.keys) == 1
+
+
+async def test_a_butler_with_its_own_budget_is_asked_again_for_that_long() -> None:
+    failing = Target([EndpointUnavailable("refused")] * 1000)
+    router = _pipeline(failing, budget=60, budgets={"health": 0.1})._router(None)
+    with pytest.raises(TargetUnavailable, match=r"gave up after \d+ attempts in 0.1 s"):
+        await router(RouteEntry("health", "p", "p"), uuid.uuid4())
+    target = Target([EndpointUnavailable("refused")] * 3)  # other butlers: the default
+    router = _pipeline(target, budget=5, budgets={"general": 0.1})._router(None)
+    assert (await router(RouteEntry("health", "p", "p"), uuid.uuid4())).success
