@@ -180,6 +180,43 @@ def ensure_ui() -> None:
     UI_STAMP.write_text(fingerprint)
 
 
+def _tree_fingerprint(folder: Path, prune: set[str], extra: str = "") -> str:
+    """A hash of every file's path and bytes under `folder`, `prune`d directories left out."""
+    digest = hashlib.sha256(extra.encode())
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in prune)
+        for name in sorted(files):
+            path = Path(parent) / name
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+ESLINT_PASSED = CACHE / "eslint-passed"
+ESLINT_KEEP = 20  # fingerprints of passing runs kept (the newest)
+
+
+def eslint() -> int:
+    """ESLint over the web UI (TypeScript, React hooks and TanStack Query rules), unless
+    it passed before on exactly these inputs: every file under frontend/ (its sources,
+    config, package-lock.json, which pins the rules' packages) and the Node version. Its
+    own cache is keyed by absolute paths, so it never hits in a fresh clone (CI)."""
+    env, npm = npm_tools()
+    node = subprocess.run(["node", "--version"], env=env, capture_output=True, text=True)
+    fingerprint = _tree_fingerprint(FRONTEND, {"node_modules", "dist"}, node.stdout.strip())
+    stamp = ESLINT_PASSED / fingerprint
+    if stamp.exists():
+        print("eslint: passed before on these exact inputs (frontend/, Node version)")
+        return 0
+    code = subprocess.run([*npm, "run", "lint", "--silent"], cwd=FRONTEND, env=env).returncode
+    if code == 0:
+        ESLINT_PASSED.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+        for old in sorted(ESLINT_PASSED.iterdir(), key=lambda p: p.stat().st_mtime)[:-ESLINT_KEEP]:
+            old.unlink(missing_ok=True)
+    return code
+
+
 def ensure_test_packages() -> None:
     """Chromium for the browser tests, Dovecot (an IMAP server) for the e-mail tests."""
     ensure_debian("chromium", "chromium", "the browser tests")
@@ -465,11 +502,7 @@ def main(argv: list[str]) -> int:
         code |= run(str(PY), "-m", "mypy", "--cache-dir", str(CACHE / "mypy"))
         code |= run(str(BIN / "lint-imports"), "--no-cache")
         if (FRONTEND / "package.json").exists():
-            # ESLint over the web UI (TypeScript, React hooks and TanStack Query rules).
-            env, npm = npm_tools()
-            code |= subprocess.run(
-                [*npm, "run", "lint", "--silent"], cwd=FRONTEND, env=env
-            ).returncode
+            code |= eslint()
         for line in oversized():
             print(line, file=sys.stderr)
             code |= 1
