@@ -26,6 +26,12 @@ from tests.kube.wait import wait_deployment_available
 ADMIN_SECRET = "butlers-admin"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "second_namespace: the `operator` fixture's chart serves `<namespace>-b` too"
+    )
+
+
 @pytest.fixture(scope="session")
 async def kube_cluster() -> AsyncIterator[KubeCluster]:
     reason = unavailable_reason()
