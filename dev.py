@@ -438,9 +438,10 @@ def default_lanes() -> int:
 
     The local lanes first (unit, integration and tests/e2e on local processes; then both
     images on Docker) while the control plane's Go build runs in the background; then the
-    real API server's integration tests beside tests/e2e on a control plane of its own with
-    the charts installed by Helm (`apiserver`). Where the control plane cannot be had, tests/e2e runs
-    on the operator backend instead (the operator's reconcile and rendering, without Go).
+    real API server's integration tests beside tests/e2e on a control plane of its own
+    with the charts installed by Helm (`apiserver`). Where the control plane cannot be
+    had, tests/e2e runs on the operator backend instead (the operator's reconcile and
+    rendering, without Go).
     With KIND_IN_DEFAULT, the kind lane's node image is built in the background too, and
     tests/e2e runs on kind instead of `apiserver` when that image is ready within
     KIND_PREP_BUDGET of the start (always when cached); otherwise the kind lane runs on
