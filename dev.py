@@ -50,6 +50,8 @@ UI_DIR = ROOT / "src" / "butlers" / "dashboard" / "static"
 UI_STAMP = VENV / ".ui-built"
 MIN_NODE = (20, 19)
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "butlers"
+UI_CACHE = CACHE / "ui"  # built web UIs by their sources' fingerprint
+UI_CACHE_KEEP = 5  # the newest kept
 
 
 # The memory module's model weights, without the PyTorch stack the package declares.
@@ -175,9 +177,69 @@ def ensure_ui() -> None:
         npm_ci = [*npm, "ci", "--prefer-offline", "--no-progress"]
         subprocess.run(npm_ci, cwd=FRONTEND, env=env, check=True)
         installed.write_text(lock)
-    print("building the web UI (frontend/ -> src/butlers/dashboard/static)", flush=True)
-    subprocess.run([*npm, "run", "build", "--silent"], cwd=FRONTEND, env=env, check=True)
+    import shutil
+
+    # A fresh clone (CI) takes the build of these exact sources from the cache; the type
+    # check the build runs first is tests/unit/frontend's too, so it still runs there.
+    cached = UI_CACHE / fingerprint
+    if (cached / "index.html").exists():
+        print(f"the web UI: built before from these exact sources ({cached})", flush=True)
+        shutil.rmtree(UI_DIR, ignore_errors=True)
+        shutil.copytree(cached, UI_DIR)
+    else:
+        print("building the web UI (frontend/ -> src/butlers/dashboard/static)", flush=True)
+        subprocess.run([*npm, "run", "build", "--silent"], cwd=FRONTEND, env=env, check=True)
+        partial = UI_CACHE / f".{fingerprint}.{os.getpid()}"
+        shutil.copytree(UI_DIR, partial)
+        try:
+            partial.rename(cached)
+        except OSError:  # another run cached the same build meanwhile
+            shutil.rmtree(partial, ignore_errors=True)
+        builds = sorted((p for p in UI_CACHE.iterdir() if not p.name.startswith(".")), key=_mtime)
+        for old in builds[:-UI_CACHE_KEEP]:
+            shutil.rmtree(old, ignore_errors=True)
     UI_STAMP.write_text(fingerprint)
+
+
+def _mtime(path: Path) -> float:
+    return path.stat().st_mtime
+
+
+def _tree_fingerprint(folder: Path, prune: set[str], extra: str = "") -> str:
+    """A hash of every file's path and bytes under `folder`, `prune`d directories left out."""
+    digest = hashlib.sha256(extra.encode())
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in prune)
+        for name in sorted(files):
+            path = Path(parent) / name
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+ESLINT_PASSED = CACHE / "eslint-passed"
+ESLINT_KEEP = 20  # fingerprints of passing runs kept (the newest)
+
+
+def eslint() -> int:
+    """ESLint over the web UI (TypeScript, React hooks and TanStack Query rules), unless
+    it passed before on exactly these inputs: every file under frontend/ (its sources,
+    config, package-lock.json, which pins the rules' packages) and the Node version. Its
+    own cache is keyed by absolute paths, so it never hits in a fresh clone (CI)."""
+    env, npm = npm_tools()
+    node = subprocess.run(["node", "--version"], env=env, capture_output=True, text=True)
+    fingerprint = _tree_fingerprint(FRONTEND, {"node_modules", "dist"}, node.stdout.strip())
+    stamp = ESLINT_PASSED / fingerprint
+    if stamp.exists():
+        print("eslint: passed before on these exact inputs (frontend/, Node version)")
+        return 0
+    code = subprocess.run([*npm, "run", "lint", "--silent"], cwd=FRONTEND, env=env).returncode
+    if code == 0:
+        ESLINT_PASSED.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+        for old in sorted(ESLINT_PASSED.iterdir(), key=_mtime)[:-ESLINT_KEEP]:
+            old.unlink(missing_ok=True)
+    return code
 
 
 def ensure_test_packages() -> None:
@@ -206,13 +268,17 @@ def ensure_debian(program: str, package: str, why: str) -> None:
         subprocess.run([*install, package], env=env, stdout=quiet)
 
 
-def run(*args: str, pythonpath: Path | None = None) -> int:
+def _venv_env(pythonpath: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
     env["VIRTUAL_ENV"] = str(VENV)
-    child = subprocess.Popen(list(args), cwd=ROOT, env=env)
+    return env
+
+
+def run(*args: str, pythonpath: Path | None = None) -> int:
+    child = subprocess.Popen(list(args), cwd=ROOT, env=_venv_env(pythonpath))
     while True:
         try:
             return child.wait()
@@ -372,9 +438,10 @@ def default_lanes() -> int:
 
     The local lanes first (unit, integration and tests/e2e on local processes; then both
     images on Docker) while the control plane's Go build runs in the background; then the
-    real API server's integration tests and tests/e2e on that control plane with the charts
-    installed by Helm (`apiserver`). Where the control plane cannot be had, tests/e2e runs
-    on the operator backend instead (the operator's reconcile and rendering, without Go).
+    real API server's integration tests beside tests/e2e on a control plane of its own
+    with the charts installed by Helm (`apiserver`). Where the control plane cannot be
+    had, tests/e2e runs on the operator backend instead (the operator's reconcile and
+    rendering, without Go).
     With KIND_IN_DEFAULT, the kind lane's node image is built in the background too, and
     tests/e2e runs on kind instead of `apiserver` when that image is ready within
     KIND_PREP_BUDGET of the start (always when cached); otherwise the kind lane runs on
@@ -396,20 +463,62 @@ def default_lanes() -> int:
             prep.kill()
             prep.wait()
     # What only a real API server shows (skips, naming what is missing, without Go).
-    code |= run(str(PY), "-m", "pytest", "tests/integration/kube", "-q")
-    no_kind = kind_reason(kind_prep, started)
-    reason = control_plane_reason()
-    if no_kind is None:
-        code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "kind", "-q")
-    elif reason is None:
-        if KIND_IN_DEFAULT:
-            print(f"kind lane skipped: {no_kind}; tests/e2e on the apiserver backend instead")
-        code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "apiserver", "-q")
+    kube_lane = ["tests/integration/kube", "-q"]
+    if KIND_IN_DEFAULT:
+        code |= run(str(PY), "-m", "pytest", *kube_lane)
+        background = None
     else:
-        print(f"apiserver lane skipped: {reason}; tests/e2e on the operator backend instead")
-        code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "operator", "-q")
+        # Beside tests/e2e below, on a control plane of its own: both lanes mostly wait on
+        # pods starting, so together they take little more than the longer one alone.
+        background = BackgroundLane("tests/integration/kube", kube_lane)
+    try:
+        no_kind = kind_reason(kind_prep, started)
+        reason = control_plane_reason()
+        if no_kind is None:
+            code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "kind", "-q")
+        elif reason is None:
+            if KIND_IN_DEFAULT:
+                print(f"kind lane skipped: {no_kind}; tests/e2e on the apiserver backend instead")
+            code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "apiserver", "-q")
+        else:
+            print(f"apiserver lane skipped: {reason}; tests/e2e on the operator backend instead")
+            code |= run(str(PY), "-m", "pytest", "tests/e2e", "--backend", "operator", "-q")
+    finally:
+        if background is not None:
+            code |= background.finish()
     # pytest exits 5 when nothing was collected: that is a failure here too.
     return code
+
+
+class BackgroundLane:
+    """A pytest lane run beside the next one, its output kept in .tmp/lanes/ and printed
+    whole once it ends (two lanes' lines never interleave)."""
+
+    def __init__(self, title: str, args: list[str]) -> None:
+        self.title = title
+        folder = ROOT / ".tmp" / "lanes"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.log = folder / (title.replace("/", "-") + ".log")
+        with self.log.open("wb") as out:
+            self.child = subprocess.Popen(
+                [str(PY), "-m", "pytest", *args],
+                cwd=ROOT,
+                env=_venv_env(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+
+    def finish(self) -> int:
+        while True:
+            try:
+                code = self.child.wait()
+                break
+            except KeyboardInterrupt:
+                continue  # Ctrl-C reached the lane too; let it shut down cleanly
+        print(f"==== {self.title} (ran beside the lane above; its log: {self.log}) ====")
+        sys.stdout.write(self.log.read_text(errors="replace"))
+        sys.stdout.flush()
+        return code
 
 
 def main(argv: list[str]) -> int:
@@ -460,14 +569,12 @@ def main(argv: list[str]) -> int:
     if cmd == "lint":
         code = run(str(PY), "-m", "ruff", "check", ".")
         code |= run(str(PY), "-m", "ruff", "format", "--check", ".")
-        code |= run(str(PY), "-m", "mypy")
+        # mypy's cache with the other caches: a fresh clone reuses it (mypy checks each
+        # module's hash, not its path or mtime), so only what changed is checked again.
+        code |= run(str(PY), "-m", "mypy", "--cache-dir", str(CACHE / "mypy"))
         code |= run(str(BIN / "lint-imports"), "--no-cache")
         if (FRONTEND / "package.json").exists():
-            # ESLint over the web UI (TypeScript, React hooks and TanStack Query rules).
-            env, npm = npm_tools()
-            code |= subprocess.run(
-                [*npm, "run", "lint", "--silent"], cwd=FRONTEND, env=env
-            ).returncode
+            code |= eslint()
         for line in oversized():
             print(line, file=sys.stderr)
             code |= 1

@@ -26,6 +26,12 @@ from tests.kube.wait import wait_deployment_available
 ADMIN_SECRET = "butlers-admin"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "second_namespace: the `operator` fixture's chart serves `<namespace>-b` too"
+    )
+
+
 @pytest.fixture(scope="session")
 async def kube_cluster() -> AsyncIterator[KubeCluster]:
     reason = unavailable_reason()
@@ -119,6 +125,7 @@ async def drop_schemas(admin_dsn: str, prefix: str) -> None:
 
 @pytest.fixture
 async def operator(
+    request: pytest.FixtureRequest,
     kube_cluster: KubeCluster,
     kube: KubeApi,
     namespace: str,
@@ -127,26 +134,43 @@ async def operator(
     session_tag: str,
 ) -> AsyncIterator[OperatorRelease]:
     """The operator chart in this test's namespace (Pod Security `restricted` enforced, as
-    the e2e lane's), on the session's PostgreSQL."""
+    the e2e lane's), on the session's PostgreSQL. A test marked `second_namespace` gets
+    the same chart serving a second namespace too (`<namespace>-b`, a Role of its own
+    there), installed so from the start: no upgrade rolls the operator's pod."""
     labels = userpath.build_namespace(userpath.Cluster(namespace))["metadata"]["labels"]
     await kube.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": labels}})
-    release = await install_operator(
-        kube_cluster, kube, namespace, pg_admin_dsn, f"{session_tag}{namespace[2:]}_"
-    )
+    watch: tuple[str, ...] = ()
+    if request.node.get_closest_marker("second_namespace"):
+        watch = (f"{namespace}-b",)
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": watch[0]}}
+        await kube.create("/api/v1/namespaces", body)
     try:
-        yield release
-    finally:
-        # As a user tears down: Butlers first, while the operator still runs.
-        for served in release.namespaces:
-            with contextlib.suppress(userpath.UserPathError):
-                await userpath.run(
-                    userpath.build_kubectl(
-                        userpath.Cluster(served, kube_cluster.kubeconfig),
-                        "delete",
-                        "butlers",
-                        "--all",
-                        "--wait=true",
-                        "--timeout=60s",
+        release = await install_operator(
+            kube_cluster,
+            kube,
+            namespace,
+            pg_admin_dsn,
+            f"{session_tag}{namespace[2:]}_",
+            watch=watch,
+        )
+        try:
+            yield release
+        finally:
+            # As a user tears down: Butlers first, while the operator still runs.
+            for served in release.namespaces:
+                with contextlib.suppress(userpath.UserPathError):
+                    await userpath.run(
+                        userpath.build_kubectl(
+                            userpath.Cluster(served, kube_cluster.kubeconfig),
+                            "delete",
+                            "butlers",
+                            "--all",
+                            "--wait=true",
+                            "--timeout=60s",
+                        )
                     )
-                )
-        await drop_schemas(pg_admin_dsn, release.schema_prefix)
+            await drop_schemas(pg_admin_dsn, release.schema_prefix)
+    finally:
+        for extra in watch:
+            with contextlib.suppress(ApiError):
+                await kube.delete(f"/api/v1/namespaces/{extra}")

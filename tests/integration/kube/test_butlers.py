@@ -29,7 +29,7 @@ from tests.kube.api import KubeApi, build_path
 from tests.kube.cluster import KubeCluster
 from tests.kube.wait import condition_status, wait_deployment_available, wait_until
 
-from .conftest import OperatorRelease, install_operator
+from .conftest import OperatorRelease
 
 BUTLERS = "butlers.dev/v1alpha1"
 CHILDREN = (
@@ -355,51 +355,28 @@ async def test_an_operator_restarted_mid_reconcile_converges(
         assert len(await pods_of(kube, namespace, name)) == 1
 
 
+@pytest.mark.second_namespace
 async def test_two_namespaces_with_a_butler_of_the_same_name_keep_their_own_data(
     kube_cluster: KubeCluster, kube: KubeApi, namespace: str, operator: OperatorRelease
 ) -> None:
-    other = f"{namespace}-b"
-    await kube.create(
-        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}
-    )
-    try:
-        # The same chart, serving the second namespace too (a Role there).
-        await install_operator(
-            kube_cluster,
-            kube,
-            namespace,
-            operator.admin_dsn,
-            operator.schema_prefix,
-            watch=(other,),
-        )
-        second = userpath.Cluster(other, kube_cluster.kubeconfig)
-        await apply(operator.cluster, butler("notes"))
-        await apply(second, butler("notes"))
-        first_body = await wait_ready(kube, namespace, "notes")
-        second_body = await wait_ready(kube, other, "notes")
-        assert first_body["status"]["schema"] != second_body["status"]["schema"]
+    # One chart serving both namespaces (a Role in each): the fixture installed it so.
+    other = operator.namespaces[1]
+    second = userpath.Cluster(other, kube_cluster.kubeconfig)
+    await apply(operator.cluster, butler("notes"))
+    await apply(second, butler("notes"))
+    first_body = await wait_ready(kube, namespace, "notes")
+    second_body = await wait_ready(kube, other, "notes")
+    assert first_body["status"]["schema"] != second_body["status"]["schema"]
 
-        await call(kube_cluster, namespace, "notes", "state_set", key="owner", value=namespace)
-        await call(kube_cluster, other, "notes", "state_set", key="owner", value=other)
-        # Through more than one resync (5 s), each keeps reading its own: no shared schema,
-        # no password reset locking either out.
-        until = time.monotonic() + 7
-        while time.monotonic() < until:
-            assert (
-                await call(kube_cluster, namespace, "notes", "state_get", key="owner") == namespace
-            )
-            assert await call(kube_cluster, other, "notes", "state_get", key="owner") == other
-            await asyncio.sleep(0.5)
-    finally:
-        await kubectl(
-            userpath.Cluster(other, kube_cluster.kubeconfig),
-            "delete",
-            "butlers",
-            "--all",
-            "--wait=true",
-            "--timeout=60s",
-        )
-        await kube.delete(f"/api/v1/namespaces/{other}")
+    await call(kube_cluster, namespace, "notes", "state_set", key="owner", value=namespace)
+    await call(kube_cluster, other, "notes", "state_set", key="owner", value=other)
+    # Through more than one resync (5 s), each keeps reading its own: no shared schema,
+    # no password reset locking either out.
+    until = time.monotonic() + 7
+    while time.monotonic() < until:
+        assert await call(kube_cluster, namespace, "notes", "state_get", key="owner") == namespace
+        assert await call(kube_cluster, other, "notes", "state_get", key="owner") == other
+        await asyncio.sleep(0.5)
 
 
 def audited(audit_log: str, user: str) -> list[dict[str, Any]]:
@@ -439,18 +416,23 @@ def granted_permissions(role: Mapping[str, Any]) -> set[tuple[str, str, str]]:
 MANAGED_BY = "app.kubernetes.io/managed-by"
 
 
-async def _drift_and_wait(
-    kube: KubeApi, namespace: str, group: str, plural: str, name: str
-) -> None:
-    """Edit an owned object by hand (drop a label) and wait for the operator to put it back."""
-    path = build_path(group, plural, namespace, name)
-    await kube.patch(path, {"metadata": {"labels": {MANAGED_BY: None}}})
+async def _drift_and_wait(kube: KubeApi, paths: list[str]) -> None:
+    """Edit owned objects by hand (drop a label from each) and wait for the operator to put
+    every one back. All at once: one resync pass corrects them all, as it would one."""
+    for path in paths:
+        await kube.patch(path, {"metadata": {"labels": {MANAGED_BY: None}}})
 
-    async def restored() -> bool:
-        obj = await kube.find(path)
-        return MANAGED_BY in ((obj or {}).get("metadata", {}).get("labels") or {})
+    async def drifted() -> list[str]:
+        return [
+            path
+            for path in paths
+            if MANAGED_BY
+            not in (((await kube.find(path)) or {}).get("metadata", {}).get("labels") or {})
+        ]
 
-    await wait_until(restored, f"the operator to correct {plural}/{name}", 30)
+    await wait_until(
+        lambda: _none(drifted), "the operator to correct every edited object", 30, drifted
+    )
 
 
 async def test_the_operators_role_grants_exactly_what_it_uses(
@@ -462,8 +444,13 @@ async def test_the_operators_role_grants_exactly_what_it_uses(
     await apply(operator.cluster, manifest)
     await wait_ready(kube, namespace, "notes")
     # Drift: every owned object edited by hand is corrected; one deleted comes back.
-    for group, plural, name in CHILDREN:
-        await _drift_and_wait(kube, namespace, group, plural, name.format(name="notes"))
+    await _drift_and_wait(
+        kube,
+        [
+            build_path(g, plural, namespace, name.format(name="notes"))
+            for g, plural, name in CHILDREN
+        ],
+    )
     await kube.delete(build_path("v1", "configmaps", namespace, "notes-spec"))
     await wait_until(
         lambda: kube.find(build_path("v1", "configmaps", namespace, "notes-spec")),
