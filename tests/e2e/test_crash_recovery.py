@@ -19,14 +19,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
-import pytest
 
 from butlers.switchboard.envelope import build_envelope
 from butlers.testing.script_server import Script, call, step
 from tests.support.proxy import DroppingProxy
 
 from .harness.ecosystem import EcosystemHandle
-from .harness.env import HOST_PROXY_UNREACHABLE
 from .test_switchboard_flow import classify_as, ingest
 
 DEADLINE = 30.0
@@ -120,12 +118,13 @@ def _weight_session(value: float, answer_delay: float) -> tuple[dict[str, Any], 
 async def test_a_dropped_connection_does_not_run_the_target_session_twice(
     butler_ecosystem: EcosystemHandle, llm_script: Script
 ) -> None:
-    if butler_ecosystem.backend == "kind":
-        pytest.skip(HOST_PROXY_UNREACHABLE)
     health = butler_ecosystem["health"]
     target = urlsplit(health.url)
     proxy = DroppingProxy(target.hostname or "127.0.0.1", target.port or 80)
-    proxied = health.url.replace(f":{target.port}/", f":{await proxy.start()}/")
+    # The proxy listens where the switchboard reaches this machine (on kind, the host's
+    # address on kind's network, at the port its NetworkPolicy's extra egress rule allows).
+    host, port = butler_ecosystem.host_listener
+    proxied = f"http://{host}:{await proxy.start(host, port or 0)}{target.path}"
     switchboard = await butler_ecosystem.pool("switchboard")
     value, text = 83.7, "Log my weight: 83.7kg"
 

@@ -181,6 +181,9 @@ async def _kill_relationship_mid_request(
             message="relationship's session never reached its second model request",
         )
         await handle.kill("relationship")
+        # The held request's session died with its butler: the hold did its part, and its
+        # own deadline must not run on through the restart (a new pod takes a while on kind).
+        script.release("killed")
         # The switchboard asks the restarted butler again under the same route key; it
         # answers with the interrupted session (run once), well within the route timeout.
         await handle.restart("relationship")

@@ -44,9 +44,9 @@ class DroppingProxy:
     def restore(self) -> None:
         self._cut = False
 
-    async def start(self) -> int:
-        """Listen on a free loopback port; returns it."""
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        """Listen on `host` (loopback by default) and `port` (0: a free one); returns it."""
+        self._server = await asyncio.start_server(self._handle, host, port)
         self.port = int(self._server.sockets[0].getsockname()[1])
         return self.port
 

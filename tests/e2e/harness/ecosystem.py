@@ -85,6 +85,10 @@ class EcosystemHandle:
     set_secrets_keyring: Callable[[str], Awaitable[None]] | None = None
     # The cluster namespace the ecosystem runs in (None: it runs on this machine).
     namespace: str | None = None
+    # Where a butler this machine runs listens when the ecosystem's butlers call it (a
+    # solo registered as the messenger): (address, port; None: any free one). On kind, the
+    # host's address on kind's network and the port its NetworkPolicies let pods reach.
+    host_listener: tuple[str, int | None] = ("127.0.0.1", None)
     clients: ClientCache = field(init=False)
     _pools: dict[str, asyncpg.Pool] = field(default_factory=dict)
 

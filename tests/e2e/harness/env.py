@@ -55,15 +55,6 @@ CALDAV_SERVER = pytest.StashKey[str | None]()
 CALDAV_UNREACHABLE = "this session started no CalDAV server (Radicale)"
 
 
-# The dropped-connection test puts a proxy on this machine between the switchboard and a
-# butler; on kind the switchboard is a pod whose NetworkPolicy (rightly) allows it to
-# call butlers only, so the test would measure the policy, not the switchboard.
-HOST_PROXY_UNREACHABLE = (
-    "on the kind backend the switchboard's NetworkPolicy lets it call butlers only, "
-    "not a fault-injecting proxy on this machine"
-)
-
-
 def caldav_host(backend: str) -> str:
     """Where the session's Radicale listens: loopback, or every interface for the kind
     backend, whose pods call it at this machine's address on kind's network (as the

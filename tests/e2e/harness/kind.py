@@ -10,7 +10,8 @@ Only image loading and port-forwarding are this backend's own.
 
 Pods reach the session's LLM script server, Telegram stand-in and CalDAV server
 (Radicale) through the host's address on kind's Docker network, so those servers listen
-on every interface for this backend.
+on every interface for this backend; a solo butler the switchboard calls (`host_listener`)
+listens on that address, at a port the extra egress rule allows.
 """
 
 from __future__ import annotations
@@ -319,6 +320,10 @@ async def kind_ecosystem(
             env["BUTLERS_SPAN_DIR"] = POD_SPAN_DIR
         script_url = env.get("BUTLERS_SCRIPT_URL")
         script_port = urlsplit(script_url).port if script_url else None
+        # A butler a test runs on this machine and registers (a solo messenger the
+        # switchboard answers through) listens there too, on a port fixed now so the
+        # NetworkPolicies' extra egress rule can name it.
+        solo_port = free_port()
         await load_images(target)
         installed = True
         # The user path every cluster backend shares: namespace, CRDs, env Secret, the
@@ -330,7 +335,7 @@ async def kind_ecosystem(
                 schema_prefix,
                 secrets.token_urlsafe(18),
                 (gateway, script_port) if script_port else None,
-                k.extra_host_ports(env),
+                [*k.extra_host_ports(env), solo_port],
             ),
             env=env,
             roster_dir=roster_dir,
@@ -359,11 +364,17 @@ async def kind_ecosystem(
             )
 
         async def kill(name: str) -> None:
+            # A crash: the butler's process is stopped on its node, then its pod deleted
+            # (SIGKILL after the unhandled SIGTERM), so it does nothing on its way down.
             # Down until `restart`: the node is cordoned first, so the Deployment's
             # replacement pod stays Pending; the Service then has no Ready endpoint.
             if not held:
                 await run(k.build_cordon(target, schedulable=False))
-            held[name] = k.pod_uids(await run(k.build_get_pods(target, name)))
+            pods = await run(k.build_get_pods(target, name))
+            held[name] = k.pod_uids(pods)
+            for node, container in k.running_containers(pods, k.BUTLER_CONTAINER):
+                inspect = await run(k.build_node_exec(node, "crictl", "inspect", container))
+                await run(k.build_freeze(node, k.container_pid(inspect)))
             await run(k.build_kill_pod(target, name))
             await wait_no_ready_endpoint(target, name)
 
@@ -393,6 +404,7 @@ async def kind_ecosystem(
             token=user_token,
             butler_tokens=butler_tokens,
             namespace=target.namespace,
+            host_listener=(gateway, solo_port),
         )
         try:
             switchboards = [r.name for r in resources if is_switchboard(r)]

@@ -27,6 +27,7 @@ REGISTRY = "ghcr.io/butlers-dev"
 TAG = "0.1.0"
 RELEASE = "butlers"
 ENV_SECRET = userpath.ENV_SECRET
+BUTLER_CONTAINER = "butler"  # the butler pod's container (operator/render.py)
 POSTGRES_SERVICE = f"{RELEASE}-postgres"
 POSTGRES_ADMIN_SECRET = f"{RELEASE}-postgres-admin"
 # The chart's development PostgreSQL (values.yaml `postgres.image`): loaded like ours.
@@ -312,6 +313,54 @@ def build_kill_pod(target: KindTarget, butler: str) -> list[str]:
     )
 
 
+def _docker(docker_host: str | None) -> list[str]:
+    """docker on the engine kind runs on: the kind lane's own (DOCKER_HOST_ENV, set by
+    tests/kind/lane.py), else the default one."""
+    host = docker_host if docker_host is not None else os.environ.get(DOCKER_HOST_ENV)
+    return ["docker", "--host", host] if host else ["docker"]
+
+
+def build_node_exec(node: str, *args: str, docker_host: str | None = None) -> list[str]:
+    """A command run on a kind node (its container, named as the node)."""
+    return [*_docker(docker_host), "exec", node, *args]
+
+
+def running_containers(pods_json: str, container: str) -> list[tuple[str, str]]:
+    """(node, container ID) of `container` in each pod that runs it and is not terminating,
+    from `kubectl get pods -o json`."""
+    found = []
+    for pod in json.loads(pods_json).get("items") or []:
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        node = (pod.get("spec") or {}).get("nodeName")
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            cid = status.get("containerID") or ""
+            running = "running" in (status.get("state") or {})
+            if status.get("name") == container and running and node and "://" in cid:
+                found.append((node, cid.split("://", 1)[1]))
+    return found
+
+
+def container_pid(inspect_json: str) -> int:
+    """The process ID, on its node, of a container's first process (`crictl inspect`)."""
+    try:
+        pid = int(json.loads(inspect_json)["info"]["pid"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise KindCommandError(f"crictl inspect gave no process ID ({exc!r})") from None
+    if pid <= 0:
+        raise KindCommandError(
+            f"crictl inspect gave process ID {pid}: the container is not running"
+        )
+    return pid
+
+
+def build_freeze(node: str, pid: int, docker_host: str | None = None) -> list[str]:
+    """SIGSTOP the process on its node: it never runs again, so the SIGTERM of its pod's
+    deletion goes unhandled until the SIGKILL that follows, as in a crash (a running
+    butler would shut down cleanly on SIGTERM, expiring what it held)."""
+    return build_node_exec(node, "kill", "-STOP", str(pid), docker_host=docker_host)
+
+
 def build_cordon(target: KindTarget, schedulable: bool) -> list[str]:
     """Every node cordoned (no new pod scheduled) or uncordoned: how a killed butler stays
     down until its restart, as a crashed one held down does on the other backends (its
@@ -347,9 +396,14 @@ def pod_uids(pods_json: str) -> list[str]:
 def build_network_inspect(network: str = "kind", docker_host: str | None = None) -> list[str]:
     """kind's network on the engine kind runs on: the kind lane's own (DOCKER_HOST_ENV, set
     by tests/kind/lane.py), else the default one."""
-    host = docker_host if docker_host is not None else os.environ.get(DOCKER_HOST_ENV)
-    prefix = ["docker", "--host", host] if host else ["docker"]
-    return [*prefix, "network", "inspect", network, "--format", "{{json .IPAM.Config}}"]
+    return [
+        *_docker(docker_host),
+        "network",
+        "inspect",
+        network,
+        "--format",
+        "{{json .IPAM.Config}}",
+    ]
 
 
 def pick_ipv4_gateway(ipam_json: str, network: str = "kind") -> str:

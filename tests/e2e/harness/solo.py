@@ -7,8 +7,10 @@ module configuration. `solo_butler` provisions a schema and role for it on the
 ecosystem's PostgreSQL (named with the session's schema prefix, dropped afterwards),
 runs `butlers migrate --spec` as that role (a pod's init container), then
 `butlers serve --spec` (its container) on a free port with exactly the environment
-given, and yields its MCP URL once `/ready` answers. It does not register with the
-switchboard. Backends whose database this machine cannot reach (kind) skip.
+given, and yields its MCP URL once `/ready` answers. It registers with the switchboard
+only with `advertise`, and then listens where the ecosystem's butlers can call it
+(`EcosystemHandle.host_listener`: loopback, or on kind the host's address on kind's network).
+Backends whose database this machine cannot reach skip.
 """
 
 from __future__ import annotations
@@ -107,7 +109,10 @@ async def solo_butler(
         "PYTHONUNBUFFERED": "1",
     }
     log_path = directory / f"{name}.log"
-    port = free_port()
+    # A butler the ecosystem calls listens where its pods reach it; others on loopback.
+    host, fixed_port = handle.host_listener if advertise else ("127.0.0.1", None)
+    port = fixed_port or free_port()
+    base_url = f"http://{host}:{port}"
     process: asyncio.subprocess.Process | None = None
     try:
         with log_path.open("ab") as log:
@@ -138,12 +143,8 @@ async def solo_butler(
                     **base,
                     **(env or {}),
                     **own,
-                    **(
-                        {"BUTLERS_ADVERTISE_URL": f"http://127.0.0.1:{port}/mcp"}
-                        if advertise
-                        else {}
-                    ),
-                    "BUTLERS_HOST": "127.0.0.1",
+                    **({"BUTLERS_ADVERTISE_URL": f"{base_url}/mcp"} if advertise else {}),
+                    "BUTLERS_HOST": host,
                     "BUTLERS_PARENT_PID": str(os.getpid()),
                 },
                 stdin=asyncio.subprocess.DEVNULL,
@@ -151,7 +152,6 @@ async def solo_butler(
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
             )
-        base_url = f"http://127.0.0.1:{port}"
 
         async def ready() -> bool:
             assert process is not None

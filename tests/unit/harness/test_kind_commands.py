@@ -209,3 +209,31 @@ def test_butlers_reach_the_sessions_caldav_server_through_the_extra_egress_rule(
     }
     assert k.extra_host_ports(env) == [41235, 41236]
     assert k.extra_host_ports({"CALDAV_URL": "", "TELEGRAM_API_BASE": ""}) == []
+
+
+def test_a_crash_stops_the_butlers_process_on_its_node_before_its_pod_goes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def pod(name: str, state: str, deleting: bool = False) -> dict[str, object]:
+        meta = {"uid": name} | ({"deletionTimestamp": "2026-01-01T00:00:00Z"} if deleting else {})
+        status = {"name": "butler", "containerID": f"containerd://{name}-c", "state": {state: {}}}
+        return {
+            "metadata": meta,
+            "spec": {"nodeName": "butlers-control-plane"},
+            "status": {"containerStatuses": [status]},
+        }
+
+    pods = json.dumps(
+        {"items": [pod("a", "running"), pod("b", "waiting"), pod("c", "running", True)]}
+    )
+    assert k.running_containers(pods, "butler") == [("butlers-control-plane", "a-c")]
+    assert k.running_containers(pods, "sidecar") == []
+    assert k.container_pid(json.dumps({"info": {"pid": 2976}})) == 2976
+    for bad in ('{"info": {"pid": 0}}', '{"status": {}}', "not json"):
+        with pytest.raises(k.KindCommandError, match="crictl inspect"):
+            k.container_pid(bad)
+    monkeypatch.setenv(k.DOCKER_HOST_ENV, "unix:///run/x.sock")
+    assert k.build_freeze("butlers-control-plane", 2976) == [
+        "docker", "--host", "unix:///run/x.sock",
+        "exec", "butlers-control-plane", "kill", "-STOP", "2976",
+    ]  # fmt: skip
