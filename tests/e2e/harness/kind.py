@@ -395,6 +395,11 @@ async def kind_ecosystem(
         # The tokens the operator made: the namespace's user token, each butler's own.
         user_token = (await read_secret(target, NAMESPACE_SECRET))[USER_TOKEN_KEY]
         butler_tokens = {n: (await read_secret(target, f"{n}-auth"))["token"] for n in names}
+        # The chart's dashboard, port-forwarded like the butlers (the tests/e2e/dashboard
+        # suite runs against it): its token, and its role's DSN through the same forward.
+        dashboard_port = await forwards.open(k.DASHBOARD_SERVICE, k.DASHBOARD_PORT)
+        await wait_ready_http(f"http://127.0.0.1:{dashboard_port}/api/health")
+        dashboard_db = await read_secret(target, f"{k.DASHBOARD_SERVICE}-db")
         handle = EcosystemHandle(
             backend="kind",
             endpoints=endpoints,
@@ -405,6 +410,10 @@ async def kind_ecosystem(
             butler_tokens=butler_tokens,
             namespace=target.namespace,
             host_listener=(gateway, solo_port),
+            dashboard_url=f"http://127.0.0.1:{dashboard_port}/",
+            dashboard_token=(await read_secret(target, k.DASHBOARD_SERVICE))["token"],
+            dashboard_dsn=k.rewrite_host(dashboard_db["dsn"], "127.0.0.1", pg_port),
+            dashboard_schema=dashboard_db["schema"],
         )
         try:
             switchboards = [r.name for r in resources if is_switchboard(r)]
