@@ -16,13 +16,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import mmap
-import os
 import struct
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+
+from butlers.modules.memory.vectors import one_blas_thread
 
 if TYPE_CHECKING:
     import numpy as np
@@ -95,11 +96,7 @@ class Embedder:
     """Encodes texts into unit vectors of 384 floats (cosine = dot product)."""
 
     def __init__(self, model_dir: Path | None = None) -> None:
-        # One BLAS thread: a short text is a few small products, and a butler shares its
-        # cores with others; pools of spinning BLAS threads cost more than they give.
-        # (Read by OpenBLAS when numpy is first imported in the process.)
-        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-            os.environ.setdefault(name, "1")
+        one_blas_thread()  # before numpy's first import in the process
         try:
             import numpy
             import tokenizers
