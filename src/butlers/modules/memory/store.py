@@ -593,8 +593,8 @@ class MemoryStore:
                             shared_from=row["shared_from"],
                         )
                     )
-        # Equal scores (one rank in one ranking each): the closer in meaning first.
-        hits.sort(key=lambda hit: (-hit.score, -(hit.similarity or -2.0)))
+        # Equal scores: the row the index holds longer (the older) first.
+        hits.sort(key=lambda hit: (-hit.score, index.position(hit.id)))
         return hits[:limit]
 
     async def _text_ranking(self, query: str, kinds: Sequence[str]) -> list[tuple[uuid.UUID, str]]:

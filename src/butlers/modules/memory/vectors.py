@@ -53,11 +53,15 @@ def one_blas_thread() -> None:
 
 
 def sync_sql() -> str:
-    """Both tables' rows changed since cursors $1 (facts) and $2 (rules)."""
-    return " UNION ALL ".join(
-        f"SELECT {i}::int2 AS kind, id, embedding, validity = 'active' AS live, "
-        f"change_seq, {SHOWN[kind]} FROM {TABLES[kind]} WHERE change_seq > ${i + 1}"
-        for i, kind in enumerate(KINDS)
+    """Both tables' rows changed since cursors $1 (facts) and $2 (rules), in the
+    order they changed (a row new to the index is placed after those it holds)."""
+    return (
+        " UNION ALL ".join(
+            f"SELECT {i}::int2 AS kind, id, embedding, validity = 'active' AS live, "
+            f"change_seq, {SHOWN[kind]} FROM {TABLES[kind]} WHERE change_seq > ${i + 1}"
+            for i, kind in enumerate(KINDS)
+        )
+        + " ORDER BY change_seq"
     )
 
 
@@ -177,6 +181,11 @@ class VectorIndex:
         if set(kinds) >= set(KINDS):
             return int(live.sum())
         return int((live & self._np.isin(self._kind[:n], [KINDS.index(k) for k in kinds])).sum())
+
+    def position(self, id_: uuid.UUID) -> int:
+        """Where the row is in the index: rows are placed in the order the index first
+        saw them (so older rows first); unknown rows after all."""
+        return self._rows.get(id_, len(self._ids))
 
     def shown(self, id_: uuid.UUID) -> tuple[str, str, str, str | None] | None:
         """A live row's kind, text, provenance and the butler that shared it (None: not
