@@ -371,7 +371,9 @@ async def test_a_search_is_one_round_trip_and_shows_what_another_writer_changed(
     assert (hit["text"], hit["provenance"]) == ("Anna · pet · a cat", "untrusted")
 
 
-async def test_no_statistics_are_gathered_for_the_embeddings(module_butler: ButlerFactory) -> None:
+async def test_no_statistics_for_the_embeddings_nor_a_pending_list_for_the_words(
+    module_butler: ButlerFactory,
+) -> None:
     # An ANALYZE spent almost all its time on them (14 of 15 s at 100,000 facts).
     butler = await module_butler({"memory": {}})
     targets = await butler.context.pool.fetch(
@@ -382,4 +384,14 @@ async def test_no_statistics_are_gathered_for_the_embeddings(module_butler: Butl
     assert [(r["t"], r["attstattarget"]) for r in targets] == [
         ("memory_facts", 0),
         ("memory_rules", 0),
+    ]
+    # Nor a pending list every search reads: the full-text indexes take writes at once.
+    options = await butler.context.pool.fetch(
+        "SELECT relname, reloptions FROM pg_class WHERE relname IN "
+        "('memory_facts_search_idx', 'memory_rules_search_idx') "
+        "AND relnamespace = current_schema()::regnamespace ORDER BY 1"
+    )
+    assert [(r["relname"], r["reloptions"]) for r in options] == [
+        ("memory_facts_search_idx", ["fastupdate=off"]),
+        ("memory_rules_search_idx", ["fastupdate=off"]),
     ]
