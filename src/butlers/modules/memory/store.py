@@ -242,9 +242,12 @@ class MemoryStore:
                     confidence,
                 )
                 return Fact.from_row(row)
+            old_seq = 0
             if current is not None:
-                await conn.execute(
-                    "UPDATE memory_facts SET validity = 'superseded' WHERE id = $1", current["id"]
+                old_seq = await conn.fetchval(
+                    "UPDATE memory_facts SET validity = 'superseded' WHERE id = $1 "
+                    "RETURNING change_seq",
+                    current["id"],
                 )
             row = await conn.fetchrow(
                 f"""
@@ -252,7 +255,7 @@ class MemoryStore:
                     confidence, provenance, tags, shared_with, source_session, source_message,
                     source_channel, supersedes, embedding)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-                RETURNING {FACT}
+                RETURNING {FACT}, change_seq
                 """,
                 subject,
                 predicate,
@@ -277,8 +280,8 @@ class MemoryStore:
                 )
         fact = Fact.from_row(row)
         if current is not None:
-            self._indexed(lambda index: index.set_live(current["id"], False))
-        self._indexed(lambda index: index.put("fact", fact.id, embedding, True))
+            self._indexed(lambda index: index.set_live(current["id"], False, old_seq))
+        self._indexed(lambda index: self._put(index, fact, embedding, row["change_seq"]))
         return fact
 
     async def store_rule(
@@ -292,7 +295,7 @@ class MemoryStore:
         embedding = await self.embed(content)
         row = await self._pool.fetchrow(
             f"INSERT INTO memory_rules (content, provenance, tags, shared_with, embedding) "
-            f"VALUES ($1, $2, $3, $4, $5) RETURNING {RULE}",
+            f"VALUES ($1, $2, $3, $4, $5) RETURNING {RULE}, change_seq",
             content,
             provenance,
             list(tags),
@@ -300,8 +303,28 @@ class MemoryStore:
             embedding,
         )
         rule = Rule.from_row(row)
-        self._indexed(lambda index: index.put("rule", rule.id, embedding, True))
+        self._indexed(lambda index: self._put(index, rule, embedding, row["change_seq"]))
         return rule
+
+    @staticmethod
+    def _put(index: VectorIndex, record: Fact | Rule, embedding: list[float], seq: int) -> None:
+        """A row this store just wrote, as the index holds it."""
+        if isinstance(record, Fact):
+            text = f"{record.subject} · {record.predicate} · {record.content}"
+            kind, origin = "fact", record.shared_from
+        else:
+            text, kind, origin = record.content, "rule", None
+        live = record.validity == "active"
+        index.put(
+            kind,
+            record.id,
+            embedding,
+            live,
+            seq=seq,
+            text=text,
+            provenance=record.provenance,
+            shared_from=origin,
+        )
 
     async def get(self, id_: uuid.UUID) -> Fact | Rule | None:
         row = await self._pool.fetchrow(f"SELECT {FACT} FROM memory_facts WHERE id = $1", id_)
@@ -357,13 +380,14 @@ class MemoryStore:
         for kind, columns, record in (("fact", FACT, Fact), ("rule", RULE, Rule)):
             row = await self._pool.fetchrow(
                 f"UPDATE {TABLE[kind]} SET validity = $3 WHERE id = $1 AND validity = $2 "
-                f"RETURNING {columns}",
+                f"RETURNING {columns}, change_seq",
                 id_,
                 old,
                 new,
             )
             if row is not None:
-                self._indexed(lambda index: index.set_live(id_, new == "active"))
+                if self._ready_index is not None:
+                    self._ready_index.set_live(id_, new == "active", row["change_seq"])
                 return record.from_row(row)
         found = await self.get(id_)
         if found is None:
@@ -427,7 +451,7 @@ class MemoryStore:
                 importance = EXCLUDED.importance, confidence = EXCLUDED.confidence,
                 provenance = EXCLUDED.provenance, tags = EXCLUDED.tags,
                 validity = 'active', embedding = EXCLUDED.embedding
-            RETURNING {FACT}
+            RETURNING {FACT}, change_seq
             """,
             subject,
             predicate,
@@ -442,7 +466,7 @@ class MemoryStore:
             embedding,
         )
         copy = Fact.from_row(row)
-        self._indexed(lambda index: index.put("fact", copy.id, embedding, True))
+        self._indexed(lambda index: self._put(index, copy, embedding, row["change_seq"]))
         return copy
 
     async def withdraw(self, origin: str, origin_id: uuid.UUID) -> bool:
@@ -458,8 +482,32 @@ class MemoryStore:
 
     async def sync(self) -> None:
         index = await self.index()
-        async with self._sync_lock, self._pool.acquire() as conn:
+        async with self._pool.acquire() as conn:
             await index.sync(conn)
+
+    async def _read(
+        self, index: VectorIndex, query: str | None, kinds: Sequence[str]
+    ) -> list[tuple[uuid.UUID, str]]:
+        """One round trip: the rows changed since the index's last sync (applied to it)
+        and, when `query` is given, the full-text ranking of the active rows of `kinds`
+        (ids and kinds, best first), both read in one snapshot."""
+        from butlers.modules.memory.vectors import sync_sql
+
+        if query is None:
+            rows = await self._pool.fetch(sync_sql(), *index.cursors)
+            index.apply(rows)
+            return []
+        rows = await self._pool.fetch(
+            f"SELECT *, NULL::float4 AS rank FROM ({sync_sql()}) changed UNION ALL "
+            "SELECT kind, id, NULL, NULL, NULL, NULL, NULL, NULL, rank "
+            f"FROM ({_text_sql(kinds, '$3')}) ranked",
+            *index.cursors,
+            query,
+        )
+        # The changed rows carry their embedding, the ranked ones their rank.
+        index.apply(row for row in rows if row["rank"] is None)
+        ranked = sorted((row for row in rows if row["rank"] is not None), key=_by_rank)
+        return [(row["id"], KINDS[row["kind"]]) for row in ranked]
 
     async def search(
         self,
@@ -473,81 +521,86 @@ class MemoryStore:
         """Active facts and rules ranked for `query` (hybrid, or one ranking alone).
 
         `min_similarity` keeps only rows that match a query word or whose cosine to
-        the query reaches it (recall: nothing unrelated fills the context)."""
+        the query reaches it (recall: nothing unrelated fills the context).
+
+        One round trip: the index's sync and the full-text ranking in one query, beside
+        the query's embedding (a thread); the vector ranking follows in the butler, and
+        the results are built from what the index holds."""
         kinds = tuple(dict.fromkeys(kinds))
+        index = await self.index()
+        words = query if mode in ("hybrid", "text") else None
+        embedding: list[float] | None = None
+        if mode != "text" and index.count(kinds):
+            # Rows to score (the usual case): the query's embedding and the read overlap
+            # (the read first: its query is sent before the embedding's thread holds the GIL).
+            by_words, embedding = await asyncio.gather(
+                self._read(index, words, kinds), self.embed_query(query)
+            )
+        else:
+            # Nothing to score so far: embed only if the read brings rows (a butler
+            # without facts or rules never loads the model for a search or a recall).
+            by_words = await self._read(index, words, kinds)
+            if mode != "text" and index.count(kinds):
+                embedding = await self.embed_query(query)
         ranked: list[list[tuple[uuid.UUID, str]]] = []
         similarity: dict[uuid.UUID, float] = {}
-
-        async def by_meaning() -> None:
-            index = await self.index()
-            if index.count(kinds):
-                # Rows to score (the usual case): the query's embedding and the sync overlap.
-                embedding, _ = await asyncio.gather(self.embed_query(query), self.sync())
-            else:
-                # Nothing to score so far: embed only if the sync brings rows (a butler
-                # without facts or rules never loads the model for a search or a recall).
-                await self.sync()
-                if not index.count(kinds):
-                    return
-                embedding = await self.embed_query(query)
+        if embedding is not None:
             found = index.search(embedding, kinds, CANDIDATES)
             similarity.update((id_, score) for id_, _kind, score in found)
             if min_similarity is not None:
                 found = [f for f in found if f[2] >= min_similarity]
             ranked.append([(id_, kind) for id_, kind, _score in found])
-
-        async def by_words() -> None:
-            ranked.append(await self._text_ranking(query, kinds))
-
-        # The query's embedding (CPU, in a thread) and the full-text query overlap.
-        await asyncio.gather(
-            *([by_meaning()] if mode in ("hybrid", "vector") else []),
-            *([by_words()] if mode in ("hybrid", "text") else []),
-        )
+        if words is not None:
+            ranked.append(by_words)
         scores: dict[uuid.UUID, float] = {}
         for ranking in ranked:
             for rank, (id_, _kind) in enumerate(ranking, start=1):
                 scores[id_] = scores.get(id_, 0.0) + 1.0 / (RRF_K + rank)
-        rows = await self._rows(list(scores), kinds)
-        hits = [
-            Hit(
-                id=row["id"],
-                type=row["kind"],
-                text=row["text"],
-                score=scores[row["id"]]
-                * (UNTRUSTED_WEIGHT if row["provenance"] == "untrusted" else 1),
-                provenance=row["provenance"],
-                validity=row["validity"],
-                similarity=similarity.get(row["id"]),
-                shared_from=row["shared_from"],
+        hits: list[Hit] = []
+        unknown: list[uuid.UUID] = []
+        for id_, score in scores.items():
+            shown = index.shown(id_)
+            if shown is None:
+                unknown.append(id_)
+                continue
+            kind, text, provenance, origin = shown
+            hits.append(
+                Hit(
+                    id=id_,
+                    type=kind,  # type: ignore[arg-type]
+                    text=text,
+                    score=score * (UNTRUSTED_WEIGHT if provenance == "untrusted" else 1),
+                    provenance=provenance,
+                    validity="active",
+                    similarity=similarity.get(id_),
+                    shared_from=origin,
+                )
             )
-            for row in rows
-            if row["validity"] == "active"
-        ]
-        hits.sort(key=lambda hit: -hit.score)
+        if unknown:
+            # Matched by words but not live in the index: retracted since (the index is
+            # newer), or committed out of sequence order (read it).
+            for row in await self._rows(unknown, kinds):
+                if row["validity"] == "active":
+                    hits.append(
+                        Hit(
+                            id=row["id"],
+                            type=row["kind"],
+                            text=row["text"],
+                            score=scores[row["id"]]
+                            * (UNTRUSTED_WEIGHT if row["provenance"] == "untrusted" else 1),
+                            provenance=row["provenance"],
+                            validity=row["validity"],
+                            shared_from=row["shared_from"],
+                        )
+                    )
+        # Equal scores: the row the index holds longer (the older) first.
+        hits.sort(key=lambda hit: (-hit.score, index.position(hit.id)))
         return hits[:limit]
 
     async def _text_ranking(self, query: str, kinds: Sequence[str]) -> list[tuple[uuid.UUID, str]]:
-        # Any query word may match (OR), ranked by cover density. The matches come from
-        # the GIN index alone (a materialized step, so the planner cannot start from the
-        # index of every active row instead), at most TEXT_MATCHES of them per table.
-        matches = [
-            f"{kind}s AS MATERIALIZED (SELECT id, search, validity FROM {TABLE[kind]} "
-            f"WHERE search @@ (SELECT q FROM x) LIMIT {TEXT_MATCHES})"
-            for kind in kinds
-        ]
-        ranked = [
-            f"SELECT id, '{kind}' AS kind, ts_rank_cd(search, (SELECT q FROM x)) AS rank "
-            f"FROM {kind}s WHERE validity = 'active'"
-            for kind in kinds
-        ]
-        rows = await self._pool.fetch(
-            "WITH x AS (SELECT replace(plainto_tsquery('english', $1)::text, '&', '|')::tsquery"
-            f" AS q), {', '.join(matches)} {' UNION ALL '.join(ranked)} "
-            f"ORDER BY rank DESC LIMIT {CANDIDATES}",
-            query,
-        )
-        return [(row["id"], row["kind"]) for row in rows]
+        """The full-text ranking alone (ids and kinds, best first)."""
+        rows = await self._pool.fetch(_text_sql(kinds, "$1"), query)
+        return [(row["id"], KINDS[row["kind"]]) for row in rows]
 
     async def _rows(self, ids: list[uuid.UUID], kinds: Sequence[str]) -> list[asyncpg.Record]:
         if not ids:
@@ -660,12 +713,12 @@ class MemoryStore:
             )
             faded = await conn.fetch(
                 "UPDATE memory_facts SET validity = 'faded' WHERE validity = 'active' "
-                "AND confidence < $1 RETURNING id",
+                "AND confidence < $1 RETURNING id, change_seq",
                 fade_below,
             )
         if self._ready_index is not None:
             for row in faded:
-                self._ready_index.set_live(row["id"], False)
+                self._ready_index.set_live(row["id"], False, row["change_seq"])
         return int(decayed), len(faded)
 
     async def expire_episodes(self) -> int:
@@ -692,3 +745,31 @@ class MemoryStore:
             unconsolidated_episodes=episodes["open"],
             vector_search="exact",
         )
+
+
+def _by_rank(row: asyncpg.Record) -> float:
+    return -float(row["rank"])
+
+
+def _text_sql(kinds: Sequence[str], query: str) -> str:
+    """The full-text ranking of the active rows of `kinds` for the text in parameter
+    `query`: kind (0 fact, 1 rule), id and rank, best first, at most CANDIDATES.
+
+    Any query word may match (OR), ranked by cover density. The matches come from the
+    GIN index alone (a materialized step, so the planner cannot start from the index of
+    every active row instead), at most TEXT_MATCHES of them per table."""
+    matches = [
+        f"{kind}s AS MATERIALIZED (SELECT id, search, validity FROM {TABLE[kind]} "
+        f"WHERE search @@ (SELECT q FROM x) LIMIT {TEXT_MATCHES})"
+        for kind in kinds
+    ]
+    ranked = [
+        f"SELECT {KINDS.index(kind)}::int2 AS kind, id, "
+        f"ts_rank_cd(search, (SELECT q FROM x)) AS rank FROM {kind}s WHERE validity = 'active'"
+        for kind in kinds
+    ]
+    return (
+        f"WITH x AS (SELECT replace(plainto_tsquery('english', {query})::text, '&', '|')"
+        f"::tsquery AS q), {', '.join(matches)} {' UNION ALL '.join(ranked)} "
+        f"ORDER BY rank DESC LIMIT {CANDIDATES}"
+    )
