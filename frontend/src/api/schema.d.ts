@@ -350,7 +350,8 @@ export interface paths {
          * Butler Logs
          * @description The last lines of the butler's log: its log file (local ecosystems), else its pod's
          *     `butler` container (`--kube`, through the API server's `pods/log`). A butler without
-         *     a pod is NOT_FOUND; an API server that refuses or does not answer, BUTLER_UNREACHABLE.
+         *     a log file or a pod is NOT_FOUND; an API server that refuses or does not answer,
+         *     BUTLER_UNREACHABLE.
          */
         get: operations["butler_logs_api_butlers__name__logs_get"];
         put?: never;

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from butlers import __version__
 from butlers.dashboard.context import Ctx
 from butlers.dashboard.envelopes import ApiResponse, ok
-from butlers.dashboard.errors import NotFound, NotSupported
+from butlers.dashboard.errors import NotFound
 from butlers.dashboard.pod_logs import PodLogs
 from butlers.dashboard.support import empty_data
 from butlers.dashboard.views import ButlerSummary, ModuleStatus, modules_of, summary
@@ -259,14 +259,15 @@ async def butler_logs(
 ) -> dict[str, Any]:
     """The last lines of the butler's log: its log file (local ecosystems), else its pod's
     `butler` container (`--kube`, through the API server's `pods/log`). A butler without
-    a pod is NOT_FOUND; an API server that refuses or does not answer, BUTLER_UNREACHABLE."""
+    a log file or a pod is NOT_FOUND; an API server that refuses or does not answer,
+    BUTLER_UNREACHABLE."""
     info = dashboard.butler(name)
     if info.log_path is not None:
         tail, truncated = _tail(info.log_path, lines)
         return ok(LogTail(butler=name, source=str(info.log_path), lines=tail, truncated=truncated))
     pods: PodLogs | None = getattr(dashboard.directory, "pod_logs", None)
     if pods is None or info.kube is None:
-        raise NotSupported(
+        raise NotFound(
             f"the dashboard knows no log of {name!r}: its directory "
             f"({dashboard.directory.describe()}) names no log file and no pod",
             butler=name,
